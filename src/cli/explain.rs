@@ -1,0 +1,303 @@
+//! `rootfence explain` and `rootfence doctor`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::plan::{self, SandboxPlan};
+use crate::policy::Policy;
+use crate::roots::{self, Access, RootInput};
+use crate::runtime::{self, HostEnv};
+use crate::sandbox;
+
+use super::{LaunchArgs, load_policy};
+
+/// Resolve the roots of `args` (policy static roots, then command line)
+/// under `policy`, discover the command, and build the plan.
+pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<SandboxPlan, String> {
+    let mut inputs: Vec<RootInput> = policy.static_roots.clone();
+    inputs.extend(
+        args.roots
+            .iter()
+            .map(|r| RootInput::command_line(r.clone(), Access::ReadWrite)),
+    );
+    inputs.extend(
+        args.ro_roots
+            .iter()
+            .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
+    );
+    let rules = policy.root_rules(env.cwd.clone());
+    let (ok, refused) = roots::resolve_all(&inputs, &rules);
+    let command = runtime::discover(&args.command, policy.raw.runtime.profile, env)
+        .map_err(|e| e.to_string())?;
+    Ok(plan::build(policy, ok, refused, command, env))
+}
+
+pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
+    let env = HostEnv::current();
+    let policy = match load_policy(args.policy.as_deref(), &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match plan_for(args, &policy, &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        match serde_json::to_string_pretty(&plan) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rootfence: cannot print the plan: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        print!("{}", render(&plan));
+    }
+    for r in &plan.refused {
+        eprintln!("rootfence: {r}");
+    }
+    if plan.refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The human-readable form of a plan.
+pub fn render(plan: &SandboxPlan) -> String {
+    let mut s = String::new();
+    let argv: Vec<String> = plan
+        .command
+        .argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let _ = writeln!(s, "policy:   {}", plan.policy);
+    let _ = writeln!(s, "command:  {}", argv.join(" "));
+    let _ = writeln!(
+        s,
+        "program:  {} ({} profile)",
+        plan.command.program.display(),
+        plan.command.profile
+    );
+    if let Some(i) = &plan.command.interpreter {
+        let _ = writeln!(s, "interpreter: {}", i.display());
+    }
+    let _ = writeln!(s, "\nroots ({} enforced):", plan.roots.len());
+    if plan.roots.is_empty() {
+        let _ = writeln!(s, "  (none)");
+    }
+    for r in &plan.roots {
+        let _ = writeln!(
+            s,
+            "  {:<10} {:<9} {}  name {:?}, from {} {:?}",
+            r.access,
+            format!("{:?}", r.kind).to_lowercase(),
+            r.uri,
+            r.name,
+            r.source,
+            r.input
+        );
+    }
+    for (r, into) in &plan.folded {
+        let _ = writeln!(
+            s,
+            "  folded     {} ({}) into {}",
+            r.uri,
+            r.access,
+            into.display()
+        );
+    }
+    if !plan.refused.is_empty() {
+        let _ = writeln!(s, "\nrefused roots ({}):", plan.refused.len());
+        for r in &plan.refused {
+            let _ = writeln!(s, "  {} (from {}): {}", r.input, r.from, r.reason);
+        }
+    }
+    let _ = writeln!(s, "\npaths (everything else is denied):");
+    for g in &plan.grants {
+        let absent = if g.handle.is_none() && !Path::new(&g.path).exists() {
+            " [absent here: skipped]"
+        } else {
+            ""
+        };
+        let why: Vec<String> = g.reasons.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            s,
+            "  {}  {:<40} {}{}",
+            g.rights,
+            g.path.display(),
+            why.join("; "),
+            absent
+        );
+    }
+    if plan.scratch {
+        let _ = writeln!(
+            s,
+            "  rw-  <scratch dir>                          private TMPDIR, mode 0700, removed at exit"
+        );
+    }
+    let n = &plan.network;
+    let ports = |p: &[u16]| {
+        if p.is_empty() {
+            "none".to_string()
+        } else {
+            p.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let _ = writeln!(s, "\nnetwork:");
+    let _ = writeln!(s, "  tcp connect: {}", ports(&n.tcp_connect));
+    let _ = writeln!(s, "  tcp bind:    {}", ports(&n.tcp_bind));
+    let _ = writeln!(
+        s,
+        "  udp/raw:     {}",
+        if n.udp { "allowed" } else { "denied" }
+    );
+    let _ = writeln!(
+        s,
+        "  unix socket connect outside the sandbox: {}",
+        if n.unix_sockets { "allowed" } else { "denied" }
+    );
+    let _ = writeln!(
+        s,
+        "scopes:   signals {}, abstract unix sockets {}",
+        if plan.scopes.signal { "scoped" } else { "open" },
+        if plan.scopes.abstract_unix_socket {
+            "scoped"
+        } else {
+            "open"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "\nenvironment ({} variables; nothing else is passed):",
+        plan.env.len() + usize::from(plan.scratch)
+    );
+    for (k, (v, src)) in &plan.env {
+        let _ = writeln!(
+            s,
+            "  {k}={v}  ({})",
+            match src {
+                plan::EnvSource::Passed => "passed",
+                plan::EnvSource::Set => "set by policy",
+            }
+        );
+    }
+    if plan.scratch {
+        let _ = writeln!(s, "  TMPDIR=<scratch dir>");
+    }
+    let l = &plan.limits;
+    let _ = writeln!(
+        s,
+        "\nlimits:   max message {} bytes; restart {:?} (max {}, backoff {} ms); drain {} ms; debounce {} ms; shutdown grace {} ms",
+        l.max_message_bytes,
+        l.restart,
+        l.max_restarts,
+        l.restart_backoff_ms,
+        l.drain_timeout_ms,
+        l.rebuild_debounce_ms,
+        l.shutdown_grace_ms
+    );
+    for w in &plan.warnings {
+        let _ = writeln!(s, "warning:  {w}");
+    }
+    s
+}
+
+pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
+    let env = HostEnv::current();
+    let caps = sandbox::probe();
+    let policy = match load_policy(policy_file, &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // What the policy would lose is judged on a plan for a trivial command;
+    // losses depend on the network and scope parts, not on the command.
+    let args = LaunchArgs {
+        policy: None,
+        roots: vec![],
+        ro_roots: vec![],
+        command: vec!["/bin/true".into()],
+    };
+    let losses = match plan_for(&args, &policy, &env) {
+        Ok(plan) => sandbox::losses(&plan, &caps),
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let can_run = !losses.iter().any(|l| l.fatal);
+    if json {
+        let v = serde_json::json!({
+            "kernel": caps.kernel,
+            "landlock": caps.landlock,
+            "seccomp": caps.seccomp,
+            "features": caps.features().iter().map(|(abi, name, ok)| serde_json::json!({"abi": abi, "feature": name, "available": ok})).collect::<Vec<_>>(),
+            "policy": policy.name(),
+            "losses": losses,
+            "can_run": can_run,
+        });
+        println!("{v:#}");
+    } else {
+        println!("kernel:   {}", caps.kernel);
+        match &caps.landlock {
+            sandbox::LandlockStatus::Available { abi } => println!("landlock: ABI {abi}"),
+            sandbox::LandlockStatus::NotBuilt => {
+                println!("landlock: not built into this kernel (CONFIG_SECURITY_LANDLOCK)")
+            }
+            sandbox::LandlockStatus::Disabled => println!(
+                "landlock: built but not enabled at boot: add landlock to the lsm= kernel parameter"
+            ),
+            sandbox::LandlockStatus::Error { message } => {
+                println!("landlock: cannot be queried: {message}")
+            }
+        }
+        println!(
+            "seccomp:  {}",
+            if caps.seccomp {
+                "available"
+            } else {
+                "not available"
+            }
+        );
+        println!("\nLandlock features:");
+        for (abi, name, ok) in caps.features() {
+            println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
+        }
+        println!("\nwith policy {}:", policy.name());
+        if losses.is_empty() {
+            println!("  nothing is lost: every rule can be enforced");
+        }
+        for l in &losses {
+            println!(
+                "  {} {}: {}",
+                if l.fatal { "FATAL" } else { "note " },
+                l.wants,
+                l.missing
+            );
+        }
+        println!(
+            "\nrootfence can run here: {}",
+            if can_run {
+                "yes"
+            } else {
+                "no (see FATAL above)"
+            }
+        );
+    }
+    if can_run {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

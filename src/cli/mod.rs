@@ -1,0 +1,144 @@
+//! The command-line interface: clap commands that wire the library
+//! together. Thin by design.
+
+mod explain;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::policy::Policy;
+use crate::runtime::HostEnv;
+
+/// rootfence: run MCP stdio servers inside a Landlock sandbox that enforces
+/// their roots.
+#[derive(Debug, Parser)]
+#[command(name = "rootfence", version, about, long_about = None)]
+pub struct Cli {
+    /// Log verbosity on stderr (error, warn, info, debug, trace); RUST_LOG
+    /// overrides it.
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
+    pub log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Roots and policy options shared by `explain`, `exec` and `run`.
+#[derive(Debug, clap::Args)]
+pub struct LaunchArgs {
+    /// Security policy file (TOML). Without it the built-in default applies
+    /// (policy/default.toml).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A read-write root: a path (absolute, relative or ~/...) or a
+    /// file:// URI. Repeatable.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<String>,
+    /// A read-only root. Repeatable.
+    #[arg(long = "ro-root", value_name = "DIR")]
+    pub ro_roots: Vec<String>,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate policy files; exits non-zero with the file, line and key of
+    /// every error.
+    Check {
+        /// Policy files.
+        #[arg(required = true, value_name = "POLICY")]
+        files: Vec<PathBuf>,
+    },
+    /// Print the sandbox plan for a command: every path and its rights with
+    /// the reason, network, scopes, environment, limits, and every refused
+    /// root. Exits non-zero if any given root was refused.
+    Explain {
+        #[command(flatten)]
+        launch: LaunchArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report the kernel, the Landlock ABI and what it can enforce, what a
+    /// policy would lose here, and whether rootfence can run on this machine.
+    Doctor {
+        /// Also report what this policy would lose on this kernel.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the policy file format.
+    Schema,
+}
+
+/// Parse the command line and run. Returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log);
+    match cli.command {
+        Command::Check { files } => check(&files),
+        Command::Explain { launch, json } => explain::explain(&launch, json),
+        Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
+        Command::Schema => {
+            let schema = schemars::schema_for!(crate::policy::PolicyFile);
+            match serde_json::to_string_pretty(&schema) {
+                Ok(s) => {
+                    println!("{s}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("rootfence: cannot print the schema: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // stdout is the protocol: logs only ever go to stderr.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn check(files: &[PathBuf]) -> ExitCode {
+    let env = HostEnv::current();
+    let mut failed = false;
+    for f in files {
+        match Policy::load(f, env.home.as_deref()) {
+            Ok(_) => println!("{}: ok", f.display()),
+            Err(e) => {
+                failed = true;
+                eprintln!("{e}");
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Load the policy named on the command line, or the built-in default.
+pub fn load_policy(
+    file: Option<&std::path::Path>,
+    env: &HostEnv,
+) -> Result<Policy, crate::policy::PolicyError> {
+    match file {
+        Some(f) => Policy::load(f, env.home.as_deref()),
+        None => Policy::builtin(env.home.as_deref()),
+    }
+}

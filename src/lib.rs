@@ -1,0 +1,19 @@
+//! rootfence: makes MCP roots real.
+//!
+//! A launcher for MCP stdio servers that turns the protocol's advisory roots
+//! into an enforced Landlock sandbox. The crate is a functional core with a
+//! thin imperative shell:
+//!
+//! - [`roots`]: root URIs and paths to canonical roots (or refusals);
+//! - [`policy`]: the security-policy file format and its validation;
+//! - [`plan`]: `(policy, roots, command) -> SandboxPlan`, pure;
+//! - [`runtime`]: discovering what a command needs to start (effectful);
+//! - [`sandbox`]: what the kernel can enforce, and (later) applying a plan;
+//! - [`cli`]: the command-line interface.
+
+pub mod cli;
+pub mod plan;
+pub mod policy;
+pub mod roots;
+pub mod runtime;
+pub mod sandbox;

@@ -1,0 +1,344 @@
+//! The sandbox plan: `(policy, roots, command) -> SandboxPlan`.
+//!
+//! [`build`] is pure: it reads no file and launches nothing. It decides
+//! every path the server may touch and why, the network ports, the Landlock
+//! scopes, the environment and the limits. `rootfence explain` prints the
+//! plan; the sandbox applies it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::policy::{ExtraKind, LimitsSection, Policy, deny_conflict};
+use crate::roots::{Access, CanonicalRoot, Origin, Refusal, RefusalReason, RootHandle, merge};
+use crate::runtime::{CommandSpec, HostEnv, Rights};
+
+/// Why a path was granted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum GrantReason {
+    /// An enforced root.
+    Root {
+        /// Its canonical URI.
+        uri: String,
+    },
+    /// The runtime profile.
+    Runtime {
+        /// The profile.
+        profile: String,
+        /// What needs it.
+        why: String,
+    },
+    /// A `[runtime]` entry of the policy.
+    Policy {
+        /// Where it was written.
+        origin: Origin,
+    },
+}
+
+impl std::fmt::Display for GrantReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantReason::Root { uri } => write!(f, "root {uri}"),
+            GrantReason::Runtime { profile, why } => write!(f, "{profile} profile: {why}"),
+            GrantReason::Policy { origin } => write!(f, "{origin}"),
+        }
+    }
+}
+
+/// One path and its rights.
+#[derive(Debug, Clone, Serialize)]
+pub struct Grant {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Rights.
+    pub rights: Rights,
+    /// Why (several when grants were combined).
+    pub reasons: Vec<GrantReason>,
+    /// Whether the path may be missing (runtime paths not on every system).
+    pub optional: bool,
+    /// For roots: the handle opened when the root was resolved. The sandbox
+    /// builds the rule from it instead of opening `path` again.
+    #[serde(skip)]
+    pub handle: Option<RootHandle>,
+}
+
+/// Network rights.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NetworkPlan {
+    /// TCP ports the server may connect to (Landlock ABI 4+).
+    pub tcp_connect: Vec<u16>,
+    /// TCP ports the server may bind (Landlock ABI 4+).
+    pub tcp_bind: Vec<u16>,
+    /// UDP and other non-TCP IP sockets allowed.
+    pub udp: bool,
+    /// Connecting to pathname unix sockets allowed.
+    pub unix_sockets: bool,
+}
+
+/// Landlock scopes (ABI 6+).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ScopePlan {
+    /// Signals only to processes in the sandbox.
+    pub signal: bool,
+    /// Abstract unix sockets only within the sandbox.
+    pub abstract_unix_socket: bool,
+}
+
+/// Where an environment variable's value comes from.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvSource {
+    /// Passed from rootfence's environment (`env.pass`).
+    Passed,
+    /// Set by the policy (`env.set`).
+    Set,
+}
+
+/// Everything the sandbox will enforce for one launch.
+#[derive(Debug, Clone, Serialize)]
+pub struct SandboxPlan {
+    /// The policy's name.
+    pub policy: String,
+    /// The command.
+    pub command: CommandSpec,
+    /// The enforced roots, merged, sorted by path.
+    #[serde(serialize_with = "ser_roots")]
+    pub roots: Vec<CanonicalRoot>,
+    /// Roots folded into an enclosing root.
+    #[serde(serialize_with = "ser_folded")]
+    pub folded: Vec<(CanonicalRoot, PathBuf)>,
+    /// Roots refused, with reasons.
+    #[serde(serialize_with = "ser_refused")]
+    pub refused: Vec<Refusal>,
+    /// Every path and its rights, sorted by path.
+    pub grants: Vec<Grant>,
+    /// Network rights.
+    pub network: NetworkPlan,
+    /// Scopes.
+    pub scopes: ScopePlan,
+    /// The server's environment (`TMPDIR` is added at launch when
+    /// `scratch` is on).
+    pub env: BTreeMap<String, (String, EnvSource)>,
+    /// A private scratch directory exported as `TMPDIR`.
+    pub scratch: bool,
+    /// Limits.
+    pub limits: LimitsSection,
+    /// Things the reader should know (runtime paths dropped, ...).
+    pub warnings: Vec<String>,
+}
+
+/// JSON form of a root.
+#[derive(Serialize)]
+struct RootView<'a> {
+    uri: &'a str,
+    path: &'a std::path::Path,
+    name: &'a str,
+    access: Access,
+    kind: crate::roots::RootKind,
+    source: crate::roots::RootSource,
+    input: &'a str,
+}
+
+fn view(r: &CanonicalRoot) -> RootView<'_> {
+    RootView {
+        uri: &r.uri,
+        path: &r.path,
+        name: &r.name,
+        access: r.access,
+        kind: r.kind,
+        source: r.source,
+        input: &r.input,
+    }
+}
+
+fn ser_roots<S: serde::Serializer>(v: &[CanonicalRoot], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(view))
+}
+
+fn ser_folded<S: serde::Serializer>(
+    v: &[(CanonicalRoot, PathBuf)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Folded<'a> {
+        root: RootView<'a>,
+        into: &'a std::path::Path,
+    }
+    s.collect_seq(v.iter().map(|(r, into)| Folded {
+        root: view(r),
+        into,
+    }))
+}
+
+fn ser_refused<S: serde::Serializer>(v: &[Refusal], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct R<'a> {
+        input: &'a str,
+        source: crate::roots::RootSource,
+        reason: String,
+    }
+    s.collect_seq(v.iter().map(|r| R {
+        input: &r.input,
+        source: r.from,
+        reason: r.reason.to_string(),
+    }))
+}
+
+/// Build the plan.
+///
+/// `roots` are the roots the engine accepted (any order, duplicates
+/// allowed), `refused` those it refused. Roots beyond the policy's
+/// `max_roots` are refused here.
+///
+/// # Security
+///
+/// The only paths granted are the enforced roots (with their access), the
+/// runtime needs of `command` and the policy's `[runtime]` paths; a runtime
+/// need that touches a denied path is dropped with a warning, never
+/// granted. The home directory itself is never granted by this function.
+pub fn build(
+    policy: &Policy,
+    roots: Vec<CanonicalRoot>,
+    mut refused: Vec<Refusal>,
+    command: CommandSpec,
+    env: &HostEnv,
+) -> SandboxPlan {
+    let mut warnings = Vec::new();
+    let merged = merge(roots);
+    let mut enforced = merged.roots;
+    let max = policy.raw.roots.max_roots;
+    if enforced.len() > max {
+        for r in enforced.split_off(max) {
+            refused.push(Refusal {
+                input: r.input.clone(),
+                from: r.source,
+                reason: RefusalReason::TooMany(max),
+            });
+        }
+    }
+
+    let mut grants: Vec<Grant> = Vec::new();
+    let exec_in_roots = policy.raw.runtime.exec_in_roots;
+    for r in &enforced {
+        let mut rights = match r.access {
+            Access::ReadWrite => Rights::RW,
+            Access::ReadOnly => Rights::R,
+        };
+        rights.exec = exec_in_roots;
+        grants.push(Grant {
+            path: r.path.clone(),
+            rights,
+            reasons: vec![GrantReason::Root { uri: r.uri.clone() }],
+            optional: false,
+            handle: Some(r.handle.clone()),
+        });
+    }
+    let profile = command.profile.to_string();
+    for n in &command.needs {
+        if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
+            warnings.push(format!(
+                "runtime path {} ({}) not granted: it touches denied path {} ({})",
+                n.path.display(),
+                n.why,
+                rule.shown,
+                rule.origin
+            ));
+            continue;
+        }
+        grants.push(Grant {
+            path: n.path.clone(),
+            rights: n.rights,
+            reasons: vec![GrantReason::Runtime {
+                profile: profile.clone(),
+                why: n.why.clone(),
+            }],
+            optional: n.optional,
+            handle: None,
+        });
+    }
+    for e in &policy.extra {
+        let rights = match e.kind {
+            ExtraKind::Read => Rights::R,
+            ExtraKind::Exec => Rights::RX,
+            ExtraKind::Write => Rights::RW,
+        };
+        grants.push(Grant {
+            path: e.path.clone(),
+            rights,
+            reasons: vec![GrantReason::Policy {
+                origin: e.origin.clone(),
+            }],
+            optional: false,
+            handle: None,
+        });
+    }
+    let grants = combine(grants);
+
+    let mut out_env = BTreeMap::new();
+    for pattern in &policy.env_pass {
+        match pattern.strip_suffix('*') {
+            Some(prefix) => {
+                for (k, v) in env.vars.range(prefix.to_string()..) {
+                    if !k.starts_with(prefix) {
+                        break;
+                    }
+                    out_env.insert(k.clone(), (v.clone(), EnvSource::Passed));
+                }
+            }
+            None => {
+                if let Some(v) = env.vars.get(pattern) {
+                    out_env.insert(pattern.clone(), (v.clone(), EnvSource::Passed));
+                }
+            }
+        }
+    }
+    for (k, v) in &policy.env_set {
+        out_env.insert(k.clone(), (v.clone(), EnvSource::Set));
+    }
+
+    SandboxPlan {
+        policy: policy.name(),
+        command,
+        roots: enforced,
+        folded: merged.folded,
+        refused,
+        grants,
+        network: NetworkPlan {
+            tcp_connect: policy.tcp_connect.clone(),
+            tcp_bind: policy.tcp_bind.clone(),
+            udp: policy.raw.network.udp,
+            unix_sockets: policy.raw.network.unix_sockets,
+        },
+        scopes: ScopePlan {
+            signal: true,
+            abstract_unix_socket: true,
+        },
+        env: out_env,
+        scratch: policy.raw.runtime.scratch,
+        limits: policy.raw.limits.clone(),
+        warnings,
+    }
+}
+
+/// Combine grants for the same path (union of rights, all reasons kept),
+/// sorted by path. A root's handle is kept.
+fn combine(mut grants: Vec<Grant>) -> Vec<Grant> {
+    grants.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
+    for g in grants {
+        match out.last_mut() {
+            Some(last) if last.path == g.path => {
+                last.rights = last.rights.union(g.rights);
+                last.reasons.extend(g.reasons);
+                last.optional &= g.optional;
+                if last.handle.is_none() {
+                    last.handle = g.handle;
+                }
+            }
+            _ => out.push(g),
+        }
+    }
+    out
+}

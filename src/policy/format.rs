@@ -1,0 +1,406 @@
+//! The policy file format: the serde model of a policy TOML file.
+//!
+//! Every table rejects unknown keys. Fields whose values are checked after
+//! parsing (paths, ports, variable names) keep their source span so that an
+//! error can name the line.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::roots::{Access, RootSource};
+
+/// A rootfence security policy.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyFile {
+    /// Format version; only 1 exists.
+    pub version: Option<u32>,
+    /// Where roots may come from and where they may lie.
+    pub roots: RootsSection,
+    /// Paths that are never allowed, as roots or as runtime grants.
+    pub deny: DenySection,
+    /// What the server's runtime may read, execute and write.
+    pub runtime: RuntimeSection,
+    /// Network rights.
+    pub network: NetworkSection,
+    /// The server's environment.
+    pub env: EnvSection,
+    /// Protocol and process limits.
+    pub limits: LimitsSection,
+    /// `sampling/createMessage` rules.
+    pub sampling: SamplingSection,
+    /// `elicitation/create` rules.
+    pub elicitation: ElicitationSection,
+    /// Audit log of sampling and elicitation decisions.
+    pub audit: AuditSection,
+}
+
+/// `[roots]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RootsSection {
+    /// Sources that may contribute roots.
+    #[schemars(with = "Vec<RootSourceName>")]
+    pub sources: Vec<Spanned<RootSourceName>>,
+    /// Ceiling: every root must lie under one of these paths (`~` and
+    /// `$HOME` expand). Omit for "anywhere not denied".
+    #[schemars(with = "Option<Vec<String>>")]
+    pub allow_under: Option<Vec<Spanned<String>>>,
+    /// Whether `/` may be a root (the deny list still applies).
+    pub allow_filesystem_root: bool,
+    /// Access given to roots from the host.
+    pub host_access: AccessName,
+    /// Most roots enforced at once.
+    pub max_roots: usize,
+    /// Roots always present.
+    #[serde(rename = "static")]
+    #[schemars(with = "Vec<StaticRoot>")]
+    pub static_roots: Vec<Spanned<StaticRoot>>,
+}
+
+impl Default for RootsSection {
+    fn default() -> Self {
+        RootsSection {
+            sources: Vec::new(),
+            allow_under: None,
+            allow_filesystem_root: false,
+            host_access: AccessName::ReadWrite,
+            max_roots: 256,
+            static_roots: Vec::new(),
+        }
+    }
+}
+
+/// Name of a root source in a policy file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RootSourceName {
+    /// The MCP host's `roots/list`.
+    Host,
+    /// `--root` / `--ro-root`.
+    CommandLine,
+    /// `[[roots.static]]`.
+    Policy,
+}
+
+impl From<RootSourceName> for RootSource {
+    fn from(s: RootSourceName) -> Self {
+        match s {
+            RootSourceName::Host => RootSource::Host,
+            RootSourceName::CommandLine => RootSource::CommandLine,
+            RootSourceName::Policy => RootSource::Policy,
+        }
+    }
+}
+
+/// Access in a policy file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessName {
+    /// Read and write.
+    #[default]
+    ReadWrite,
+    /// Read only.
+    ReadOnly,
+}
+
+impl From<AccessName> for Access {
+    fn from(a: AccessName) -> Self {
+        match a {
+            AccessName::ReadWrite => Access::ReadWrite,
+            AccessName::ReadOnly => Access::ReadOnly,
+        }
+    }
+}
+
+/// `[[roots.static]]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StaticRoot {
+    /// Path or `file://` URI (`~` and `$HOME` expand).
+    pub path: String,
+    /// Access (default read-write).
+    #[serde(default)]
+    pub access: AccessName,
+    /// Name the server is told.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// `[deny]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DenySection {
+    /// Include rootfence's built-in list (credentials, histories,
+    /// `/etc/shadow`, ...). Turning it off needs `i_know = true`.
+    pub builtin: bool,
+    /// Acknowledges that `builtin = false` removes protection.
+    pub i_know: bool,
+    /// More paths that are never allowed.
+    #[schemars(with = "Vec<String>")]
+    pub paths: Vec<Spanned<String>>,
+}
+
+impl Default for DenySection {
+    fn default() -> Self {
+        DenySection {
+            builtin: true,
+            i_know: false,
+            paths: Vec::new(),
+        }
+    }
+}
+
+/// `[runtime]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSection {
+    /// Runtime profile: what the command needs to start.
+    pub profile: ProfileName,
+    /// Extra paths readable.
+    #[schemars(with = "Vec<String>")]
+    pub read: Vec<Spanned<String>>,
+    /// Extra paths readable and executable.
+    #[schemars(with = "Vec<String>")]
+    pub exec: Vec<Spanned<String>>,
+    /// Extra paths readable and writable.
+    #[schemars(with = "Vec<String>")]
+    pub write: Vec<Spanned<String>>,
+    /// Whether roots may also be executed from (default: no).
+    pub exec_in_roots: bool,
+    /// A private scratch directory exported as `TMPDIR`.
+    pub scratch: bool,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        RuntimeSection {
+            profile: ProfileName::Auto,
+            read: Vec::new(),
+            exec: Vec::new(),
+            write: Vec::new(),
+            exec_in_roots: false,
+            scratch: true,
+        }
+    }
+}
+
+/// A runtime profile name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileName {
+    /// Chosen from the command (node/npx/npm → node, python*/uv/uvx →
+    /// python, anything else → native).
+    #[default]
+    Auto,
+    /// A native binary: system libraries only.
+    Native,
+    /// Node.js, npm and npx (with the npm cache).
+    Node,
+    /// CPython (system or under the home directory, e.g. pyenv, uv).
+    Python,
+}
+
+/// `[network]`
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkSection {
+    /// TCP ports the server may connect to.
+    #[schemars(with = "Vec<u16>")]
+    pub tcp_connect: Vec<Spanned<i64>>,
+    /// TCP ports the server may bind.
+    #[schemars(with = "Vec<u16>")]
+    pub tcp_bind: Vec<Spanned<i64>>,
+    /// Allow UDP and other non-TCP IP sockets (DNS needs UDP 53).
+    pub udp: bool,
+    /// Allow connecting to pathname unix sockets outside the roots.
+    pub unix_sockets: bool,
+}
+
+/// `[env]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvSection {
+    /// Variables passed from rootfence's environment (`NAME` or `PREFIX_*`).
+    #[schemars(with = "Vec<String>")]
+    pub pass: Vec<Spanned<String>>,
+    /// Variables set to fixed values.
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub set: BTreeMap<Spanned<String>, String>,
+}
+
+impl Default for EnvSection {
+    fn default() -> Self {
+        let pass = [
+            "PATH", "HOME", "LANG", "LC_*", "TZ", "TERM", "USER", "LOGNAME",
+        ];
+        EnvSection {
+            pass: pass
+                .iter()
+                .map(|p| Spanned::new(0..0, p.to_string()))
+                .collect(),
+            set: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[limits]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSection {
+    /// Longest accepted JSON-RPC line, in bytes.
+    pub max_message_bytes: u64,
+    /// What to do when the server exits unexpectedly.
+    pub restart: RestartName,
+    /// Most restarts in one session.
+    pub max_restarts: u32,
+    /// First restart delay; doubles per restart.
+    pub restart_backoff_ms: u64,
+    /// How long requests in flight to a replaced server may take to finish.
+    pub drain_timeout_ms: u64,
+    /// Changes of roots closer together than this make one rebuild.
+    pub rebuild_debounce_ms: u64,
+    /// Wait after closing the server's stdin before SIGTERM, and again
+    /// before SIGKILL.
+    pub shutdown_grace_ms: u64,
+    /// How long the server has to answer `initialize`.
+    pub initialize_timeout_ms: u64,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        LimitsSection {
+            max_message_bytes: 64 * 1024 * 1024,
+            restart: RestartName::OnFailure,
+            max_restarts: 3,
+            restart_backoff_ms: 250,
+            drain_timeout_ms: 5_000,
+            rebuild_debounce_ms: 100,
+            shutdown_grace_ms: 2_000,
+            initialize_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// Restart policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartName {
+    /// End the session when the server exits.
+    Never,
+    /// Restart with backoff after a crash (non-zero exit or signal).
+    OnFailure,
+    /// Restart whenever it exits.
+    Always,
+}
+
+/// `[sampling]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SamplingSection {
+    /// Whether the server may ask the host's model at all.
+    pub allow: bool,
+    /// Sustained requests per minute.
+    pub per_minute: u32,
+    /// Requests allowed in a burst above the sustained rate.
+    pub burst: u32,
+    /// Ceiling on `maxTokens`.
+    pub max_tokens: u64,
+    /// What to do when `maxTokens` exceeds the ceiling.
+    pub on_max_tokens: OverLimit,
+    /// Largest request, in bytes.
+    pub max_request_bytes: u64,
+    /// Content types the messages may carry.
+    pub content_types: Vec<ContentType>,
+    /// Allow `includeContext` other than `none`.
+    pub allow_include_context: bool,
+    /// Allow sampling with `tools` (2025-11-25).
+    pub allow_tools: bool,
+}
+
+impl Default for SamplingSection {
+    fn default() -> Self {
+        SamplingSection {
+            allow: false,
+            per_minute: 10,
+            burst: 3,
+            max_tokens: 4096,
+            on_max_tokens: OverLimit::Refuse,
+            max_request_bytes: 1024 * 1024,
+            content_types: vec![ContentType::Text],
+            allow_include_context: false,
+            allow_tools: false,
+        }
+    }
+}
+
+/// What to do with a value over its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OverLimit {
+    /// Refuse the request.
+    Refuse,
+    /// Lower the value to the limit and forward.
+    Clamp,
+}
+
+/// A sampling content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContentType {
+    /// Text blocks.
+    Text,
+    /// Base64 image blocks.
+    Image,
+    /// Base64 audio blocks.
+    Audio,
+}
+
+/// `[elicitation]`
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ElicitationSection {
+    /// Whether the server may ask the user for input at all.
+    pub allow: bool,
+    /// Form mode (a schema the host renders).
+    pub form: bool,
+    /// URL mode (2025-11-25): the host opens a URL.
+    pub url: bool,
+    /// Refuse forms that ask for passwords, keys, tokens and the like.
+    pub refuse_sensitive: bool,
+    /// More words that mark a field as sensitive.
+    pub sensitive_terms: Vec<String>,
+    /// URL mode: allow IP-literal hosts.
+    pub url_allow_ip: bool,
+    /// URL mode: allow `localhost` and `*.localhost`.
+    pub url_allow_localhost: bool,
+    /// Validate the host's `accept` content against the schema.
+    pub validate_response: bool,
+}
+
+impl Default for ElicitationSection {
+    fn default() -> Self {
+        ElicitationSection {
+            allow: true,
+            form: true,
+            url: false,
+            refuse_sensitive: true,
+            sensitive_terms: Vec::new(),
+            url_allow_ip: false,
+            url_allow_localhost: false,
+            validate_response: true,
+        }
+    }
+}
+
+/// `[audit]`
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSection {
+    /// Also write every sampling/elicitation decision as a JSON line here.
+    #[schemars(with = "Option<String>")]
+    pub file: Option<Spanned<String>>,
+}

@@ -1,0 +1,646 @@
+//! Security-policy files: loading, validation, and the validated [`Policy`]
+//! the rest of rootfence uses.
+//!
+//! The format is documented in `policy/README.md`; its JSON Schema is
+//! `policy/policy.schema.json` (regenerate with `rootfence schema`). Every
+//! error names the file, the line and the key.
+
+mod format;
+
+pub use format::*;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use toml::Spanned;
+
+use crate::roots::{Origin, PathRule, RootInput, RootRules, RootSource};
+
+/// The policy used when none is given (`policy/default.toml`).
+pub const DEFAULT_POLICY: &str = include_str!("../../policy/default.toml");
+
+/// Paths denied by default (`[deny] builtin = true`). `~` is the home
+/// directory.
+pub const BUILTIN_DENY: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.config/gh",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.git-credentials",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.histfile",
+    "~/.sh_history",
+    "~/.python_history",
+    "~/.node_repl_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.lesshst",
+    "~/.local/share/fish/fish_history",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+];
+
+/// A policy file that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("policy {file}: cannot read: {source} (check the path given to --policy)")]
+    Read {
+        /// The file.
+        file: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed, or a key or value is not part of the format.
+    #[error("policy {file} line {line}{key}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// ", key `a.b`" or empty.
+        key: KeyNote,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+/// The key part of a [`PolicyError::Invalid`] message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyNote(pub Option<String>);
+
+impl fmt::Display for KeyNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(k) => write!(f, ", key `{k}`"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A path granted by the policy's `[runtime]` section.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExtraPath {
+    /// As written.
+    pub shown: String,
+    /// Expanded absolute path.
+    pub path: PathBuf,
+    /// `read`, `exec` or `write`.
+    pub kind: ExtraKind,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+/// The list an [`ExtraPath`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExtraKind {
+    /// `runtime.read`
+    Read,
+    /// `runtime.exec`
+    Exec,
+    /// `runtime.write`
+    Write,
+}
+
+/// A validated policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The file it was loaded from (`None`: the built-in default).
+    pub file: Option<PathBuf>,
+    /// The parsed file.
+    pub raw: PolicyFile,
+    /// Where roots may come from; empty means every source.
+    pub sources: Vec<RootSource>,
+    /// The ceiling, expanded.
+    pub allow_under: Option<Vec<PathRule>>,
+    /// Every denied path: built-in, the file's own, and the policy file.
+    pub deny: Vec<PathRule>,
+    /// Static roots.
+    pub static_roots: Vec<RootInput>,
+    /// `[runtime]` read/exec/write paths, expanded.
+    pub extra: Vec<ExtraPath>,
+    /// TCP ports the server may connect to.
+    pub tcp_connect: Vec<u16>,
+    /// TCP ports the server may bind.
+    pub tcp_bind: Vec<u16>,
+    /// Environment variables passed through (`NAME` or `PREFIX*`).
+    pub env_pass: Vec<String>,
+    /// Environment variables set.
+    pub env_set: BTreeMap<String, String>,
+    /// Audit file, expanded.
+    pub audit_file: Option<PathBuf>,
+    /// Home directory used for expansion.
+    pub home: Option<PathBuf>,
+}
+
+impl Policy {
+    /// The built-in default policy (`policy/default.toml`).
+    pub fn builtin(home: Option<&Path>) -> Result<Policy, PolicyError> {
+        Policy::parse(DEFAULT_POLICY, None, home)
+    }
+
+    /// Load and validate a policy file.
+    pub fn load(file: &Path, home: Option<&Path>) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(file).map_err(|source| PolicyError::Read {
+            file: file.display().to_string(),
+            source,
+        })?;
+        Policy::parse(&text, Some(file), home)
+    }
+
+    /// Parse and validate policy text; `file` names it in errors and is
+    /// added to the deny list.
+    pub fn parse(
+        text: &str,
+        file: Option<&Path>,
+        home: Option<&Path>,
+    ) -> Result<Policy, PolicyError> {
+        let shown = file.map_or_else(
+            || "(built-in default)".to_string(),
+            |f| f.display().to_string(),
+        );
+        let raw: PolicyFile = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            PolicyError::Invalid {
+                file: shown.clone(),
+                line: line_of(text, offset),
+                key: KeyNote(key_at(text, offset)),
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        Validator {
+            text,
+            shown: &shown,
+            file,
+            home,
+        }
+        .validate(raw)
+    }
+
+    /// The rules the roots engine applies, with `cwd` as the base for
+    /// relative command-line roots.
+    pub fn root_rules(&self, cwd: Option<PathBuf>) -> RootRules {
+        RootRules {
+            allow_under: self.allow_under.clone(),
+            deny: self.deny.clone(),
+            allow_filesystem_root: self.raw.roots.allow_filesystem_root,
+            sources: self.sources.clone(),
+            home: self.home.clone(),
+            cwd,
+        }
+    }
+
+    /// Display name of the policy (its file, or "built-in default").
+    pub fn name(&self) -> String {
+        self.file.as_ref().map_or_else(
+            || "built-in default".to_string(),
+            |f| f.display().to_string(),
+        )
+    }
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    shown: &'a str,
+    file: Option<&'a Path>,
+    home: Option<&'a Path>,
+}
+
+impl Validator<'_> {
+    fn err(&self, offset: usize, key: &str, message: impl Into<String>) -> PolicyError {
+        PolicyError::Invalid {
+            file: self.shown.to_string(),
+            line: line_of(self.text, offset),
+            key: KeyNote(Some(key.to_string())),
+            message: message.into(),
+        }
+    }
+
+    fn origin(&self, offset: usize) -> Origin {
+        match self.file {
+            Some(f) => Origin::Policy {
+                file: f.to_path_buf(),
+                line: line_of(self.text, offset),
+            },
+            None => Origin::Builtin,
+        }
+    }
+
+    fn path(&self, s: &Spanned<String>, key: &str) -> Result<PathBuf, PolicyError> {
+        expand(s.get_ref(), self.home).map_err(|m| self.err(s.span().start, key, m))
+    }
+
+    fn validate(&self, raw: PolicyFile) -> Result<Policy, PolicyError> {
+        if let Some(v) = raw.version
+            && v != 1
+        {
+            let at = self.text.find("version").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "version",
+                format!("version {v} is not supported (only 1)"),
+            ));
+        }
+
+        let sources: Vec<RootSource> = raw
+            .roots
+            .sources
+            .iter()
+            .map(|s| (*s.get_ref()).into())
+            .collect();
+
+        let allow_under = match &raw.roots.allow_under {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .map(|s| {
+                        let p = self.path(s, "roots.allow_under")?;
+                        Ok(PathRule::new(
+                            s.get_ref().clone(),
+                            p,
+                            self.origin(s.span().start),
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, PolicyError>>()?,
+            ),
+        };
+
+        if raw.roots.max_roots == 0 {
+            let at = self.text.find("max_roots").unwrap_or(0);
+            return Err(self.err(at, "roots.max_roots", "must be at least 1"));
+        }
+
+        let mut deny = Vec::new();
+        if raw.deny.builtin {
+            for d in BUILTIN_DENY {
+                match expand(d, self.home) {
+                    Ok(p) => deny.push(PathRule::new(*d, p, Origin::Builtin)),
+                    // No home directory: the `~` entries name nothing.
+                    Err(_) => continue,
+                }
+            }
+        } else if !raw.deny.i_know {
+            let at = self.text.find("builtin").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "deny.builtin",
+                "turning off the built-in deny list (~/.ssh, ~/.aws, ...) also needs `i_know = true` in [deny]",
+            ));
+        }
+        for s in &raw.deny.paths {
+            let p = self.path(s, "deny.paths")?;
+            deny.push(PathRule::new(
+                s.get_ref().clone(),
+                p,
+                self.origin(s.span().start),
+            ));
+        }
+        if let Some(f) = self.file {
+            let abs = std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf());
+            deny.push(PathRule::new(
+                f.display().to_string(),
+                abs,
+                Origin::PolicyFile,
+            ));
+        }
+
+        let mut static_roots = Vec::new();
+        for s in &raw.roots.static_roots {
+            let r = s.get_ref();
+            let text = if r.path.len() >= 5 && r.path[..5].eq_ignore_ascii_case("file:") {
+                r.path.clone()
+            } else {
+                let p = expand(&r.path, self.home)
+                    .map_err(|m| self.err(s.span().start, "roots.static.path", m))?;
+                p.to_string_lossy().into_owned()
+            };
+            static_roots.push(RootInput::policy(text, r.name.clone(), r.access.into()));
+        }
+
+        let mut extra = Vec::new();
+        for (list, kind, key) in [
+            (&raw.runtime.read, ExtraKind::Read, "runtime.read"),
+            (&raw.runtime.exec, ExtraKind::Exec, "runtime.exec"),
+            (&raw.runtime.write, ExtraKind::Write, "runtime.write"),
+        ] {
+            for s in list {
+                let path = self.path(s, key)?;
+                if let Some((rule, inside)) = deny_conflict(&path, &deny) {
+                    let how = if inside { "is inside" } else { "contains" };
+                    return Err(self.err(
+                        s.span().start,
+                        key,
+                        format!(
+                            "{} {how} denied path {} ({}); grant a narrower path",
+                            s.get_ref(),
+                            rule.shown,
+                            rule.origin
+                        ),
+                    ));
+                }
+                extra.push(ExtraPath {
+                    shown: s.get_ref().clone(),
+                    path,
+                    kind,
+                    origin: self.origin(s.span().start),
+                });
+            }
+        }
+
+        let ports = |list: &Vec<Spanned<i64>>, key: &str| -> Result<Vec<u16>, PolicyError> {
+            let mut out = Vec::new();
+            for p in list {
+                let v = *p.get_ref();
+                match u16::try_from(v) {
+                    Ok(port) if port != 0 => out.push(port),
+                    _ => {
+                        return Err(self.err(
+                            p.span().start,
+                            key,
+                            format!("port {v} is not a TCP port (1-65535)"),
+                        ));
+                    }
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+            Ok(out)
+        };
+        let tcp_connect = ports(&raw.network.tcp_connect, "network.tcp_connect")?;
+        let tcp_bind = ports(&raw.network.tcp_bind, "network.tcp_bind")?;
+
+        let mut env_pass = Vec::new();
+        for s in &raw.env.pass {
+            let v = s.get_ref();
+            let name = v.strip_suffix('*').unwrap_or(v);
+            if !valid_env_name(name) && !(v.ends_with('*') && name.is_empty()) {
+                return Err(self.err(
+                    s.span().start,
+                    "env.pass",
+                    format!("{v:?} is not a variable name (NAME or PREFIX*)"),
+                ));
+            }
+            if v == "*" {
+                return Err(self.err(
+                    s.span().start,
+                    "env.pass",
+                    "\"*\" would pass the whole environment; list the variables the server needs",
+                ));
+            }
+            env_pass.push(v.clone());
+        }
+        let mut env_set = BTreeMap::new();
+        for (k, v) in &raw.env.set {
+            if !valid_env_name(k.get_ref()) {
+                return Err(self.err(
+                    k.span().start,
+                    "env.set",
+                    format!("{:?} is not a variable name", k.get_ref()),
+                ));
+            }
+            env_set.insert(k.get_ref().clone(), v.clone());
+        }
+
+        let l = &raw.limits;
+        if !(1024..=(1 << 30)).contains(&l.max_message_bytes) {
+            let at = self.text.find("max_message_bytes").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "limits.max_message_bytes",
+                "must be between 1024 and 1073741824",
+            ));
+        }
+
+        let s = &raw.sampling;
+        if s.allow {
+            if s.per_minute == 0 {
+                let at = self.text.find("per_minute").unwrap_or(0);
+                return Err(self.err(
+                    at,
+                    "sampling.per_minute",
+                    "must be at least 1 when sampling is allowed (or set allow = false)",
+                ));
+            }
+            if s.max_tokens == 0 {
+                let at = self.text.find("max_tokens").unwrap_or(0);
+                return Err(self.err(at, "sampling.max_tokens", "must be at least 1"));
+            }
+            if s.content_types.is_empty() {
+                let at = self.text.find("content_types").unwrap_or(0);
+                return Err(self.err(
+                    at,
+                    "sampling.content_types",
+                    "must list at least one of text, image, audio",
+                ));
+            }
+        }
+        let e = &raw.elicitation;
+        if e.sensitive_terms.iter().any(|t| t.trim().is_empty()) {
+            let at = self.text.find("sensitive_terms").unwrap_or(0);
+            return Err(self.err(at, "elicitation.sensitive_terms", "terms must not be empty"));
+        }
+        if e.allow && !e.form && !e.url {
+            let at = self.text.find("[elicitation]").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "elicitation",
+                "allow = true but neither form nor url mode is enabled",
+            ));
+        }
+
+        let audit_file = match &raw.audit.file {
+            Some(f) => Some(self.path(f, "audit.file")?),
+            None => None,
+        };
+
+        Ok(Policy {
+            file: self.file.map(Path::to_path_buf),
+            sources,
+            allow_under,
+            deny,
+            static_roots,
+            extra,
+            tcp_connect,
+            tcp_bind,
+            env_pass,
+            env_set,
+            audit_file,
+            home: self.home.map(Path::to_path_buf),
+            raw,
+        })
+    }
+}
+
+/// If `path` is inside or contains a denied path, the rule and whether it is
+/// inside.
+pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathRule, bool)> {
+    for rule in deny {
+        for d in rule.names() {
+            if path.starts_with(d) {
+                return Some((rule, true));
+            }
+            if d.starts_with(path) {
+                return Some((rule, false));
+            }
+        }
+    }
+    None
+}
+
+fn valid_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Expand `~`, `~/...`, `$HOME`, `${HOME}` at the start of a policy path.
+/// The result must be absolute, without `.` or `..` components.
+pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+    let rest = if s == "~" || s == "$HOME" || s == "${HOME}" {
+        Some("")
+    } else {
+        ["~/", "$HOME/", "${HOME}/"]
+            .iter()
+            .find_map(|p| s.strip_prefix(p))
+    };
+    let path = match rest {
+        Some(rest) => {
+            let home =
+                home.ok_or_else(|| format!("{s:?} uses the home directory, but HOME is not set"))?;
+            if rest.is_empty() {
+                home.to_path_buf()
+            } else {
+                home.join(rest)
+            }
+        }
+        None => {
+            if s.starts_with('~') {
+                return Err(format!(
+                    "{s:?}: only ~ (the current user's home) expands, not ~user"
+                ));
+            }
+            if s.contains('$') {
+                return Err(format!(
+                    "{s:?}: only ~ and $HOME expand, at the start of a path"
+                ));
+            }
+            PathBuf::from(s)
+        }
+    };
+    if !path.is_absolute() {
+        return Err(format!(
+            "{s:?} is not absolute (start it with /, ~ or $HOME)"
+        ));
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+    {
+        return Err(format!(
+            "{s:?} contains . or .. components; write the path out"
+        ));
+    }
+    if s.contains('\0') {
+        return Err(format!("{s:?} contains a NUL byte"));
+    }
+    Ok(path)
+}
+
+/// 1-based line number of byte `offset` in `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The dotted key at byte `offset`: the table header above it plus the key
+/// on its line, best effort.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let end = offset.min(text.len());
+    let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let line = &text[line_start..line_end];
+    let trimmed = line.trim();
+    if trimmed.starts_with('[') {
+        return Some(
+            trimmed
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string(),
+        );
+    }
+    let key = match line.find('=') {
+        Some(eq) => line[..eq].trim(),
+        None => {
+            // A continuation line of a multi-line array: use the key above.
+            let prev = text[..line_start].rfind('=').map(|eq| {
+                let s = text[..eq].rfind('\n').map_or(0, |i| i + 1);
+                text[s..eq].trim()
+            });
+            prev?
+        }
+    };
+    let table = text[..line_start].lines().rev().find_map(|l| {
+        let t = l.trim();
+        t.starts_with('[')
+            .then(|| t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+    });
+    Some(match table {
+        Some(t) if !key.is_empty() => format!("{t}.{key}"),
+        Some(t) => t,
+        None => key.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion() {
+        let h = Path::new("/home/a");
+        assert_eq!(expand("~", Some(h)).unwrap(), PathBuf::from("/home/a"));
+        assert_eq!(
+            expand("$HOME/x", Some(h)).unwrap(),
+            PathBuf::from("/home/a/x")
+        );
+        assert_eq!(
+            expand("${HOME}/x", Some(h)).unwrap(),
+            PathBuf::from("/home/a/x")
+        );
+        assert!(expand("~bob/x", Some(h)).is_err());
+        assert!(expand("$USER/x", Some(h)).is_err());
+        assert!(expand("x/y", Some(h)).is_err());
+        assert!(expand("/a/../b", Some(h)).is_err());
+        assert!(expand("~/x", None).is_err());
+    }
+
+    #[test]
+    fn key_lookup() {
+        let t = "[roots]\nallow_under = [\n  \"~\",\n  \"rel\",\n]\n";
+        let off = t.find("\"rel\"").unwrap();
+        assert_eq!(line_of(t, off), 4);
+        assert_eq!(key_at(t, off).as_deref(), Some("roots.allow_under"));
+    }
+}

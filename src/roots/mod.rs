@@ -1,0 +1,369 @@
+//! The roots engine: root URIs and paths in, canonical roots (or precise
+//! refusals) out.
+//!
+//! A root arrives from an MCP host (a `file://` URI and an optional name),
+//! from the command line (`--root` / `--ro-root`: a path or a `file://` URI)
+//! or from a policy file. [`resolve`] validates it, opens it once and keeps
+//! the open handle: every later stage (the plan, the Landlock ruleset,
+//! rootfence's own file operations) rules on that handle, never on the path
+//! string again. [`merge`] folds duplicates and nested roots together
+//! deterministically.
+//!
+//! Merging rule: roots are sorted by canonical path. A root whose rights are
+//! a subset of an enclosing root's rights is merged into the enclosing root
+//! (a read-only root inside a read-write root adds nothing: the outer tree
+//! stays read-write). A root with more rights than its enclosing root (a
+//! read-write root inside a read-only one) is kept. Exact duplicates keep the
+//! widest access and the first name given.
+
+mod resolve;
+mod uri;
+
+pub use resolve::{RootHandle, resolve, resolve_all};
+pub use uri::{MAX_URI_LEN, UriError, parse_file_uri, path_to_uri};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What a root lets the server do inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// Read only.
+    ReadOnly,
+    /// Read and write.
+    ReadWrite,
+}
+
+impl Access {
+    /// Whether every right of `self` is also a right of `other`.
+    pub fn is_covered_by(self, other: Access) -> bool {
+        self <= other
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Access::ReadOnly => "read-only",
+            Access::ReadWrite => "read-write",
+        })
+    }
+}
+
+/// Whether a root is a directory tree or a single regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RootKind {
+    /// A directory and everything beneath it.
+    Directory,
+    /// One regular file.
+    File,
+}
+
+/// Where a root came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RootSource {
+    /// The MCP host, over `roots/list`.
+    Host,
+    /// `--root` / `--ro-root` on rootfence's command line.
+    CommandLine,
+    /// A static root listed in the policy file.
+    Policy,
+}
+
+impl fmt::Display for RootSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RootSource::Host => "host",
+            RootSource::CommandLine => "command line",
+            RootSource::Policy => "policy",
+        })
+    }
+}
+
+/// A root as given, before validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootInput {
+    /// The text as given: a URI, or (command line and policy only) a path.
+    pub raw: String,
+    /// Whether `raw` must be a URI (host roots) or may be a path.
+    pub uri_only: bool,
+    /// Display name offered with the root, if any.
+    pub name: Option<String>,
+    /// Requested access.
+    pub access: Access,
+    /// Where it came from.
+    pub source: RootSource,
+}
+
+impl RootInput {
+    /// A root announced by the MCP host (`roots/list` entry).
+    pub fn host(uri: impl Into<String>, name: Option<String>, access: Access) -> Self {
+        RootInput {
+            raw: uri.into(),
+            uri_only: true,
+            name,
+            access,
+            source: RootSource::Host,
+        }
+    }
+
+    /// A root from the command line: a path (absolute, relative or `~/...`)
+    /// or a `file://` URI.
+    pub fn command_line(arg: impl Into<String>, access: Access) -> Self {
+        RootInput {
+            raw: arg.into(),
+            uri_only: false,
+            name: None,
+            access,
+            source: RootSource::CommandLine,
+        }
+    }
+
+    /// A static root from a policy file (path or URI, `~` expanded).
+    pub fn policy(path: impl Into<String>, name: Option<String>, access: Access) -> Self {
+        RootInput {
+            raw: path.into(),
+            uri_only: false,
+            name,
+            access,
+            source: RootSource::Policy,
+        }
+    }
+}
+
+/// A validated root: what is enforced and what the server is told.
+#[derive(Debug, Clone)]
+pub struct CanonicalRoot {
+    /// Canonical absolute path (symlinks resolved, from the open handle).
+    pub path: PathBuf,
+    /// Canonical `file:///` URI of `path`; round-trips through the parser.
+    pub uri: String,
+    /// Display name: the host's name, or the last path component.
+    pub name: String,
+    /// Granted access.
+    pub access: Access,
+    /// Directory or regular file.
+    pub kind: RootKind,
+    /// Where the root came from.
+    pub source: RootSource,
+    /// The input text it was resolved from.
+    pub input: String,
+    /// The handle opened when the root was resolved.
+    pub handle: RootHandle,
+}
+
+impl CanonicalRoot {
+    /// Whether `self` lies inside (or is) `other`, component-wise: `/r_evil`
+    /// is not inside `/r`.
+    pub fn is_within(&self, other: &CanonicalRoot) -> bool {
+        self.path.starts_with(&other.path)
+            && (self.path == other.path || other.kind == RootKind::Directory)
+    }
+}
+
+/// Where a path rule (ceiling or deny entry) was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Origin {
+    /// rootfence's built-in list.
+    Builtin,
+    /// A policy file, with the 1-based line of the entry.
+    Policy {
+        /// The policy file as given.
+        file: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A loaded policy file itself (policy files are never readable).
+    PolicyFile,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Builtin => f.write_str("built-in"),
+            Origin::Policy { file, line } => {
+                write!(f, "policy {} line {}", file.display(), line)
+            }
+            Origin::PolicyFile => f.write_str("policy files are never exposed"),
+        }
+    }
+}
+
+/// A path in a ceiling or deny list: how it was written, what it expands
+/// to, what it resolves to, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathRule {
+    /// As written (`~/.ssh`).
+    pub shown: String,
+    /// Expanded absolute path (`/home/a/.ssh`).
+    pub path: PathBuf,
+    /// Canonical path when it exists and differs from `path` (a denied path
+    /// that is a symlink is denied under both names).
+    pub resolved: Option<PathBuf>,
+    /// Where the rule was written.
+    pub origin: Origin,
+}
+
+impl PathRule {
+    /// A rule for an absolute, already expanded path; resolves symlinks now.
+    pub fn new(shown: impl Into<String>, path: PathBuf, origin: Origin) -> Self {
+        let resolved = std::fs::canonicalize(&path).ok().filter(|r| *r != path);
+        PathRule {
+            shown: shown.into(),
+            path,
+            resolved,
+            origin,
+        }
+    }
+
+    /// Every name of this rule: the expanded path and, if different, its
+    /// canonical target.
+    pub fn names(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(self.path.as_path()).chain(self.resolved.as_deref())
+    }
+}
+
+/// The policy's rules for roots, in the form the engine needs.
+#[derive(Debug, Clone, Default)]
+pub struct RootRules {
+    /// Ceiling: a root must lie under one of these. `None` means anywhere
+    /// (the deny list still applies).
+    pub allow_under: Option<Vec<PathRule>>,
+    /// Paths no root may be inside or contain.
+    pub deny: Vec<PathRule>,
+    /// Whether `/` itself may be a root.
+    pub allow_filesystem_root: bool,
+    /// Which sources may contribute roots; empty means every source.
+    pub sources: Vec<RootSource>,
+    /// Home directory, for `~` in command-line and policy paths.
+    pub home: Option<PathBuf>,
+    /// Base for relative command-line paths.
+    pub cwd: Option<PathBuf>,
+}
+
+/// Why a root was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefusalReason {
+    /// The URI parser refused it.
+    #[error("{0}")]
+    Uri(#[from] UriError),
+    /// A relative path where only absolute ones are meaningful.
+    #[error("relative path with no base directory")]
+    Relative,
+    /// `~` used but no home directory is known.
+    #[error("`~` cannot be expanded: HOME is not set")]
+    NoHome,
+    /// Nothing exists at the path.
+    #[error("{0} does not exist")]
+    NotFound(PathBuf),
+    /// The path is a symlink whose target does not exist.
+    #[error("{0} is a dangling symlink")]
+    Dangling(PathBuf),
+    /// Symlinks loop.
+    #[error("too many levels of symbolic links resolving {0}")]
+    SymlinkLoop(PathBuf),
+    /// A component of the path is not a directory.
+    #[error("a component of {0} is not a directory")]
+    NotADirectoryComponent(PathBuf),
+    /// Neither a directory nor a regular file.
+    #[error("{0} is neither a directory nor a regular file")]
+    BadKind(PathBuf),
+    /// Another I/O error.
+    #[error("cannot open {path}: {message}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        message: String,
+    },
+    /// `/` as a root.
+    #[error(
+        "the filesystem root / is not allowed as a root (set roots.allow_filesystem_root = true in a policy to allow it)"
+    )]
+    FilesystemRoot,
+    /// Inside a denied path.
+    #[error("inside denied path {shown} ({origin})")]
+    InsideDenied {
+        /// As written.
+        shown: String,
+        /// Where.
+        origin: Origin,
+    },
+    /// Contains a denied path.
+    #[error(
+        "contains denied path {shown} ({origin}); Landlock cannot carve a hole in a root, so choose a narrower root"
+    )]
+    ContainsDenied {
+        /// As written.
+        shown: String,
+        /// Where.
+        origin: Origin,
+    },
+    /// Not under any `allow_under` prefix.
+    #[error("{path} is outside the policy ceiling (roots.allow_under: {ceiling})")]
+    OutsideCeiling {
+        /// The canonical path.
+        path: PathBuf,
+        /// The ceiling, as written.
+        ceiling: String,
+    },
+    /// More roots than the policy's `roots.max_roots`.
+    #[error("more than roots.max_roots = {0} roots; raise it in the policy or pass fewer roots")]
+    TooMany(usize),
+    /// The source may not contribute roots.
+    #[error("roots from the {0} are not accepted by the policy (roots.sources)")]
+    SourceNotAllowed(RootSource),
+}
+
+/// A refused root: what was given, where from, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("root {input} refused: {reason}")]
+pub struct Refusal {
+    /// The input as given.
+    pub input: String,
+    /// Where it came from.
+    pub from: RootSource,
+    /// Why.
+    pub reason: RefusalReason,
+}
+
+/// The result of [`merge`].
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    /// The roots to enforce, sorted by path.
+    pub roots: Vec<CanonicalRoot>,
+    /// Roots folded into another: (the root, the path it was merged into).
+    pub folded: Vec<(CanonicalRoot, PathBuf)>,
+}
+
+/// Merge duplicate and nested roots deterministically (see the module docs).
+pub fn merge(mut roots: Vec<CanonicalRoot>) -> Merged {
+    // Sort by path, widest access first for equal paths, so the first of a
+    // group of duplicates is the one kept. The sort is stable: among equal
+    // paths and access, the first given wins (and with it its name).
+    roots.sort_by(|a, b| {
+        a.path
+            .as_os_str()
+            .cmp(b.path.as_os_str())
+            .then(b.access.cmp(&a.access))
+    });
+    let mut out = Merged::default();
+    for root in roots {
+        // The nearest kept root enclosing this one decides.
+        let enclosing = out.roots.iter().rev().find(|kept| root.is_within(kept));
+        match enclosing {
+            Some(outer) if root.access.is_covered_by(outer.access) => {
+                let into = outer.path.clone();
+                out.folded.push((root, into));
+            }
+            _ => out.roots.push(root),
+        }
+    }
+    out
+}

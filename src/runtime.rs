@@ -1,0 +1,543 @@
+//! Discovering what a command needs to start: the resolved executable, its
+//! interpreter, and the runtime profile's install trees and caches.
+//!
+//! This is the effectful half of planning: it looks at the filesystem (the
+//! `PATH` search, `realpath`, shebang lines, ELF headers). Its output,
+//! [`CommandSpec`], is plain data that [`crate::plan::build`] consumes.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::policy::ProfileName;
+
+/// The runtime profile actually chosen for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// System libraries only.
+    Native,
+    /// Node.js, npm, npx.
+    Node,
+    /// CPython.
+    Python,
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Profile::Native => "native",
+            Profile::Node => "node",
+            Profile::Python => "python",
+        })
+    }
+}
+
+/// Rights on a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Rights {
+    /// Read files, list directories.
+    pub read: bool,
+    /// Create, write, truncate, remove, rename.
+    pub write: bool,
+    /// Execute files (and map them executable).
+    pub exec: bool,
+}
+
+impl Rights {
+    /// Read only.
+    pub const R: Rights = Rights {
+        read: true,
+        write: false,
+        exec: false,
+    };
+    /// Read and execute.
+    pub const RX: Rights = Rights {
+        read: true,
+        write: false,
+        exec: true,
+    };
+    /// Read and write.
+    pub const RW: Rights = Rights {
+        read: true,
+        write: true,
+        exec: false,
+    };
+
+    /// The union of two sets of rights.
+    pub fn union(self, o: Rights) -> Rights {
+        Rights {
+            read: self.read || o.read,
+            write: self.write || o.write,
+            exec: self.exec || o.exec,
+        }
+    }
+}
+
+impl std::fmt::Display for Rights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = |b: bool, ch: char| if b { ch } else { '-' };
+        write!(
+            f,
+            "{}{}{}",
+            c(self.read, 'r'),
+            c(self.write, 'w'),
+            c(self.exec, 'x')
+        )
+    }
+}
+
+/// One path the runtime needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeNeed {
+    /// Absolute path (may not exist on every machine; the sandbox skips
+    /// missing optional paths).
+    pub path: PathBuf,
+    /// Rights needed.
+    pub rights: Rights,
+    /// Why.
+    pub why: String,
+    /// Whether a missing path is fine.
+    pub optional: bool,
+}
+
+/// A command resolved for launching.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandSpec {
+    /// argv as given (argv\[0\] unchanged).
+    #[serde(serialize_with = "ser_os_vec")]
+    pub argv: Vec<OsString>,
+    /// The executable found for argv\[0\], symlinks resolved.
+    pub program: PathBuf,
+    /// The script interpreter, when the program is a `#!` script.
+    pub interpreter: Option<PathBuf>,
+    /// The chosen profile.
+    pub profile: Profile,
+    /// Everything the profile needs.
+    pub needs: Vec<RuntimeNeed>,
+}
+
+fn ser_os_vec<S: serde::Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|a| a.to_string_lossy()))
+}
+
+/// The parts of rootfence's environment that discovery and planning read.
+#[derive(Debug, Clone, Default)]
+pub struct HostEnv {
+    /// Environment variables.
+    pub vars: BTreeMap<String, String>,
+    /// Home directory.
+    pub home: Option<PathBuf>,
+    /// Current directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl HostEnv {
+    /// Read the current process's environment.
+    pub fn current() -> HostEnv {
+        let vars: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let home = vars
+            .get("HOME")
+            .filter(|h| h.starts_with('/'))
+            .map(PathBuf::from);
+        HostEnv {
+            vars,
+            home,
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+}
+
+/// Why a command could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// No command given.
+    #[error("no server command given (put it after --)")]
+    Empty,
+    /// argv\[0\] not found.
+    #[error("command {0:?} not found on PATH (give an absolute path or fix PATH)")]
+    NotFound(String),
+    /// Found but not a regular executable file.
+    #[error("{0} is not an executable file")]
+    NotExecutable(PathBuf),
+}
+
+/// The runtime need for the server's own `/proc/<pid>`. The sandbox must
+/// open it in the child (after fork, before exec), never in rootfence.
+pub const PROC_SELF: &str = "/proc/self";
+
+/// System trees every profile reads and executes from.
+const SYSTEM_TREES: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+
+/// `/etc` entries needed for the dynamic loader, DNS, TLS, time and locale.
+const ETC_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/locale.alias",
+    "/etc/mime.types",
+    "/etc/alternatives",
+];
+
+/// Kernel information files commonly read at start-up (CPU count, memory).
+const INFO_FILES: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/uptime",
+    "/proc/loadavg",
+    "/proc/version",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+];
+
+/// Find `name` the way `execvp` would, using `PATH` from `env`.
+pub fn which(name: &str, env: &HostEnv) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        let p = if p.is_absolute() {
+            p
+        } else {
+            env.cwd.as_ref()?.join(p)
+        };
+        return is_executable(&p).then_some(p);
+    }
+    let path = env
+        .vars
+        .get("PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", String::as_str);
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Read a `#!` line: the interpreter and its first argument.
+fn shebang(p: &Path) -> Option<(String, Option<String>)> {
+    let mut buf = [0u8; 256];
+    let mut f = std::fs::File::open(p).ok()?;
+    let n = f.read(&mut buf).ok()?;
+    let head = buf.get(..n)?;
+    let rest = head.strip_prefix(b"#!")?;
+    let line = rest.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?.trim();
+    let mut parts = line.splitn(2, char::is_whitespace);
+    let interp = parts.next()?.to_string();
+    let arg = parts
+        .next()
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty());
+    Some((interp, arg))
+}
+
+/// The ELF `PT_INTERP` of a 64-bit little-endian executable, if any.
+fn elf_interpreter(p: &Path) -> Option<PathBuf> {
+    let data = std::fs::read(p).ok()?;
+    if data.get(..4)? != b"\x7fELF" || *data.get(4)? != 2 || *data.get(5)? != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| Some(u16::from_le_bytes(data.get(o..o + 2)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?));
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let phentsize = usize::from(u16_at(0x36)?);
+    let phnum = usize::from(u16_at(0x38)?);
+    for i in 0..phnum {
+        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        let p_type = u32::from_le_bytes(data.get(ph..ph + 4)?.try_into().ok()?);
+        if p_type == 3 {
+            let off = usize::try_from(u64_at(ph + 8)?).ok()?;
+            let size = usize::try_from(u64_at(ph + 32)?).ok()?;
+            let raw = data.get(off..off.checked_add(size)?)?;
+            let raw = raw.split(|&b| b == 0).next()?;
+            return Some(PathBuf::from(std::str::from_utf8(raw).ok()?));
+        }
+    }
+    None
+}
+
+fn base_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn detect(names: &[String]) -> Profile {
+    for n in names {
+        if matches!(
+            n.as_str(),
+            "node" | "nodejs" | "npx" | "npm" | "npx-cli.js" | "npm-cli.js" | "bun" | "deno"
+        ) {
+            return Profile::Node;
+        }
+        if n.starts_with("python") || matches!(n.as_str(), "uv" | "uvx" | "pipx" | "pip" | "pip3") {
+            return Profile::Python;
+        }
+    }
+    Profile::Native
+}
+
+/// The install prefix of an interpreter binary (`/x/bin/node` → `/x`).
+fn prefix_of(bin: &Path) -> Option<PathBuf> {
+    let dir = bin.parent()?;
+    if base_name(dir) == "bin" {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir.to_path_buf())
+    }
+}
+
+/// Resolve `argv` and gather what its runtime profile needs.
+pub fn discover(
+    argv: &[OsString],
+    profile: ProfileName,
+    env: &HostEnv,
+) -> Result<CommandSpec, RuntimeError> {
+    let first = argv.first().ok_or(RuntimeError::Empty)?;
+    let first_s = first.to_string_lossy().into_owned();
+    let found = which(&first_s, env).ok_or_else(|| RuntimeError::NotFound(first_s.clone()))?;
+    let program =
+        std::fs::canonicalize(&found).map_err(|_| RuntimeError::NotFound(first_s.clone()))?;
+    if !is_executable(&program) {
+        return Err(RuntimeError::NotExecutable(program));
+    }
+
+    let mut needs = Vec::new();
+    let mut need = |path: PathBuf, rights: Rights, why: String, optional: bool| {
+        needs.push(RuntimeNeed {
+            path,
+            rights,
+            why,
+            optional,
+        });
+    };
+
+    // Names that decide the profile: argv[0], the resolved program, the
+    // script interpreter (through /usr/bin/env).
+    let mut names = vec![base_name(Path::new(&first_s)), base_name(&program)];
+    let mut interpreter = None;
+    if let Some((interp, arg)) = shebang(&program) {
+        let real = if base_name(Path::new(&interp)) == "env" {
+            need(
+                PathBuf::from(&interp),
+                Rights::RX,
+                "script runs through env".into(),
+                false,
+            );
+            let target = arg
+                .as_deref()
+                .and_then(|a| a.split_whitespace().find(|w| !w.starts_with('-')));
+            target.and_then(|t| which(t, env))
+        } else {
+            Some(PathBuf::from(&interp))
+        };
+        if let Some(real) = real {
+            let real = std::fs::canonicalize(&real).unwrap_or(real);
+            names.push(base_name(&real));
+            interpreter = Some(real);
+        }
+    }
+    let chosen = match profile {
+        ProfileName::Auto => detect(&names),
+        ProfileName::Native => Profile::Native,
+        ProfileName::Node => Profile::Node,
+        ProfileName::Python => Profile::Python,
+    };
+
+    for t in SYSTEM_TREES {
+        need(
+            PathBuf::from(t),
+            Rights::RX,
+            "system libraries and tools".into(),
+            true,
+        );
+    }
+    for f in ETC_FILES {
+        need(
+            PathBuf::from(f),
+            Rights::R,
+            "loader, DNS, TLS, time and locale configuration".into(),
+            true,
+        );
+    }
+    for f in INFO_FILES {
+        need(
+            PathBuf::from(f),
+            Rights::R,
+            "CPU and memory information".into(),
+            true,
+        );
+    }
+    need(
+        PathBuf::from("/dev/null"),
+        Rights::RW,
+        "/dev/null".into(),
+        false,
+    );
+    need(
+        PathBuf::from("/dev/zero"),
+        Rights::R,
+        "/dev/zero".into(),
+        true,
+    );
+    need(
+        PathBuf::from("/dev/full"),
+        Rights::RW,
+        "/dev/full".into(),
+        true,
+    );
+    need(
+        PathBuf::from("/dev/random"),
+        Rights::R,
+        "randomness".into(),
+        true,
+    );
+    need(
+        PathBuf::from("/dev/urandom"),
+        Rights::R,
+        "randomness".into(),
+        false,
+    );
+    need(
+        program.clone(),
+        Rights::RX,
+        "the server executable".into(),
+        false,
+    );
+    for exe in std::iter::once(&program).chain(interpreter.as_ref()) {
+        if let Some(ld) = elf_interpreter(exe) {
+            need(
+                ld,
+                Rights::RX,
+                format!("ELF interpreter of {}", exe.display()),
+                false,
+            );
+        }
+    }
+    if let Some(i) = &interpreter {
+        need(i.clone(), Rights::RX, "script interpreter".into(), false);
+    }
+
+    let home = env.home.as_deref();
+    match chosen {
+        Profile::Native => {}
+        Profile::Node => {
+            let node = interpreter
+                .clone()
+                .filter(|i| base_name(i).starts_with("node"))
+                .or_else(|| which("node", env).and_then(|n| std::fs::canonicalize(n).ok()));
+            if let Some(prefix) = node.as_deref().and_then(prefix_of) {
+                need(prefix, Rights::RX, "node install tree".into(), false);
+            }
+            if let Some(prefix) = prefix_of(&program) {
+                need(
+                    prefix,
+                    Rights::RX,
+                    "install tree of the command".into(),
+                    true,
+                );
+            }
+            if let Some(h) = home {
+                let cache = env
+                    .vars
+                    .get("npm_config_cache")
+                    .map_or_else(|| h.join(".npm"), PathBuf::from);
+                need(
+                    cache,
+                    Rights::RW,
+                    "npm cache (npx downloads packages here)".into(),
+                    true,
+                );
+                need(
+                    h.join(".nvm/versions/node"),
+                    Rights::RX,
+                    "nvm-installed node".into(),
+                    true,
+                );
+            }
+        }
+        Profile::Python => {
+            let py = interpreter
+                .clone()
+                .filter(|i| base_name(i).starts_with("python"))
+                .or_else(|| {
+                    names
+                        .iter()
+                        .any(|n| n.starts_with("python"))
+                        .then(|| program.clone())
+                });
+            if let Some(prefix) = py.as_deref().and_then(prefix_of) {
+                need(prefix, Rights::RX, "python install tree".into(), false);
+            }
+            if let Some(prefix) = prefix_of(&program) {
+                need(
+                    prefix,
+                    Rights::RX,
+                    "install tree of the command".into(),
+                    true,
+                );
+            }
+            if let Some(h) = home {
+                let pyenv = env
+                    .vars
+                    .get("PYENV_ROOT")
+                    .map_or_else(|| h.join(".pyenv"), PathBuf::from);
+                if program.starts_with(&pyenv) || found.starts_with(&pyenv) {
+                    need(
+                        pyenv,
+                        Rights::RX,
+                        "pyenv (shims and versions)".into(),
+                        false,
+                    );
+                }
+                need(
+                    h.join(".local/lib"),
+                    Rights::R,
+                    "user site-packages".into(),
+                    true,
+                );
+                need(
+                    h.join(".local/share/uv"),
+                    Rights::RX,
+                    "uv-managed pythons and tools".into(),
+                    true,
+                );
+                need(h.join(".cache/uv"), Rights::RW, "uv cache".into(), true);
+            }
+        }
+    }
+
+    Ok(CommandSpec {
+        argv: argv.to_vec(),
+        program,
+        interpreter,
+        profile: chosen,
+        needs,
+    })
+}

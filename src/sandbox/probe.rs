@@ -1,0 +1,194 @@
+//! Probing the running kernel: Landlock ABI, and what a plan would lose.
+
+use serde::Serialize;
+
+use crate::plan::SandboxPlan;
+
+/// Landlock availability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum LandlockStatus {
+    /// Available with this ABI version.
+    Available {
+        /// ABI version.
+        abi: u32,
+    },
+    /// The kernel was built without Landlock.
+    NotBuilt,
+    /// Built but not enabled at boot (`lsm=` lacks `landlock`).
+    Disabled,
+    /// Another error.
+    Error {
+        /// The OS error.
+        message: String,
+    },
+}
+
+/// What the running kernel offers rootfence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capabilities {
+    /// `uname -r`.
+    pub kernel: String,
+    /// Landlock state.
+    pub landlock: LandlockStatus,
+    /// Whether seccomp filters can be installed (closes UDP, raw and unix
+    /// socket gaps).
+    pub seccomp: bool,
+}
+
+impl Capabilities {
+    /// The Landlock ABI, 0 when unavailable.
+    pub fn abi(&self) -> u32 {
+        match self.landlock {
+            LandlockStatus::Available { abi } => abi,
+            _ => 0,
+        }
+    }
+
+    /// Landlock features and whether this kernel has each:
+    /// (ABI that introduced it, name, available).
+    pub fn features(&self) -> Vec<(u32, &'static str, bool)> {
+        let abi = self.abi();
+        FEATURES
+            .iter()
+            .map(|&(v, name)| (v, name, abi >= v))
+            .collect()
+    }
+}
+
+/// Landlock features by the ABI that introduced them.
+pub const FEATURES: &[(u32, &str)] = &[
+    (
+        1,
+        "filesystem: execute, read, write, list, create, remove, make special files and symlinks",
+    ),
+    (2, "filesystem: refer (rename and link across directories)"),
+    (3, "filesystem: truncate"),
+    (4, "network: TCP bind and connect by port"),
+    (5, "filesystem: ioctl on devices"),
+    (6, "scopes: signals and abstract unix sockets"),
+    (7, "audit logging of denials"),
+    (8, "ruleset applied to every thread at once"),
+    (9, "scopes: pathname unix socket connect"),
+];
+
+/// Probe the running kernel.
+pub fn probe() -> Capabilities {
+    let kernel = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    // reads no memory and returns the ABI version or -1 with errno.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    let landlock = if r > 0 {
+        LandlockStatus::Available { abi: r as u32 }
+    } else {
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENOSYS) => LandlockStatus::NotBuilt,
+            Some(libc::EOPNOTSUPP) => LandlockStatus::Disabled,
+            _ => LandlockStatus::Error {
+                message: e.to_string(),
+            },
+        }
+    };
+    let seccomp = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .map(|s| s.contains("errno"))
+        .unwrap_or(false);
+    Capabilities {
+        kernel,
+        landlock,
+        seccomp,
+    }
+}
+
+/// Something a plan asks for that this kernel cannot enforce.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Loss {
+    /// What the plan wants.
+    pub wants: String,
+    /// What is missing.
+    pub missing: String,
+    /// Whether rootfence refuses to start because of it (fail closed).
+    pub fatal: bool,
+}
+
+/// What `plan` would lose on a kernel with `caps`.
+pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
+    let abi = caps.abi();
+    let mut out = Vec::new();
+    if abi == 0 {
+        out.push(Loss {
+            wants: "filesystem confinement".into(),
+            missing: "Landlock is not available on this kernel".into(),
+            fatal: true,
+        });
+        return out;
+    }
+    if abi < 2 {
+        out.push(Loss {
+            wants: "renames and links across directories stay inside the sandbox".into(),
+            missing: "Landlock ABI 2 (refer); with ABI 1 every cross-directory rename and link is refused".into(),
+            fatal: false,
+        });
+    }
+    if abi < 3 {
+        out.push(Loss {
+            wants: "truncation outside the roots refused".into(),
+            missing: "Landlock ABI 3 (truncate)".into(),
+            fatal: false,
+        });
+    }
+    if abi < 4 {
+        out.push(Loss {
+            wants: "TCP connect and bind limited to the policy's ports".into(),
+            missing: "Landlock ABI 4 (network); TCP would be closed by seccomp as a whole".into(),
+            fatal: !plan.network.tcp_connect.is_empty() || !plan.network.tcp_bind.is_empty(),
+        });
+    }
+    if abi < 5 {
+        out.push(Loss {
+            wants: "ioctl on devices refused".into(),
+            missing: "Landlock ABI 5 (ioctl_dev)".into(),
+            fatal: false,
+        });
+    }
+    if abi < 6 {
+        out.push(Loss {
+            wants: "signals and abstract unix sockets scoped to the sandbox".into(),
+            missing: "Landlock ABI 6 (scopes)".into(),
+            fatal: false,
+        });
+    }
+    if !plan.network.unix_sockets && abi < 9 {
+        out.push(Loss {
+            wants: "no connections to pathname unix sockets outside the sandbox".into(),
+            missing: if caps.seccomp {
+                "Landlock ABI 9; closed instead by a seccomp filter on socket(AF_UNIX)".into()
+            } else {
+                "Landlock ABI 9, and seccomp is not available to close it".into()
+            },
+            fatal: !caps.seccomp,
+        });
+    }
+    if !plan.network.udp {
+        out.push(Loss {
+            wants: "no UDP, raw or other non-TCP sockets".into(),
+            missing: if caps.seccomp {
+                "not covered by Landlock at any ABI; closed by a seccomp filter on socket()".into()
+            } else {
+                "not covered by Landlock, and seccomp is not available".into()
+            },
+            fatal: !caps.seccomp,
+        });
+    }
+    out
+}
