@@ -18,3 +18,4 @@ pub mod proxy;
 pub mod roots;
 pub mod runtime;
 pub mod sandbox;
+pub mod watch;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::{Host, fake_server};
 use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
+use rootfence::proxy::server::ExitInfo;
 use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
 use rootfence::roots::{Access, RootInput};
 use rootfence::runtime::HostEnv;
@@ -51,7 +52,7 @@ impl Launcher for TestLauncher {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
             pid,
-            guard: Box::new(()),
+            reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
         })
     }
 }
@@ -114,6 +115,7 @@ fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
         no_host_roots: false,
         command: vec![fake_server().into()],
         env,
+        roots_observer: None,
     };
     let log = Launches::default();
     let launcher = TestLauncher {

@@ -22,6 +22,16 @@ pub enum ExitInfo {
 }
 
 impl ExitInfo {
+    /// From a std exit status.
+    pub fn from_status(st: std::process::ExitStatus) -> ExitInfo {
+        use std::os::unix::process::ExitStatusExt;
+        match (st.code(), st.signal()) {
+            (Some(c), _) => ExitInfo::Code(c),
+            (None, Some(s)) => ExitInfo::Signal(s),
+            (None, None) => ExitInfo::Code(-1),
+        }
+    }
+
     /// Exit code 0.
     pub fn success(self) -> bool {
         self == ExitInfo::Code(0)
@@ -44,11 +54,12 @@ pub struct ServerProcess {
     pub stdin: Box<dyn AsyncWrite + Unpin + Send>,
     /// The server's stdout.
     pub stdout: Box<dyn AsyncRead + Unpin + Send>,
-    /// Its process id. The launcher must not reap it: the generation's
-    /// reaper waits for it through a pidfd.
+    /// Its process id. The launcher must not reap it before `reap` runs.
     pub pid: u32,
-    /// Dropped once the process has been reaped (scratch directory, ...).
-    pub guard: Box<dyn Send>,
+    /// Reaps the process once it has exited and releases what it held (its
+    /// scratch directory). Called exactly once, after a pidfd reported the
+    /// exit, so it does not block.
+    pub reap: Box<dyn FnOnce() -> std::io::Result<ExitInfo> + Send>,
 }
 
 /// Launches a server for a plan. The production launcher applies the
@@ -76,25 +87,11 @@ impl Pidfd {
         Ok(Pidfd(fd))
     }
 
-    /// Wait for the process to exit and reap it.
-    async fn wait(&self) -> std::io::Result<ExitInfo> {
-        loop {
-            let mut guard = self.0.readable().await?;
-            let r = rustix::process::waitid(
-                rustix::process::WaitId::PidFd(std::os::fd::AsFd::as_fd(self.0.get_ref())),
-                rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOHANG,
-            );
-            match r {
-                Ok(Some(st)) => {
-                    if let Some(sig) = st.terminating_signal() {
-                        return Ok(ExitInfo::Signal(sig));
-                    }
-                    return Ok(ExitInfo::Code(st.exit_status().unwrap_or(-1)));
-                }
-                Ok(None) => guard.clear_ready(),
-                Err(e) => return Err(e.into()),
-            }
-        }
+    /// Wait until the process has exited (it stays a zombie until reaped).
+    async fn exited(&self) -> std::io::Result<()> {
+        // A pidfd becomes readable when its process exits.
+        let _guard = self.0.readable().await?;
+        Ok(())
     }
 
     fn signal(&self, sig: rustix::process::Signal) {
@@ -174,15 +171,23 @@ impl Generation {
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Duration>();
         tokio::spawn(async move {
-            let guard = proc.guard;
-            let status = tokio::select! {
-                s = pidfd.wait() => s.ok(),
+            let exited = tokio::select! {
+                s = pidfd.exited() => s.is_ok(),
                 grace = stop_rx => {
                     let grace = grace.unwrap_or(Duration::from_millis(0));
                     terminate(&pidfd, grace).await
                 }
             };
-            drop(guard);
+            // Reap only after the exit was seen: never a blocking wait on a
+            // running process, never a signal to a reaped (reusable) pid.
+            let status = if exited {
+                tokio::task::spawn_blocking(proc.reap)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            } else {
+                None
+            };
             let _ = events.send(ServerEvent::Exited(id, status));
         });
 
@@ -212,15 +217,15 @@ impl Generation {
 }
 
 /// Wait for the process to exit after its stdin was closed; escalate to
-/// SIGTERM and SIGKILL after `grace` each.
-async fn terminate(p: &Pidfd, grace: Duration) -> Option<ExitInfo> {
-    if let Ok(Ok(s)) = tokio::time::timeout(grace, p.wait()).await {
-        return Some(s);
+/// SIGTERM and SIGKILL after `grace` each. Returns whether it exited.
+async fn terminate(p: &Pidfd, grace: Duration) -> bool {
+    if let Ok(Ok(())) = tokio::time::timeout(grace, p.exited()).await {
+        return true;
     }
     p.signal(rustix::process::Signal::TERM);
-    if let Ok(Ok(s)) = tokio::time::timeout(grace, p.wait()).await {
-        return Some(s);
+    if let Ok(Ok(())) = tokio::time::timeout(grace, p.exited()).await {
+        return true;
     }
     p.signal(rustix::process::Signal::KILL);
-    p.wait().await.ok()
+    p.exited().await.is_ok()
 }

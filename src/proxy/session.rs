@@ -39,6 +39,8 @@ pub struct SessionConfig {
     pub command: Vec<std::ffi::OsString>,
     /// rootfence's environment.
     pub env: HostEnv,
+    /// Told the enforced root paths whenever they change (to watch them).
+    pub roots_observer: Option<Box<dyn FnMut(&[std::path::PathBuf]) + Send>>,
 }
 
 /// Events the session reacts to.
@@ -141,6 +143,7 @@ pub struct Session<L: Launcher> {
     command: Vec<std::ffi::OsString>,
     spec: CommandSpec,
     env: HostEnv,
+    roots_observer: Option<Box<dyn FnMut(&[std::path::PathBuf]) + Send>>,
 
     host_out: mpsc::UnboundedSender<Vec<u8>>,
     server_events: mpsc::UnboundedSender<ServerEvent>,
@@ -210,6 +213,7 @@ impl<L: Launcher> Session<L> {
             command: config.command,
             spec,
             env: config.env,
+            roots_observer: config.roots_observer,
             host_out,
             server_events,
             phase: Phase::Start,
@@ -911,7 +915,7 @@ impl<L: Launcher> Session<L> {
                 .all(|(a, b)| a.name == b.name && a.uri == b.uri);
             if !same_names {
                 tracing::info!("root names changed: notifying the server, no relaunch");
-                self.enforced = plan.roots.clone();
+                self.set_enforced(plan.roots.clone());
                 if let Some(g) = self.current.and_then(|g| self.gens.get_mut(&g)) {
                     g.roots = plan.roots;
                     g.handle.send(message::notification(
@@ -981,7 +985,7 @@ impl<L: Launcher> Session<L> {
             }
         } else {
             self.current = Some(g);
-            self.enforced = plan.roots.clone();
+            self.set_enforced(plan.roots.clone());
         }
         self.gens.insert(g, state);
         Some(g)
@@ -1030,6 +1034,14 @@ impl<L: Launcher> Session<L> {
             }
         }
         message::request(id_raw, "initialize", Some(&params.to_string()))
+    }
+
+    fn set_enforced(&mut self, roots: Vec<CanonicalRoot>) {
+        if let Some(obs) = self.roots_observer.as_mut() {
+            let paths: Vec<std::path::PathBuf> = roots.iter().map(|r| r.path.clone()).collect();
+            obs(&paths);
+        }
+        self.enforced = roots;
     }
 
     fn check_roots_on_disk(&mut self) {
@@ -1351,7 +1363,8 @@ impl<L: Launcher> Session<L> {
                 .send(message::request(&id, method, Some(&params.to_string())));
         }
         state.ready = true;
-        self.enforced = state.roots.clone();
+        let roots = state.roots.clone();
+        self.set_enforced(roots);
         if self.rising == Some(g) {
             self.rising = None;
         }
