@@ -27,6 +27,9 @@ use crate::policy::{Policy, RestartName};
 use crate::roots::{Access, CanonicalRoot, Refusal, RootInput, RootSource, resolve_all};
 use crate::runtime::{self, CommandSpec, HostEnv};
 
+/// Called with the enforced root paths whenever they change.
+pub type RootsObserver = Box<dyn FnMut(&[std::path::PathBuf]) + Send>;
+
 /// Everything a session needs to start.
 pub struct SessionConfig {
     /// The policy in force at start.
@@ -40,7 +43,7 @@ pub struct SessionConfig {
     /// rootfence's environment.
     pub env: HostEnv,
     /// Told the enforced root paths whenever they change (to watch them).
-    pub roots_observer: Option<Box<dyn FnMut(&[std::path::PathBuf]) + Send>>,
+    pub roots_observer: Option<RootsObserver>,
 }
 
 /// Events the session reacts to.
@@ -143,7 +146,7 @@ pub struct Session<L: Launcher> {
     command: Vec<std::ffi::OsString>,
     spec: CommandSpec,
     env: HostEnv,
-    roots_observer: Option<Box<dyn FnMut(&[std::path::PathBuf]) + Send>>,
+    roots_observer: Option<RootsObserver>,
 
     host_out: mpsc::UnboundedSender<Vec<u8>>,
     server_events: mpsc::UnboundedSender<ServerEvent>,
