@@ -497,8 +497,11 @@ pub fn discover(
             if let Some(cache) = cache {
                 need(
                     cache.clone(),
-                    Rights::RW,
-                    "npm cache (npx installs packages here)".into(),
+                    Rights {
+                        exec: true,
+                        ..Rights::RW
+                    },
+                    "npm cache (npx installs packages here and runs their bins from it)".into(),
                     true,
                 );
                 profile_env.insert(

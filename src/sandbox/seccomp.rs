@@ -21,6 +21,18 @@
 //! - `io_uring_setup`, `io_uring_enter` and `io_uring_register`: io_uring
 //!   can create sockets without the `socket()` system call. Runtimes fall
 //!   back to epoll and threads;
+//! - `sendto`, `sendmsg` and `sendmmsg` with `MSG_FASTOPEN`: a TCP Fast
+//!   Open send connects without `connect()`, and Landlock's TCP connect
+//!   rule does not see it (measured on Linux 6.18: the connection is made);
+//! - `chmod`, `fchmod`, `fchmodat` and `fchmodat2` to a mode with the
+//!   set-user-ID, set-group-ID or world-writable bit: Landlock does not
+//!   rule on file metadata, and a server running as root owns (and so may
+//!   chmod) every root-owned file on the system, including setuid
+//!   candidates outside the sandbox;
+//! - `keyctl`, `add_key` and `request_key`: the kernel keyrings (the
+//!   session keyring is inherited from whoever started rootfence);
+//! - on kernels without Landlock networking (ABI < 4): every `AF_INET` and
+//!   `AF_INET6` socket;
 //! - on x86_64, the same calls through the x32 system call numbers.
 //!
 //! The filter checks the architecture first: a process of another
@@ -38,6 +50,10 @@ use crate::plan::NetworkPlan;
 
 /// x32 system calls on x86_64 are the 64-bit numbers with this bit set.
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+/// `fchmodat2` (Linux 6.6), on every architecture that has the generic
+/// table number.
+const FCHMODAT2: i64 = 452;
 
 const IPPROTO_TCP: u64 = 6;
 const NETLINK_ROUTE: u64 = 0;
@@ -62,6 +78,9 @@ pub struct SocketPolicy {
     pub udp: bool,
     /// Refuse `socket(AF_UNIX, ...)`.
     pub deny_unix: bool,
+    /// Refuse every `AF_INET`/`AF_INET6` socket (Landlock < ABI 4 cannot
+    /// rule on TCP ports).
+    pub deny_inet: bool,
 }
 
 impl SocketPolicy {
@@ -70,6 +89,7 @@ impl SocketPolicy {
         SocketPolicy {
             udp: network.udp,
             deny_unix: !network.unix_sockets && abi < 9,
+            deny_inet: abi < 4,
         }
     }
 }
@@ -110,6 +130,11 @@ fn socket_rules(p: SocketPolicy) -> Result<Vec<SeccompRule>, SandboxError> {
         cond(0, Eq, af(libc::AF_NETLINK))?,
         cond(2, Ne, NETLINK_ROUTE)?,
     ])?);
+    if p.deny_inet {
+        for inet in [libc::AF_INET, libc::AF_INET6] {
+            rules.push(rule(vec![cond(0, Eq, af(inet))?])?);
+        }
+    }
     if p.deny_unix {
         rules.push(rule(vec![cond(0, Eq, af(libc::AF_UNIX))?])?);
     }
@@ -121,12 +146,51 @@ pub fn compile(p: SocketPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> 
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(compile_err)?;
     let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let mut calls = vec![(libc::SYS_socket, socket_rules(p)?)];
-    for io_uring in [
+    for always in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
     ] {
-        calls.push((io_uring, Vec::new()));
+        calls.push((always, Vec::new()));
+    }
+    // The flags argument of each send call.
+    for (nr, flags_arg) in [
+        (libc::SYS_sendto, 3),
+        (libc::SYS_sendmsg, 2),
+        (libc::SYS_sendmmsg, 3),
+    ] {
+        let bit = u64::try_from(libc::MSG_FASTOPEN).unwrap_or(0x2000_0000);
+        calls.push((
+            nr,
+            vec![rule(vec![cond(
+                flags_arg,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?])?],
+        ));
+    }
+    // The mode argument of each chmod call.
+    let mut chmods = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (FCHMODAT2, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    chmods.push((libc::SYS_chmod, 1));
+    for (nr, mode_arg) in chmods {
+        let mut rules = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID, libc::S_IWOTH] {
+            let bit = u64::from(bit);
+            rules.push(rule(vec![cond(
+                mode_arg,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?])?);
+        }
+        calls.push((nr, rules));
     }
     for (nr, rules) in calls {
         if arch == TargetArch::x86_64 {
@@ -161,7 +225,12 @@ mod tests {
     fn compiles_for_every_policy() {
         for udp in [false, true] {
             for deny_unix in [false, true] {
-                let prog = compile(SocketPolicy { udp, deny_unix }).unwrap();
+                let prog = compile(SocketPolicy {
+                    udp,
+                    deny_unix,
+                    deny_inet: deny_unix,
+                })
+                .unwrap();
                 assert!(!prog.is_empty());
                 assert!(prog.len() < 4096, "BPF programs are limited to 4096");
             }
