@@ -1,0 +1,232 @@
+//! Shared harness of the escape tests: a scratch tree with roots, outside
+//! files and a fake home, and helpers that run real programs through the
+//! built `rootfence exec`.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `rootfence` binary under test.
+pub fn rootfence() -> &'static str {
+    env!("CARGO_BIN_EXE_rootfence")
+}
+
+/// A program the tests need, or a panic saying how to get it.
+pub fn need(path: &str, how: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    assert!(
+        p.exists(),
+        "{path} is required by this test and is missing: {how}"
+    );
+    p
+}
+
+/// The system python used as the confined probe.
+pub fn python() -> PathBuf {
+    need("/usr/bin/python3", "apt-get install -y python3")
+}
+
+/// Python helpers prepended to every probe: `check(name, f)` prints
+/// `name=OK` or `name=<ERRNO NAME>`.
+pub const PRELUDE: &str = r#"
+import os, sys, errno, socket, signal, stat
+def _t(f):
+    try:
+        f()
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def check(name, f):
+    print(name + "=" + _t(f), flush=True)
+def read(p):
+    with open(p) as f:
+        return f.read()
+def write(p, s="x", mode="w"):
+    with open(p, mode) as f:
+        f.write(s)
+"#;
+
+/// A scratch tree for one test:
+///
+/// ```text
+/// <base>/r            read-write root (given with --root)
+/// <base>/r/inside     a file in it
+/// <base>/r_evil       sibling with the root's name as a prefix
+/// <base>/ro           read-only root (given with --ro-root)
+/// <base>/ro/file      a file in it
+/// <base>/outside      not granted
+/// <base>/outside/secret
+/// <base>/home         HOME, with .ssh/id_rsa and .bashrc
+/// ```
+pub struct Tree {
+    _tmp: tempfile::TempDir,
+    /// The base directory.
+    pub base: PathBuf,
+    /// The read-write root.
+    pub r: PathBuf,
+    /// The read-only root.
+    pub ro: PathBuf,
+    /// Outside every root.
+    pub outside: PathBuf,
+    /// The fake home.
+    pub home: PathBuf,
+}
+
+pub const SECRET: &str = "TOP-SECRET-CONTENT";
+
+impl Tree {
+    pub fn new() -> Tree {
+        let tmp = tempfile::Builder::new()
+            .prefix("rootfence-test-")
+            .tempdir()
+            .expect("create a temporary directory");
+        let base = std::fs::canonicalize(tmp.path()).expect("canonical temp dir");
+        let t = Tree {
+            r: base.join("r"),
+            ro: base.join("ro"),
+            outside: base.join("outside"),
+            home: base.join("home"),
+            base,
+            _tmp: tmp,
+        };
+        for d in [&t.r, &t.ro, &t.outside, &t.home.join(".ssh")] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::create_dir_all(t.base.join("r_evil")).expect("mkdir");
+        std::fs::write(t.r.join("inside"), "inside").expect("write");
+        std::fs::write(t.ro.join("file"), "read-only content").expect("write");
+        std::fs::write(t.outside.join("secret"), SECRET).expect("write");
+        std::fs::write(t.base.join("r_evil/secret"), SECRET).expect("write");
+        std::fs::write(t.home.join(".ssh/id_rsa"), SECRET).expect("write");
+        std::fs::write(t.home.join(".bashrc"), SECRET).expect("write");
+        t
+    }
+
+    /// A path under the base directory.
+    pub fn p(&self, rel: &str) -> PathBuf {
+        self.base.join(rel)
+    }
+
+    /// A path under the base directory, as a string.
+    pub fn s(&self, rel: &str) -> String {
+        self.p(rel).to_string_lossy().into_owned()
+    }
+
+    /// `rootfence exec --root r --ro-root ro <extra> -- <argv>`, with a
+    /// small fixed environment (HOME is the fake home) and the base as the
+    /// working directory. Not run yet.
+    pub fn command(&self, extra: &[&str], argv: &[&str]) -> Command {
+        let mut c = Command::new(rootfence());
+        c.arg("exec")
+            .arg("--root")
+            .arg(&self.r)
+            .arg("--ro-root")
+            .arg(&self.ro)
+            .args(extra)
+            .arg("--")
+            .args(argv)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .current_dir(&self.base)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `argv` confined and collect its output.
+    pub fn run(&self, extra: &[&str], argv: &[&str]) -> Output {
+        self.command(extra, argv)
+            .output()
+            .expect("run rootfence exec")
+    }
+
+    /// Run the python probe `code` (after [`PRELUDE`]) confined.
+    pub fn py(&self, extra: &[&str], code: &str) -> Probe {
+        let py = python();
+        let code = format!("{PRELUDE}\n{code}");
+        let out = self.run(extra, &[py.to_str().unwrap_or("python3"), "-c", &code]);
+        Probe::new(out)
+    }
+}
+
+/// The result of a python probe: its `name=RESULT` lines.
+pub struct Probe {
+    pub out: Output,
+    pub results: BTreeMap<String, String>,
+}
+
+impl Probe {
+    pub fn new(out: Output) -> Probe {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let results = stdout
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Probe { out, results }
+    }
+
+    fn dump(&self) -> String {
+        format!(
+            "status {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.out.status,
+            String::from_utf8_lossy(&self.out.stdout),
+            String::from_utf8_lossy(&self.out.stderr)
+        )
+    }
+
+    /// Assert that check `name` gave `want`.
+    pub fn expect(&self, name: &str, want: &str) -> &Self {
+        let got = self.results.get(name);
+        assert_eq!(
+            got.map(String::as_str),
+            Some(want),
+            "check {name}: wanted {want}\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    /// Assert that check `name` gave one of `wants`.
+    pub fn expect_any(&self, name: &str, wants: &[&str]) -> &Self {
+        let got = self.results.get(name).map(String::as_str);
+        assert!(
+            got.is_some_and(|g| wants.contains(&g)),
+            "check {name}: wanted one of {wants:?}, got {got:?}\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    /// A value printed as `name=value`.
+    pub fn value(&self, name: &str) -> String {
+        self.results
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}= line\n{}", self.dump()))
+    }
+
+    /// Assert the probe exited 0.
+    pub fn success(&self) -> &Self {
+        assert!(self.out.status.success(), "probe failed\n{}", self.dump());
+        self
+    }
+}
+
+/// The content of `p`, or a note that it is missing.
+pub fn content(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// stderr of an output, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout of an output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
