@@ -48,10 +48,7 @@ fn symlink_to_a_file_outside_cannot_be_read() {
     std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
     t.py(
         &[],
-        &format!(
-            "check('read', lambda: read('{r}/link'))",
-            r = t.r.display()
-        ),
+        &format!("check('read', lambda: read('{r}/link'))", r = t.r.display()),
     )
     .expect("read", "EACCES");
 }

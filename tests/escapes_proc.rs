@@ -187,7 +187,11 @@ fn binary_outside_the_roots_cannot_be_executed() {
     let copy = copy_true_to(&t.outside);
     let out = t.run(&[], &["/bin/sh", "-c", &format!("'{copy}'")]);
     assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
-    assert!(stderr(&out).contains("Permission denied"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
