@@ -232,6 +232,12 @@ impl Validator<'_> {
         }
     }
 
+    /// Byte offset of `key` in `[table]` ("" for the top level), or of the
+    /// table header, for errors about values checked after parsing.
+    fn at(&self, table: &str, key: &str) -> usize {
+        key_offset(self.text, table, key)
+    }
+
     fn origin(&self, offset: usize) -> Origin {
         match self.file {
             Some(f) => Origin::Policy {
@@ -250,7 +256,7 @@ impl Validator<'_> {
         if let Some(v) = raw.version
             && v != 1
         {
-            let at = self.text.find("version").unwrap_or(0);
+            let at = self.at("", "version");
             return Err(self.err(
                 at,
                 "version",
@@ -282,7 +288,7 @@ impl Validator<'_> {
         };
 
         if raw.roots.max_roots == 0 {
-            let at = self.text.find("max_roots").unwrap_or(0);
+            let at = self.at("roots", "max_roots");
             return Err(self.err(at, "roots.max_roots", "must be at least 1"));
         }
 
@@ -296,7 +302,7 @@ impl Validator<'_> {
                 }
             }
         } else if !raw.deny.i_know {
-            let at = self.text.find("builtin").unwrap_or(0);
+            let at = self.at("deny", "builtin");
             return Err(self.err(
                 at,
                 "deny.builtin",
@@ -389,18 +395,18 @@ impl Validator<'_> {
         for s in &raw.env.pass {
             let v = s.get_ref();
             let name = v.strip_suffix('*').unwrap_or(v);
-            if !valid_env_name(name) && !(v.ends_with('*') && name.is_empty()) {
-                return Err(self.err(
-                    s.span().start,
-                    "env.pass",
-                    format!("{v:?} is not a variable name (NAME or PREFIX*)"),
-                ));
-            }
             if v == "*" {
                 return Err(self.err(
                     s.span().start,
                     "env.pass",
                     "\"*\" would pass the whole environment; list the variables the server needs",
+                ));
+            }
+            if !valid_env_name(name) {
+                return Err(self.err(
+                    s.span().start,
+                    "env.pass",
+                    format!("{v:?} is not a variable name (NAME or PREFIX*)"),
                 ));
             }
             env_pass.push(v.clone());
@@ -419,7 +425,7 @@ impl Validator<'_> {
 
         let l = &raw.limits;
         if !(1024..=(1 << 30)).contains(&l.max_message_bytes) {
-            let at = self.text.find("max_message_bytes").unwrap_or(0);
+            let at = self.at("limits", "max_message_bytes");
             return Err(self.err(
                 at,
                 "limits.max_message_bytes",
@@ -430,7 +436,7 @@ impl Validator<'_> {
         let s = &raw.sampling;
         if s.allow {
             if s.per_minute == 0 {
-                let at = self.text.find("per_minute").unwrap_or(0);
+                let at = self.at("sampling", "per_minute");
                 return Err(self.err(
                     at,
                     "sampling.per_minute",
@@ -438,11 +444,11 @@ impl Validator<'_> {
                 ));
             }
             if s.max_tokens == 0 {
-                let at = self.text.find("max_tokens").unwrap_or(0);
+                let at = self.at("sampling", "max_tokens");
                 return Err(self.err(at, "sampling.max_tokens", "must be at least 1"));
             }
             if s.content_types.is_empty() {
-                let at = self.text.find("content_types").unwrap_or(0);
+                let at = self.at("sampling", "content_types");
                 return Err(self.err(
                     at,
                     "sampling.content_types",
@@ -452,14 +458,14 @@ impl Validator<'_> {
         }
         let e = &raw.elicitation;
         if e.sensitive_terms.iter().any(|t| t.trim().is_empty()) {
-            let at = self.text.find("sensitive_terms").unwrap_or(0);
+            let at = self.at("elicitation", "sensitive_terms");
             return Err(self.err(at, "elicitation.sensitive_terms", "terms must not be empty"));
         }
         if e.allow && !e.form && !e.url {
-            let at = self.text.find("[elicitation]").unwrap_or(0);
+            let at = self.at("elicitation", "allow");
             return Err(self.err(
                 at,
-                "elicitation",
+                "elicitation.allow",
                 "allow = true but neither form nor url mode is enabled",
             ));
         }
@@ -560,6 +566,31 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
         return Err(format!("{s:?} contains a NUL byte"));
     }
     Ok(path)
+}
+
+/// Byte offset of the line that sets `key` in `[table]` (`""`: top level);
+/// the table header's offset when the key is not written (a default), 0
+/// when neither is.
+pub fn key_offset(text: &str, table: &str, key: &str) -> usize {
+    let mut current = String::new();
+    let mut header = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with('[') {
+            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            if current == table {
+                header.get_or_insert(offset);
+            }
+        } else if current == table
+            && let Some(rest) = t.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return offset;
+        }
+        offset += line.len();
+    }
+    header.unwrap_or(0)
 }
 
 /// 1-based line number of byte `offset` in `text`.

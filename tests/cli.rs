@@ -1,0 +1,233 @@
+//! The `check`, `explain`, `doctor` and `schema` commands, run as a user
+//! runs them.
+
+use std::process::{Command, Output};
+
+fn rootfence(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn explain_current_directory_works() {
+    let out = rootfence(&["explain", "--root", ".", "--", "/bin/true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let here = std::fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap();
+    assert!(
+        stdout.contains(&format!("file://{}", here.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("read-write"), "{stdout}");
+    assert!(stdout.contains("tcp connect: none"), "{stdout}");
+}
+
+#[test]
+fn explain_refuses_encoded_traversal_with_a_reason() {
+    let out = rootfence(&[
+        "explain",
+        "--root",
+        "file:///tmp/%2e%2e/etc",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("root file:///tmp/%2e%2e/etc refused: segment 2 is \"..\""),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains("refused roots (1)"));
+}
+
+#[test]
+fn explain_json_is_machine_readable() {
+    let out = rootfence(&[
+        "explain",
+        "--json",
+        "--root",
+        ".",
+        "--ro-root",
+        "src",
+        "--ro-root",
+        "/nonexistent-root-x",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "one root is refused");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // src is read-only inside a read-write root: folded into it.
+    assert_eq!(v["roots"].as_array().unwrap().len(), 1);
+    assert_eq!(v["folded"].as_array().unwrap().len(), 1);
+    assert_eq!(v["refused"][0]["input"], "/nonexistent-root-x");
+    assert!(
+        v["refused"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
+    assert_eq!(v["command"]["profile"], "native");
+}
+
+#[test]
+fn explain_with_bad_policy_or_command_fails_clearly() {
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        "/nonexistent.toml",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent.toml: cannot read"));
+    let out = rootfence(&["explain", "--", "no-such-command-xyz"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("\"no-such-command-xyz\" not found on PATH"));
+    let out = rootfence(&["explain", "--root", "."]);
+    assert_eq!(out.status.code(), Some(2), "the command is required");
+}
+
+#[test]
+fn explain_with_the_strict_policy_applies_its_ceiling() {
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        "policy/strict.toml",
+        "--root",
+        "/usr/share",
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("outside the policy ceiling (roots.allow_under: ~/projects, /tmp)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn explain_refuses_a_root_containing_the_policy_file() {
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        "policy/strict.toml",
+        "--root",
+        "/tmp",
+        "--",
+        "/bin/true",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let pol = dir.path().join("p.toml");
+    std::fs::write(&pol, "version = 1\n").unwrap();
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        pol.to_str().unwrap(),
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("contains denied path") && stderr.contains("p.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_validates_each_file() {
+    let out = rootfence(&["check", "policy/strict.toml", "policy/python-server.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("policy/strict.toml: ok"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[network]\ntcp_connect = [99999]\n").unwrap();
+    let out = rootfence(&["check", "policy/strict.toml", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "policy {} line 2, key `network.tcp_connect`",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn doctor_reports_the_kernel_and_landlock() {
+    let out = rootfence(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let abi = v["landlock"]["abi"].as_u64();
+    // This project's machines run a kernel with Landlock; a kernel without it
+    // must make doctor say rootfence cannot run.
+    match abi {
+        Some(abi) => {
+            assert!(abi >= 1);
+            assert_eq!(v["can_run"], true);
+            assert!(out.status.success());
+            let features = v["features"].as_array().unwrap();
+            assert_eq!(features[0]["available"], true);
+        }
+        None => {
+            assert_eq!(v["can_run"], false);
+            assert!(!out.status.success());
+        }
+    }
+    let out = rootfence(&["doctor"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("kernel:") && stdout.contains("landlock:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("rootfence can run here:"), "{stdout}");
+}
+
+#[test]
+fn schema_command_prints_the_published_schema() {
+    let out = rootfence(&["schema"]);
+    assert!(out.status.success());
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let published: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policy/policy.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(printed, published);
+}
+
+#[test]
+fn logs_never_go_to_stdout() {
+    let out = rootfence(&[
+        "--log",
+        "debug",
+        "explain",
+        "--json",
+        "--root",
+        ".",
+        "--",
+        "/bin/true",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("roots resolved"),
+        "{}",
+        text(&out.stderr)
+    );
+    // stdout holds exactly one JSON document and nothing else.
+    let _: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+}
