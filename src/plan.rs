@@ -94,6 +94,8 @@ pub enum EnvSource {
     Passed,
     /// Set by the policy (`env.set`).
     Set,
+    /// Set by the runtime profile (the policy's `env.set` overrides it).
+    Profile,
 }
 
 /// Everything the sandbox will enforce for one launch.
@@ -293,6 +295,9 @@ pub fn build(
                 }
             }
         }
+    }
+    for (k, v) in &command.env {
+        out_env.insert(k.clone(), (v.clone(), EnvSource::Profile));
     }
     for (k, v) in &policy.env_set {
         out_env.insert(k.clone(), (v.clone(), EnvSource::Set));

@@ -118,6 +118,9 @@ pub struct CommandSpec {
     pub profile: Profile,
     /// Everything the profile needs.
     pub needs: Vec<RuntimeNeed>,
+    /// Environment variables the profile sets for the server (the policy's
+    /// `env.set` overrides them), e.g. npm's offline cache settings.
+    pub env: BTreeMap<String, String>,
 }
 
 fn ser_os_vec<S: serde::Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
@@ -258,23 +261,37 @@ fn shebang(p: &Path) -> Option<(String, Option<String>)> {
 }
 
 /// The ELF `PT_INTERP` of a 64-bit little-endian executable, if any.
+///
+/// Reads only the headers and the interpreter string (a few hundred bytes),
+/// never the whole file: interpreters such as node are tens of megabytes.
 fn elf_interpreter(p: &Path) -> Option<PathBuf> {
-    let data = std::fs::read(p).ok()?;
-    if data.get(..4)? != b"\x7fELF" || *data.get(4)? != 2 || *data.get(5)? != 1 {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(p).ok()?;
+    let mut hdr = [0u8; 64];
+    f.read_exact_at(&mut hdr, 0).ok()?;
+    if hdr.get(..4)? != b"\x7fELF" || *hdr.get(4)? != 2 || *hdr.get(5)? != 1 {
         return None;
     }
-    let u16_at = |o: usize| Some(u16::from_le_bytes(data.get(o..o + 2)?.try_into().ok()?));
-    let u64_at = |o: usize| Some(u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?));
-    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
-    let phentsize = usize::from(u16_at(0x36)?);
-    let phnum = usize::from(u16_at(0x38)?);
-    for i in 0..phnum {
-        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        let p_type = u32::from_le_bytes(data.get(ph..ph + 4)?.try_into().ok()?);
+    let u16_at = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u64_at = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+    let phoff = u64_at(&hdr, 0x20)?;
+    let phentsize = usize::from(u16_at(&hdr, 0x36)?);
+    let phnum = usize::from(u16_at(&hdr, 0x38)?);
+    if phentsize < 56 || phnum > 256 {
+        return None;
+    }
+    let mut phdrs = vec![0u8; phentsize.checked_mul(phnum)?];
+    f.read_exact_at(&mut phdrs, phoff).ok()?;
+    for ph in phdrs.chunks_exact(phentsize) {
+        let p_type = u32::from_le_bytes(ph.get(..4)?.try_into().ok()?);
         if p_type == 3 {
-            let off = usize::try_from(u64_at(ph + 8)?).ok()?;
-            let size = usize::try_from(u64_at(ph + 32)?).ok()?;
-            let raw = data.get(off..off.checked_add(size)?)?;
+            let off = u64_at(ph, 8)?;
+            let size = usize::try_from(u64_at(ph, 32)?).ok()?;
+            if size > 4096 {
+                return None;
+            }
+            let mut raw = vec![0u8; size];
+            f.read_exact_at(&mut raw, off).ok()?;
             let raw = raw.split(|&b| b == 0).next()?;
             return Some(PathBuf::from(std::str::from_utf8(raw).ok()?));
         }
@@ -425,6 +442,12 @@ pub fn discover(
         false,
     );
     need(
+        PathBuf::from(PROC_SELF),
+        Rights::R,
+        "the server's own /proc entry (opened in the server process itself)".into(),
+        false,
+    );
+    need(
         program.clone(),
         Rights::RX,
         "the server executable".into(),
@@ -445,6 +468,7 @@ pub fn discover(
     }
 
     let home = env.home.as_deref();
+    let mut profile_env = BTreeMap::new();
     match chosen {
         Profile::Native => {}
         Profile::Node => {
@@ -463,17 +487,40 @@ pub fn discover(
                     true,
                 );
             }
-            if let Some(h) = home {
-                let cache = env
-                    .vars
-                    .get("npm_config_cache")
-                    .map_or_else(|| h.join(".npm"), PathBuf::from);
+            let cache = env
+                .vars
+                .get("npm_config_cache")
+                .or_else(|| env.vars.get("NPM_CONFIG_CACHE"))
+                .filter(|c| c.starts_with('/'))
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".npm")));
+            if let Some(cache) = cache {
                 need(
-                    cache,
-                    Rights::RW,
-                    "npm cache (npx downloads packages here)".into(),
+                    cache.clone(),
+                    Rights {
+                        exec: true,
+                        ..Rights::RW
+                    },
+                    "npm cache (npx installs packages here and runs their bins from it)".into(),
                     true,
                 );
+                profile_env.insert(
+                    "npm_config_cache".to_string(),
+                    cache.to_string_lossy().into_owned(),
+                );
+            }
+            // The server may have no network: let npm and npx use what the
+            // cache holds without asking the registry, and skip the calls
+            // that only phone home.
+            for (k, v) in [
+                ("npm_config_prefer_offline", "true"),
+                ("npm_config_update_notifier", "false"),
+                ("npm_config_audit", "false"),
+                ("npm_config_fund", "false"),
+            ] {
+                profile_env.insert(k.to_string(), v.to_string());
+            }
+            if let Some(h) = home {
                 need(
                     h.join(".nvm/versions/node"),
                     Rights::RX,
@@ -503,19 +550,25 @@ pub fn discover(
                     true,
                 );
             }
+            let pyenv = env
+                .vars
+                .get("PYENV_ROOT")
+                .filter(|r| r.starts_with('/'))
+                .map(PathBuf::from)
+                .or_else(|| pyenv_root_of(&program))
+                .or_else(|| pyenv_root_of(&found))
+                .or_else(|| home.map(|h| h.join(".pyenv")));
+            if let Some(pyenv) = pyenv
+                && (program.starts_with(&pyenv) || found.starts_with(&pyenv))
+            {
+                need(
+                    pyenv,
+                    Rights::RX,
+                    "pyenv (shims, versions and the pyenv scripts the shims run)".into(),
+                    false,
+                );
+            }
             if let Some(h) = home {
-                let pyenv = env
-                    .vars
-                    .get("PYENV_ROOT")
-                    .map_or_else(|| h.join(".pyenv"), PathBuf::from);
-                if program.starts_with(&pyenv) || found.starts_with(&pyenv) {
-                    need(
-                        pyenv,
-                        Rights::RX,
-                        "pyenv (shims and versions)".into(),
-                        false,
-                    );
-                }
                 need(
                     h.join(".local/lib"),
                     Rights::R,
@@ -539,5 +592,29 @@ pub fn discover(
         interpreter,
         profile: chosen,
         needs,
+        env: profile_env,
     })
+}
+
+/// The pyenv root a program lives in: `<root>/shims/<name>` or
+/// `<root>/versions/<version>/bin/<name>`, where `<root>/libexec/pyenv`
+/// exists.
+fn pyenv_root_of(program: &Path) -> Option<PathBuf> {
+    let dir = program.parent()?;
+    let candidate = if base_name(dir) == "shims" {
+        dir.parent()?
+    } else if base_name(dir) == "bin" {
+        let version_dir = dir.parent()?;
+        let versions = version_dir.parent()?;
+        if base_name(versions) != "versions" {
+            return None;
+        }
+        versions.parent()?
+    } else {
+        return None;
+    };
+    candidate
+        .join("libexec/pyenv")
+        .is_file()
+        .then(|| candidate.to_path_buf())
 }

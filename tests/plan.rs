@@ -16,6 +16,7 @@ fn command(needs: Vec<RuntimeNeed>) -> CommandSpec {
         interpreter: None,
         profile: Profile::Native,
         needs,
+        env: BTreeMap::new(),
     }
 }
 

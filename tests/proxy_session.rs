@@ -3,13 +3,13 @@
 //! unconfined launcher so that they exercise the relay alone; the sandboxed
 //! end-to-end runs are in `tests/run_e2e.rs`.
 
-mod common;
+mod host;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Host, fake_server};
+use host::{Host, fake_server};
 use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
 use rootfence::proxy::server::ExitInfo;

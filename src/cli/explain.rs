@@ -188,6 +188,7 @@ pub fn render(plan: &SandboxPlan) -> String {
             match src {
                 plan::EnvSource::Passed => "passed",
                 plan::EnvSource::Set => "set by policy",
+                plan::EnvSource::Profile => "set by the runtime profile",
             }
         );
     }

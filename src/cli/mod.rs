@@ -1,6 +1,7 @@
 //! The command-line interface: clap commands that wire the library
 //! together. Thin by design.
 
+mod exec;
 mod explain;
 
 use std::ffi::OsString;
@@ -63,6 +64,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a command under the sandbox the plan describes: stdin, stdout
+    /// and stderr inherited, its exit status passed through (death by
+    /// signal N exits 128+N). Refuses to start if the kernel cannot enforce
+    /// the policy.
+    Exec(exec::ExecArgs),
     /// Report the kernel, the Landlock ABI and what it can enforce, what a
     /// policy would lose here, and whether rootfence can run on this machine.
     Doctor {
@@ -84,6 +90,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Check { files } => check(&files),
         Command::Explain { launch, json } => explain::explain(&launch, json),
+        Command::Exec(args) => exec::exec(&args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);

@@ -31,8 +31,8 @@ pub struct Capabilities {
     pub kernel: String,
     /// Landlock state.
     pub landlock: LandlockStatus,
-    /// Whether seccomp filters can be installed (closes UDP, raw and unix
-    /// socket gaps).
+    /// Whether seccomp filters returning an errno can be installed (closes
+    /// the UDP, raw, unix socket and TCP Fast Open gaps).
     pub seccomp: bool,
 }
 
@@ -69,7 +69,10 @@ pub const FEATURES: &[(u32, &str)] = &[
     (6, "scopes: signals and abstract unix sockets"),
     (7, "audit logging of denials"),
     (8, "ruleset applied to every thread at once"),
-    (9, "scopes: pathname unix socket connect"),
+    (
+        9,
+        "filesystem: connecting to pathname unix sockets (resolve_unix)",
+    ),
 ];
 
 /// Probe the running kernel.
@@ -150,8 +153,25 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
     if abi < 4 {
         out.push(Loss {
             wants: "TCP connect and bind limited to the policy's ports".into(),
-            missing: "Landlock ABI 4 (network); TCP would be closed by seccomp as a whole".into(),
-            fatal: !plan.network.tcp_connect.is_empty() || !plan.network.tcp_bind.is_empty(),
+            missing: if caps.seccomp {
+                "Landlock ABI 4 (network); all TCP/IP sockets are refused by seccomp instead".into()
+            } else {
+                "Landlock ABI 4 (network), and seccomp is not available to close TCP".into()
+            },
+            fatal: !plan.network.tcp_connect.is_empty()
+                || !plan.network.tcp_bind.is_empty()
+                || !caps.seccomp,
+        });
+    }
+    if abi >= 4 {
+        out.push(Loss {
+            wants: "TCP Fast Open sends limited to the policy's ports".into(),
+            missing: if caps.seccomp {
+                "Landlock's TCP connect rule does not see sendto/sendmsg with MSG_FASTOPEN; seccomp refuses MSG_FASTOPEN".into()
+            } else {
+                "Landlock's TCP connect rule does not see MSG_FASTOPEN, and seccomp is not available to refuse it".into()
+            },
+            fatal: !caps.seccomp,
         });
     }
     if abi < 5 {
@@ -164,7 +184,11 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
     if abi < 6 {
         out.push(Loss {
             wants: "signals and abstract unix sockets scoped to the sandbox".into(),
-            missing: "Landlock ABI 6 (scopes)".into(),
+            missing: if caps.seccomp && !plan.network.unix_sockets {
+                "Landlock ABI 6 (scopes): the server can signal processes of its user outside the sandbox; abstract unix sockets are closed by seccomp refusing socket(AF_UNIX)".into()
+            } else {
+                "Landlock ABI 6 (scopes): the server can signal processes of its user and connect to abstract unix sockets outside the sandbox".into()
+            },
             fatal: false,
         });
     }
@@ -172,23 +196,32 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
         out.push(Loss {
             wants: "no connections to pathname unix sockets outside the sandbox".into(),
             missing: if caps.seccomp {
-                "Landlock ABI 9; closed instead by a seccomp filter on socket(AF_UNIX)".into()
+                "Landlock ABI 9 (resolve_unix); closed instead by seccomp refusing socket(AF_UNIX) (socketpair() still works; unix sockets inside the roots cannot be used either)".into()
             } else {
-                "Landlock ABI 9, and seccomp is not available to close it".into()
+                "Landlock ABI 9 (resolve_unix), and seccomp is not available to close it".into()
             },
             fatal: !caps.seccomp,
         });
     }
     if !plan.network.udp {
         out.push(Loss {
-            wants: "no UDP, raw or other non-TCP sockets".into(),
+            wants: "no UDP, raw, packet or other non-TCP sockets".into(),
             missing: if caps.seccomp {
-                "not covered by Landlock at any ABI; closed by a seccomp filter on socket()".into()
+                "not covered by Landlock at any ABI; closed by seccomp: socket() allows only unix, TCP and netlink-route sockets, io_uring is refused".into()
             } else {
                 "not covered by Landlock, and seccomp is not available".into()
             },
             fatal: !caps.seccomp,
         });
     }
+    out.push(Loss {
+        wants: "no changes to the metadata of files outside the roots".into(),
+        missing: if caps.seccomp {
+            "not covered by Landlock at any ABI: chmod, chown and timestamps of files the server's user owns stay possible; seccomp refuses setuid, setgid and world-writable modes".into()
+        } else {
+            "not covered by Landlock at any ABI: chmod, chown and timestamps of files the server's user owns stay possible".into()
+        },
+        fatal: false,
+    });
     out
 }

@@ -1,140 +1,232 @@
-//! Shared helpers for the proxy tests: a scripted host over in-memory
-//! pipes, and paths to the test peers.
+//! Shared harness of the escape tests: a scratch tree with roots, outside
+//! files and a fake home, and helpers that run real programs through the
+//! built `rootfence exec`.
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
+/// The `rootfence` binary under test.
+pub fn rootfence() -> &'static str {
+    env!("CARGO_BIN_EXE_rootfence")
+}
 
-/// The scriptable MCP server built from `examples/mcp_fake_server.rs`.
-pub fn fake_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let p = dir.join("examples").join("mcp_fake_server");
+/// A program the tests need, or a panic saying how to get it.
+pub fn need(path: &str, how: &str) -> PathBuf {
+    let p = PathBuf::from(path);
     assert!(
         p.exists(),
-        "{} missing: run `cargo build --examples`",
-        p.display()
+        "{path} is required by this test and is missing: {how}"
     );
     p
 }
 
-/// A scripted host: writes lines to rootfence's stdin, reads its stdout.
-pub struct Host {
-    pub w: WriteHalf<DuplexStream>,
-    pub lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    /// Messages read while waiting for something else.
-    pub seen: Vec<Value>,
+/// The system python used as the confined probe.
+pub fn python() -> PathBuf {
+    need("/usr/bin/python3", "apt-get install -y python3")
 }
 
-impl Host {
-    pub fn new(stream: DuplexStream) -> Host {
-        let (r, w) = tokio::io::split(stream);
-        Host {
-            w,
-            lines: BufReader::new(r).lines(),
-            seen: Vec::new(),
-        }
-    }
+/// Python helpers prepended to every probe: `check(name, f)` prints
+/// `name=OK` or `name=<ERRNO NAME>`.
+pub const PRELUDE: &str = r#"
+import os, sys, errno, socket, signal, stat
+def _t(f):
+    try:
+        f()
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def check(name, f):
+    print(name + "=" + _t(f), flush=True)
+def read(p):
+    with open(p) as f:
+        return f.read()
+def write(p, s="x", mode="w"):
+    with open(p, mode) as f:
+        f.write(s)
+"#;
 
-    pub async fn send(&mut self, v: Value) {
-        self.send_raw(&v.to_string()).await;
-    }
+/// A scratch tree for one test:
+///
+/// ```text
+/// <base>/r            read-write root (given with --root)
+/// <base>/r/inside     a file in it
+/// <base>/r_evil       sibling with the root's name as a prefix
+/// <base>/ro           read-only root (given with --ro-root)
+/// <base>/ro/file      a file in it
+/// <base>/outside      not granted
+/// <base>/outside/secret
+/// <base>/home         HOME, with .ssh/id_rsa and .bashrc
+/// ```
+pub struct Tree {
+    _tmp: tempfile::TempDir,
+    /// The base directory.
+    pub base: PathBuf,
+    /// The read-write root.
+    pub r: PathBuf,
+    /// The read-only root.
+    pub ro: PathBuf,
+    /// Outside every root.
+    pub outside: PathBuf,
+    /// The fake home.
+    pub home: PathBuf,
+}
 
-    pub async fn send_raw(&mut self, s: &str) {
-        self.w.write_all(s.as_bytes()).await.unwrap();
-        self.w.write_all(b"\n").await.unwrap();
-        self.w.flush().await.unwrap();
-    }
+pub const SECRET: &str = "TOP-SECRET-CONTENT";
 
-    /// The next message rootfence writes, parsed.
-    pub async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-            .await
-            .expect("timed out waiting for rootfence")
-            .unwrap()
-            .expect("rootfence closed stdout");
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("not JSON from rootfence: {e}: {line}"))
-    }
-
-    /// The next message rootfence writes, as raw text.
-    pub async fn recv_raw(&mut self) -> String {
-        tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-            .await
-            .expect("timed out waiting for rootfence")
-            .unwrap()
-            .expect("rootfence closed stdout")
-    }
-
-    /// Wait for the response to `id`, answering `roots/list` requests with
-    /// `roots` and keeping everything else in `seen`.
-    pub async fn response(&mut self, id: Value, roots: &Value) -> Value {
-        if let Some(pos) = self
-            .seen
-            .iter()
-            .position(|m| m.get("id") == Some(&id) && m.get("method").is_none())
-        {
-            return self.seen.remove(pos);
-        }
-        loop {
-            let m = self.recv().await;
-            if m.get("method").and_then(Value::as_str) == Some("roots/list") {
-                let rid = m["id"].clone();
-                self.send(json!({"jsonrpc":"2.0","id":rid,"result":{"roots":roots}}))
-                    .await;
-                continue;
-            }
-            if m.get("id") == Some(&id) && m.get("method").is_none() {
-                return m;
-            }
-            self.seen.push(m);
-        }
-    }
-
-    pub async fn request(&mut self, id: i64, method: &str, params: Value, roots: &Value) -> Value {
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
-            .await;
-        self.response(json!(id), roots).await
-    }
-
-    pub async fn call(&mut self, id: i64, tool: &str, args: Value, roots: &Value) -> Value {
-        self.request(
-            id,
-            "tools/call",
-            json!({"name":tool,"arguments":args}),
-            roots,
-        )
-        .await
-    }
-
-    /// Text of a tools/call result.
-    pub fn text(v: &Value) -> String {
-        v["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
-    }
-
-    pub async fn initialize(&mut self, version: &str, with_roots: bool, roots: &Value) -> Value {
-        let caps = if with_roots {
-            json!({"roots":{"listChanged":true}})
-        } else {
-            json!({})
+impl Tree {
+    pub fn new() -> Tree {
+        let tmp = tempfile::Builder::new()
+            .prefix("rootfence-test-")
+            .tempdir()
+            .expect("create a temporary directory");
+        let base = std::fs::canonicalize(tmp.path()).expect("canonical temp dir");
+        let t = Tree {
+            r: base.join("r"),
+            ro: base.join("ro"),
+            outside: base.join("outside"),
+            home: base.join("home"),
+            base,
+            _tmp: tmp,
         };
-        let r = self
-            .request(
-                0,
-                "initialize",
-                json!({"protocolVersion":version,"capabilities":caps,"clientInfo":{"name":"test-host","version":"1"}}),
-                roots,
-            )
-            .await;
-        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await;
-        r
+        for d in [&t.r, &t.ro, &t.outside, &t.home.join(".ssh")] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::create_dir_all(t.base.join("r_evil")).expect("mkdir");
+        std::fs::write(t.r.join("inside"), "inside").expect("write");
+        std::fs::write(t.ro.join("file"), "read-only content").expect("write");
+        std::fs::write(t.outside.join("secret"), SECRET).expect("write");
+        std::fs::write(t.base.join("r_evil/secret"), SECRET).expect("write");
+        std::fs::write(t.home.join(".ssh/id_rsa"), SECRET).expect("write");
+        std::fs::write(t.home.join(".bashrc"), SECRET).expect("write");
+        t
     }
+
+    /// A path under the base directory.
+    pub fn p(&self, rel: &str) -> PathBuf {
+        self.base.join(rel)
+    }
+
+    /// A path under the base directory, as a string.
+    pub fn s(&self, rel: &str) -> String {
+        self.p(rel).to_string_lossy().into_owned()
+    }
+
+    /// `rootfence exec --root r --ro-root ro <extra> -- <argv>`, with a
+    /// small fixed environment (HOME is the fake home) and the base as the
+    /// working directory. Not run yet.
+    pub fn command(&self, extra: &[&str], argv: &[&str]) -> Command {
+        let mut c = Command::new(rootfence());
+        c.arg("exec")
+            .arg("--root")
+            .arg(&self.r)
+            .arg("--ro-root")
+            .arg(&self.ro)
+            .args(extra)
+            .arg("--")
+            .args(argv)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("LANG", "C.UTF-8")
+            .current_dir(&self.base)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `argv` confined and collect its output.
+    pub fn run(&self, extra: &[&str], argv: &[&str]) -> Output {
+        self.command(extra, argv)
+            .output()
+            .expect("run rootfence exec")
+    }
+
+    /// Run the python probe `code` (after [`PRELUDE`]) confined.
+    pub fn py(&self, extra: &[&str], code: &str) -> Probe {
+        let py = python();
+        let code = format!("{PRELUDE}\n{code}");
+        let out = self.run(extra, &[py.to_str().unwrap_or("python3"), "-c", &code]);
+        Probe::new(out)
+    }
+}
+
+/// The result of a python probe: its `name=RESULT` lines.
+pub struct Probe {
+    pub out: Output,
+    pub results: BTreeMap<String, String>,
+}
+
+impl Probe {
+    pub fn new(out: Output) -> Probe {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let results = stdout
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Probe { out, results }
+    }
+
+    fn dump(&self) -> String {
+        format!(
+            "status {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.out.status,
+            String::from_utf8_lossy(&self.out.stdout),
+            String::from_utf8_lossy(&self.out.stderr)
+        )
+    }
+
+    /// Assert that check `name` gave `want`.
+    pub fn expect(&self, name: &str, want: &str) -> &Self {
+        let got = self.results.get(name);
+        assert_eq!(
+            got.map(String::as_str),
+            Some(want),
+            "check {name}: wanted {want}\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    /// Assert that check `name` gave one of `wants`.
+    pub fn expect_any(&self, name: &str, wants: &[&str]) -> &Self {
+        let got = self.results.get(name).map(String::as_str);
+        assert!(
+            got.is_some_and(|g| wants.contains(&g)),
+            "check {name}: wanted one of {wants:?}, got {got:?}\n{}",
+            self.dump()
+        );
+        self
+    }
+
+    /// A value printed as `name=value`.
+    pub fn value(&self, name: &str) -> String {
+        self.results
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}= line\n{}", self.dump()))
+    }
+
+    /// Assert the probe exited 0.
+    pub fn success(&self) -> &Self {
+        assert!(self.out.status.success(), "probe failed\n{}", self.dump());
+        self
+    }
+}
+
+/// The content of `p`, or a note that it is missing.
+pub fn content(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// stderr of an output, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout of an output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }

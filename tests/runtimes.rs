@@ -1,0 +1,317 @@
+//! Real servers start under the default sandbox: the npm filesystem server
+//! through `npx -y` from an offline cache, a Python program through a
+//! pyenv shim and a pyenv interpreter, and node itself.
+//!
+//! These tests need `tests/peers/install.sh` to have run (it installs the
+//! locked npm packages and fills the npx cache); they fail, never skip, when
+//! something is missing.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{SECRET, Tree, rootfence, stderr, stdout};
+
+fn peers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+fn which(name: &str) -> PathBuf {
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "{name} is required by this test and is not in /usr/local/bin, /usr/bin or /bin: apt-get install -y nodejs npm python3"
+    )
+}
+
+/// The npm cache filled by `tests/peers/install.sh` and the locked
+/// version of the filesystem server.
+fn npx_cache() -> (PathBuf, String) {
+    let cache = peers().join(".npm-cache");
+    let lock = peers().join("package-lock.json");
+    let lock: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&lock).expect("tests/peers/package-lock.json"),
+    )
+    .expect("package-lock.json is JSON");
+    let version =
+        lock["packages"]["node_modules/@modelcontextprotocol/server-filesystem"]["version"]
+            .as_str()
+            .expect("server-filesystem is locked")
+            .to_string();
+    assert!(
+        cache.join("_npx").is_dir(),
+        "the npx cache {} is not filled: run tests/peers/install.sh first",
+        cache.display()
+    );
+    (cache, version)
+}
+
+/// Lines of a child's stdout, read on a thread.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let out = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn response(rx: &mpsc::Receiver<String>, id: u64) -> serde_json::Value {
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no response {id} from the server: {e}"));
+        let v: serde_json::Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if v["id"] == id {
+            return v;
+        }
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rootfence-test","version":"0"}}}"#;
+
+/// Start the npm filesystem server through `npx -y` (offline, from the
+/// cache) serving `dir`, and initialize it.
+fn fs_server(t: &Tree, dir: &Path) -> (Child, std::process::ChildStdin, mpsc::Receiver<String>) {
+    which("npx");
+    let (cache, version) = npx_cache();
+    let mut child = t
+        .command(
+            &[],
+            &[
+                "npx",
+                "-y",
+                &format!("@modelcontextprotocol/server-filesystem@{version}"),
+                dir.to_str().unwrap(),
+            ],
+        )
+        .env("npm_config_cache", &cache)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let init = response(&rx, 1);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    (child, stdin, rx)
+}
+
+fn read_text_file(
+    stdin: &mut std::process::ChildStdin,
+    rx: &mpsc::Receiver<String>,
+    id: u64,
+    path: &Path,
+) -> serde_json::Value {
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"read_text_file","arguments":{"path":path}}})
+    )
+    .unwrap();
+    response(rx, id)
+}
+
+#[test]
+fn npx_filesystem_server_starts_offline_and_serves_its_root() {
+    let t = Tree::new();
+    std::fs::write(t.r.join("hello.txt"), "hello from the root").unwrap();
+    let (child, mut stdin, rx) = fs_server(&t, &t.r);
+    let ok = read_text_file(&mut stdin, &rx, 2, &t.r.join("hello.txt"));
+    assert!(
+        ok.to_string().contains("hello from the root"),
+        "reading inside the root: {ok}"
+    );
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("Secure MCP Filesystem Server running on stdio"),
+        "stderr: {err}"
+    );
+}
+
+#[test]
+fn npx_server_cannot_read_outside_even_when_told_to_serve_it() {
+    // The server is told to serve a directory that is not a root: its own
+    // path checks pass, the sandbox refuses.
+    let t = Tree::new();
+    let (child, mut stdin, rx) = fs_server(&t, &t.outside);
+    let refused = read_text_file(&mut stdin, &rx, 2, &t.outside.join("secret"));
+    let text = refused.to_string();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(
+        text.contains("EACCES") || text.contains("ermission denied"),
+        "{text}"
+    );
+    drop(stdin);
+    child.wait_with_output().unwrap();
+}
+
+/// A tiny stdio JSON-RPC server: answers `initialize` with the Python
+/// version and whether it could read the outside secret.
+const PY_SERVER: &str = r#"
+import json, sys
+outside = sys.argv[1]
+try:
+    open(outside).read()
+    leaked = True
+except PermissionError:
+    leaked = False
+print("python server running on stdio", file=sys.stderr, flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    print(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "serverInfo": {"name": "py", "version": sys.version.split()[0]},
+        "executable": sys.executable, "leaked": leaked}}), flush=True)
+"#;
+
+fn pyenv_root() -> PathBuf {
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root/.pyenv"));
+    assert!(
+        root.join("shims/python3").exists() && root.join("versions").is_dir(),
+        "a pyenv install with shims/python3 and versions/ is required at {} (set PYENV_ROOT)",
+        root.display()
+    );
+    root
+}
+
+fn pyenv_version(root: &Path) -> PathBuf {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("bin/python3").exists())
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .unwrap_or_else(|| panic!("no pyenv version with bin/python3 under {}", root.display()))
+}
+
+fn run_py_server(t: &Tree, python: &Path) -> serde_json::Value {
+    std::fs::write(t.ro.join("server.py"), PY_SERVER).unwrap();
+    let secret = t.outside.join("secret");
+    let mut child = t
+        .command(
+            &[],
+            &[
+                python.to_str().unwrap(),
+                t.ro.join("server.py").to_str().unwrap(),
+                secret.to_str().unwrap(),
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let v = response(&rx, 1);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).contains("python server running on stdio"));
+    assert_eq!(v["result"]["leaked"], false, "{v}");
+    v
+}
+
+#[test]
+fn python_server_starts_through_a_pyenv_shim() {
+    let root = pyenv_root();
+    let version = pyenv_version(&root);
+    let t = Tree::new();
+    let v = run_py_server(&t, &root.join("shims/python3"));
+    let exe = v["result"]["executable"].as_str().unwrap_or_default();
+    assert!(exe.starts_with(root.to_str().unwrap()), "{v}");
+    let _ = version;
+}
+
+#[test]
+fn python_server_starts_from_a_pyenv_interpreter() {
+    let root = pyenv_root();
+    let version = pyenv_version(&root);
+    let t = Tree::new();
+    let python = version.join("bin/python3");
+    let v = run_py_server(&t, &python);
+    let want = version.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(v["result"]["serverInfo"]["version"], want.as_str(), "{v}");
+}
+
+#[test]
+fn python_server_starts_from_the_system_python() {
+    let t = Tree::new();
+    run_py_server(&t, &common::python());
+}
+
+#[test]
+fn node_starts_and_is_confined() {
+    let node = which("node");
+    let t = Tree::new();
+    let out = t.run(
+        &[],
+        &[
+            node.to_str().unwrap(),
+            "-e",
+            &format!(
+                "const fs = require('fs');\n\
+                 fs.writeFileSync('{r}/n.txt', 'node was here');\n\
+                 console.log('inside=' + fs.readFileSync('{r}/n.txt', 'utf8'));\n\
+                 try {{ fs.readFileSync('{o}/secret'); console.log('outside=OK') }}\n\
+                 catch (e) {{ console.log('outside=' + e.code) }}\n\
+                 require('child_process').execFileSync('/bin/true');\n\
+                 console.log('child=OK');\n\
+                 console.log('tmp=' + require('os').tmpdir());",
+                r = t.r.display(),
+                o = t.outside.display()
+            ),
+        ],
+    );
+    let s = stdout(&out);
+    assert!(out.status.success(), "{s}\n{}", stderr(&out));
+    assert!(s.contains("inside=node was here"), "{s}");
+    assert!(s.contains("outside=EACCES"), "{s}");
+    assert!(s.contains("child=OK"), "{s}");
+    assert!(s.contains("tmp=") && s.contains("/rootfence-"), "{s}");
+}
+
+#[test]
+fn rootfence_exec_runs_from_a_path_search() {
+    // `python3` found on PATH, not given as an absolute path.
+    let t = Tree::new();
+    let out = Command::new(rootfence())
+        .args(["exec", "--", "python3", "-c", "print('found')"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).trim(), "found", "{}", stderr(&out));
+}

@@ -1,0 +1,224 @@
+//! The library's launch API from inside a busy multi-threaded tokio
+//! runtime: the exec'd process is confined, the caller is not.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rootfence::plan::{self, SandboxPlan};
+use rootfence::policy::Policy;
+use rootfence::roots::{self, Access, RootInput};
+use rootfence::runtime::{self, HostEnv};
+use rootfence::sandbox::{self, Confinement, StdioConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn plan_for(root: &Path, home: &Path, argv: &[&str]) -> SandboxPlan {
+    let mut env = HostEnv::current();
+    env.home = Some(home.to_path_buf());
+    env.vars
+        .insert("HOME".into(), home.to_string_lossy().into_owned());
+    env.vars.insert("PATH".into(), "/usr/bin:/bin".into());
+    let policy = Policy::builtin(Some(home)).expect("built-in policy");
+    let inputs = vec![RootInput::command_line(
+        root.to_string_lossy().into_owned(),
+        Access::ReadWrite,
+    )];
+    let (ok, refused) = roots::resolve_all(&inputs, &policy.root_rules(None));
+    assert!(refused.is_empty(), "{refused:?}");
+    let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+    let command = runtime::discover(&argv, policy.raw.runtime.profile, &env).expect("discover");
+    plan::build(&policy, ok, refused, command, &env)
+}
+
+const PROBE: &str = r#"
+import sys
+sys.stdin.readline()
+def t(p):
+    try:
+        open(p).read()
+        return "OK"
+    except PermissionError:
+        return "EACCES"
+print("allowed=" + t(sys.argv[1]))
+print("forbidden=" + t(sys.argv[2]))
+"#;
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    root: std::path::PathBuf,
+    home: std::path::PathBuf,
+    allowed: std::path::PathBuf,
+    forbidden: std::path::PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let root = base.join("root");
+    let home = base.join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let allowed = root.join("allowed");
+    let forbidden = base.join("forbidden");
+    std::fs::write(&allowed, "a").unwrap();
+    std::fs::write(&forbidden, "f").unwrap();
+    Dirs {
+        _tmp: tmp,
+        root,
+        home,
+        allowed,
+        forbidden,
+    }
+}
+
+async fn launch_and_check(d: Arc<Dirs>) {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "/usr/bin/python3 is required"
+    );
+    let plan = plan_for(
+        &d.root,
+        &d.home,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            PROBE,
+            d.allowed.to_str().unwrap(),
+            d.forbidden.to_str().unwrap(),
+        ],
+    );
+    let mut child = sandbox::spawn(
+        &plan,
+        StdioConfig {
+            stdin: std::process::Stdio::piped(),
+            stdout: std::process::Stdio::piped(),
+            stderr: std::process::Stdio::inherit(),
+        },
+    )
+    .expect("spawn");
+    assert!(
+        matches!(child.confinement(), Confinement::Enforced { .. }),
+        "{:?}",
+        child.confinement()
+    );
+    // spawn returns once the server has been exec'd: this is python's
+    // status, not a half-set-up child's.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.pid())).unwrap();
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+
+    let mut stdin = tokio::process::ChildStdin::from_std(child.take_stdin().unwrap()).unwrap();
+    let mut stdout = tokio::process::ChildStdout::from_std(child.take_stdout().unwrap()).unwrap();
+    stdin.write_all(b"go\n").await.unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(30), stdout.read_to_string(&mut out))
+        .await
+        .expect("the probe answered in time")
+        .unwrap();
+    assert!(out.contains("allowed=OK"), "{out}");
+    assert!(out.contains("forbidden=EACCES"), "{out}");
+    let st = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(st.success());
+    // The caller was not restricted by mistake.
+    assert_eq!(std::fs::read_to_string(&d.forbidden).unwrap(), "f");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn spawn_from_a_busy_multi_threaded_runtime_confines_the_exec_d_process() {
+    let stop = Arc::new(AtomicBool::new(false));
+    // Keep every worker and two extra threads allocating and locking, so
+    // that forks happen while other threads hold allocator and other locks.
+    let mut busy = Vec::new();
+    for _ in 0..6 {
+        let stop = stop.clone();
+        busy.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let v: Vec<u8> = vec![7; 8192];
+                std::hint::black_box(v);
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let lock = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let mut threads = Vec::new();
+    for _ in 0..2 {
+        let stop = stop.clone();
+        let lock = lock.clone();
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let mut g = lock.lock().unwrap();
+                g.push(1);
+                if g.len() > 1000 {
+                    g.clear();
+                }
+                std::hint::black_box(format!("{}", g.len()));
+            }
+        }));
+    }
+    let d = Arc::new(dirs());
+    let mut launches = Vec::new();
+    for _ in 0..12 {
+        launches.push(tokio::spawn(launch_and_check(d.clone())));
+    }
+    for l in launches {
+        l.await.unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for b in busy {
+        b.await.unwrap();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn server_started_from_a_short_lived_blocking_thread_survives_it() {
+    // The parent-death signal follows the thread that forked; rootfence
+    // forks on its own long-lived launcher thread, so a server started
+    // from a tokio blocking thread outlives that thread.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_keep_alive(Duration::from_millis(20))
+        .enable_all()
+        .build()
+        .unwrap();
+    let d = dirs();
+    let plan = plan_for(&d.root, &d.home, &["/bin/sleep", "30"]);
+    let mut child = rt.block_on(async move {
+        tokio::task::spawn_blocking(move || sandbox::spawn(&plan, StdioConfig::default()))
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    // Let the blocking thread idle out and exit.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the server died with the thread that asked for it"
+    );
+    child.kill().unwrap();
+    let st = child.wait().unwrap();
+    assert!(!st.success());
+    drop(rt);
+}
+
+#[test]
+fn dropping_the_handle_kills_the_server_and_removes_its_scratch_dir() {
+    let d = dirs();
+    let plan = plan_for(&d.root, &d.home, &["/bin/sleep", "30"]);
+    let child = sandbox::spawn(&plan, StdioConfig::default()).unwrap();
+    let pid = child.pid();
+    let scratch = child.scratch_dir().unwrap().to_path_buf();
+    assert!(scratch.is_dir());
+    drop(child);
+    assert!(!scratch.exists());
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}
