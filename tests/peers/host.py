@@ -49,7 +49,7 @@ async def main(path):
             kwargs["list_roots_callback"] = list_roots
         async with ClientSession(read, write, **kwargs) as session:
             init = await session.initialize()
-            out.append({"initialized": True, "server": init.serverInfo.name})
+            out.append({"initialized": True, "server": init.server_info.name})
             for step in scenario["steps"]:
                 if "roots" in step:
                     state["roots"] = step["roots"]
@@ -65,7 +65,7 @@ async def main(path):
                     try:
                         r = await session.call_tool(step["call"], step.get("args", {}))
                         answered += 1
-                        out.append({"call": step["call"], "error": bool(r.isError), "text": text_of(r)})
+                        out.append({"call": step["call"], "error": bool(r.is_error), "text": text_of(r)})
                     except Exception as e:  # a JSON-RPC error response
                         answered += 1
                         out.append({"call": step["call"], "error": True, "text": "rpc error: %s" % e})
