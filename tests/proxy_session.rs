@@ -649,3 +649,26 @@ async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
     let l = launches(&r.log);
     assert_eq!(l.last().unwrap(), &vec![a.clone()]);
 }
+
+#[tokio::test]
+async fn a_discover_probe_before_initialize_reaches_the_server() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[&fx.base.join("a")]);
+    let none = json!([]);
+    // A 2026-07-28 host probes first; today's servers answer -32601 and the
+    // host falls back to initialize.
+    let probe = r
+        .host
+        .request(100, "server/discover", json!({}), &none)
+        .await;
+    assert_eq!(probe["error"]["code"], -32601, "{probe}");
+    let init = r.host.initialize("2025-11-25", false, &none).await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let roots = r.host.call(1, "roots", json!({}), &none).await;
+    assert_eq!(roots_of(&roots), vec![uri(&fx.base.join("a"))]);
+    assert_eq!(
+        launches(&r.log).len(),
+        1,
+        "the probe's server is the session's server"
+    );
+}

@@ -549,15 +549,12 @@ impl<L: Launcher> Session<L> {
                     .is_some_and(Value::is_object);
                 self.host_init = Some(params);
                 self.phase = Phase::Handshake;
-                let roots = self.compute_roots(false).0;
-                let Some(g) = self.launch_generation(roots, false) else {
+                let Some(g) = self.current.or_else(|| self.start_first_generation()) else {
                     return;
                 };
                 let init = self.server_initialize_line(&id_raw);
-                if let Some(gen_state) = self.gens.get_mut(&g) {
+                if let Some(gen_state) = self.gens.get(&g) {
                     gen_state.handle.send(init);
-                    // Host traffic may follow once the server answers.
-                    gen_state.ready = true;
                 }
                 if let Some(p) = self.pending_host.get_mut(&key) {
                     p.generation = g;
@@ -597,7 +594,23 @@ impl<L: Launcher> Session<L> {
             }
             _ => {}
         }
+        if self.phase == Phase::Start && self.current.is_none() {
+            // A request before `initialize` (a `server/discover` probe from
+            // a newer host): the server answers it, so start it now.
+            self.start_first_generation();
+        }
         self.forward_host_request(key, line);
+    }
+
+    /// Launch the first generation with the static roots (the host's are
+    /// known only after `initialized`). Host traffic flows to it at once.
+    fn start_first_generation(&mut self) -> Option<u64> {
+        let roots = self.compute_roots(false).0;
+        let g = self.launch_generation(roots, false)?;
+        if let Some(s) = self.gens.get_mut(&g) {
+            s.ready = true;
+        }
+        Some(g)
     }
 
     /// Forward a host request to the current generation, or hold it.
