@@ -1452,7 +1452,12 @@ impl<L: Launcher> Session<L> {
             .retain(|_, v| !matches!(v, ToHost::Server { generation, .. } if *generation == g));
         if state.stopping {
             tracing::debug!(generation = g, "server stopped ({what})");
-            self.fail_pending_of(g, "the server was restarted because its roots changed");
+            let why = if self.ending.is_some() {
+                "the session is ending"
+            } else {
+                "the server was restarted because its roots changed"
+            };
+            self.fail_pending_of(g, why);
             return;
         }
         tracing::warn!(generation = g, "server exited unexpectedly ({what})");
