@@ -19,6 +19,7 @@
 mod resolve;
 mod uri;
 
+pub(crate) use resolve::looks_like_uri;
 pub use resolve::{RootHandle, resolve, resolve_all};
 pub use uri::{MAX_URI_LEN, UriError, parse_file_uri, path_to_uri};
 
