@@ -173,12 +173,14 @@ fn check_authority(auth: &str) -> Result<(), UriError> {
 /// Decode an absolute URI path (starting with `/`) into a path.
 fn decode_path(path: &str) -> Result<PathBuf, UriError> {
     let body = &path[1..];
-    // One trailing slash does not matter; "/" alone is the root.
-    let body = body.strip_suffix('/').unwrap_or(body);
-    let mut out: Vec<u8> = Vec::with_capacity(path.len());
+    // "/" alone is the root. Check before dropping a trailing slash, so that
+    // "//" is an empty segment, not the root with a trailing slash.
     if body.is_empty() {
         return Ok(PathBuf::from("/"));
     }
+    // One trailing slash does not matter.
+    let body = body.strip_suffix('/').unwrap_or(body);
+    let mut out: Vec<u8> = Vec::with_capacity(path.len());
     let mut offset = 1;
     for (i, seg) in body.split('/').enumerate() {
         let index = i + 1;
@@ -305,6 +307,13 @@ mod tests {
             PathBuf::from("/a/b")
         );
         assert_eq!(parse_file_uri("file:///").unwrap(), PathBuf::from("/"));
+        assert_eq!(parse_file_uri("file:/").unwrap(), PathBuf::from("/"));
+        assert_eq!(parse_file_uri("file:////"), Err(UriError::EmptySegment(1)));
+        assert_eq!(parse_file_uri("file://///"), Err(UriError::EmptySegment(1)));
+        assert_eq!(
+            parse_file_uri("file://localhost//"),
+            Err(UriError::EmptySegment(1))
+        );
         assert_eq!(parse_file_uri("file:a"), Err(UriError::Relative));
         assert_eq!(parse_file_uri("file://h:1/a"), Err(UriError::Port));
         assert_eq!(parse_file_uri("file://:1/a"), Err(UriError::Port));
