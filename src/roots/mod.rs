@@ -344,26 +344,39 @@ pub struct Merged {
 }
 
 /// Merge duplicate and nested roots deterministically (see the module docs).
-pub fn merge(mut roots: Vec<CanonicalRoot>) -> Merged {
+pub fn merge(roots: Vec<CanonicalRoot>) -> Merged {
     // Sort by path, widest access first for equal paths, so the first of a
     // group of duplicates is the one kept. The sort is stable: among equal
-    // paths and access, the first given wins (and with it its name).
-    roots.sort_by(|a, b| {
+    // paths and access, the first given wins. Each root remembers its input
+    // position so that a kept duplicate can take the name of the first one
+    // given even when that one had narrower access.
+    let mut roots: Vec<(usize, CanonicalRoot)> = roots.into_iter().enumerate().collect();
+    roots.sort_by(|(_, a), (_, b)| {
         a.path
             .as_os_str()
             .cmp(b.path.as_os_str())
             .then(b.access.cmp(&a.access))
     });
     let mut out = Merged::default();
-    for root in roots {
+    // Input position of the name each kept root carries.
+    let mut named_by: Vec<usize> = Vec::new();
+    for (index, root) in roots {
         // The nearest kept root enclosing this one decides.
-        let enclosing = out.roots.iter().rev().find(|kept| root.is_within(kept));
+        let enclosing = out.roots.iter().rposition(|kept| root.is_within(kept));
         match enclosing {
-            Some(outer) if root.access.is_covered_by(outer.access) => {
+            Some(i) if root.access.is_covered_by(out.roots[i].access) => {
+                let outer = &mut out.roots[i];
+                if outer.path == root.path && index < named_by[i] {
+                    outer.name = root.name.clone();
+                    named_by[i] = index;
+                }
                 let into = outer.path.clone();
                 out.folded.push((root, into));
             }
-            _ => out.roots.push(root),
+            _ => {
+                out.roots.push(root);
+                named_by.push(index);
+            }
         }
     }
     out
