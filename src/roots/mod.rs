@@ -204,8 +204,10 @@ pub struct PathRule {
     pub shown: String,
     /// Expanded absolute path (`/home/a/.ssh`).
     pub path: PathBuf,
-    /// Canonical path when it exists and differs from `path` (a denied path
-    /// that is a symlink is denied under both names).
+    /// Canonical path when it differs from `path` (a denied path that is a
+    /// symlink, or lies under one, is denied under both names). For a path
+    /// that does not exist (yet), its longest existing ancestor is
+    /// canonicalized and the rest appended.
     pub resolved: Option<PathBuf>,
     /// Where the rule was written.
     pub origin: Origin,
@@ -214,7 +216,7 @@ pub struct PathRule {
 impl PathRule {
     /// A rule for an absolute, already expanded path; resolves symlinks now.
     pub fn new(shown: impl Into<String>, path: PathBuf, origin: Origin) -> Self {
-        let resolved = std::fs::canonicalize(&path).ok().filter(|r| *r != path);
+        let resolved = canonical_name(&path).filter(|r| *r != path);
         PathRule {
             shown: shown.into(),
             path,
@@ -228,6 +230,26 @@ impl PathRule {
     pub fn names(&self) -> impl Iterator<Item = &Path> {
         std::iter::once(self.path.as_path()).chain(self.resolved.as_deref())
     }
+}
+
+/// The canonical name of `path`: canonicalize its longest existing ancestor
+/// and append the components below it that do not exist. A denied
+/// `~/.ssh` that does not exist yet, under a home directory reached through
+/// a symlink, must still be denied under the home directory's real name.
+fn canonical_name(path: &Path) -> Option<PathBuf> {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    let mut base = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(c) => break c,
+            Err(_) => {
+                missing.push(existing.file_name()?);
+                existing = existing.parent()?;
+            }
+        }
+    };
+    base.extend(missing.iter().rev());
+    Some(base)
 }
 
 /// The policy's rules for roots, in the form the engine needs.
@@ -380,4 +402,22 @@ pub fn merge(roots: Vec<CanonicalRoot>) -> Merged {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_denied_path_under_a_symlink_gets_its_canonical_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink("real", base.join("link")).unwrap();
+        let rule = PathRule::new("~/.ssh", base.join("link/.ssh/keys"), Origin::Builtin);
+        assert_eq!(rule.resolved, Some(base.join("real/.ssh/keys")));
+        // No symlink on the way: one name only.
+        let rule = PathRule::new("~/.ssh", base.join("real/.ssh"), Origin::Builtin);
+        assert_eq!(rule.resolved, None);
+    }
 }
