@@ -37,8 +37,12 @@ fn serve() {
             #[serde(borrow)]
             params: Option<&'a serde_json::value::RawValue>,
         }
-        let Ok(env) = serde_json::from_str::<Env<'_>>(&line) else { continue };
-        let (Some(id), Some(method)) = (env.id, env.method) else { continue };
+        let Ok(env) = serde_json::from_str::<Env<'_>>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(method)) = (env.id, env.method) else {
+            continue;
+        };
         let id = id.get();
         let reply = match method.as_str() {
             "initialize" => format!(
@@ -48,7 +52,10 @@ fn serve() {
                 r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}],"echo":{}}}}}"#,
                 env.params.map_or("null", |p| p.get())
             ),
-            "pid" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pid":{}}}}}"#, std::process::id()),
+            "pid" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pid":{}}}}}"#,
+                std::process::id()
+            ),
             _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#),
         };
         let _ = out.write_all(reply.as_bytes());
@@ -66,10 +73,21 @@ struct Peer {
 
 impl Peer {
     fn spawn(mut cmd: Command) -> Peer {
-        let mut child = cmd.arg(SERVER_ARG).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+        let mut child = cmd
+            .arg(SERVER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
         let w = child.stdin.take().unwrap();
         let r = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
-        Peer { child, w, r, buf: String::new() }
+        Peer {
+            child,
+            w,
+            r,
+            buf: String::new(),
+        }
     }
 
     fn send(&mut self, s: &str) {
@@ -90,7 +108,10 @@ impl Peer {
             let l = self.recv().to_string();
             if l.contains("\"roots/list\"") {
                 let v: serde_json::Value = serde_json::from_str(&l).unwrap();
-                let reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":{roots}}}}}"#, v["id"]);
+                let reply = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":{roots}}}}}"#,
+                    v["id"]
+                );
                 self.send(&reply);
                 continue;
             }
@@ -101,7 +122,11 @@ impl Peer {
     }
 
     fn initialize(&mut self, with_roots: bool, roots: &str) {
-        let caps = if with_roots { r#"{"roots":{"listChanged":true}}"# } else { "{}" };
+        let caps = if with_roots {
+            r#"{"roots":{"listChanged":true}}"#
+        } else {
+            "{}"
+        };
         self.send(&format!(
             r#"{{"jsonrpc":"2.0","id":"init","method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{caps},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#
         ));
@@ -121,7 +146,12 @@ fn direct() -> Command {
 
 fn fenced(root: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rootfence"));
-    c.arg("run").args(extra).arg("--root").arg(root).arg("--").arg(std::env::current_exe().unwrap());
+    c.arg("run")
+        .args(extra)
+        .arg("--root")
+        .arg(root)
+        .arg("--")
+        .arg(std::env::current_exe().unwrap());
     c
 }
 
@@ -154,7 +184,11 @@ fn ping_rtts(mut p: Peer, n: usize) -> Vec<Duration> {
 fn throughput(mut p: Peer, n: usize, size: usize) -> (f64, f64) {
     p.initialize(false, "[]");
     let payload = "A".repeat(size);
-    let msg = |i: usize| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"data":"{payload}"}}}}}}"#);
+    let msg = |i: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"data":"{payload}"}}}}}}"#
+        )
+    };
     let mut bytes = 0usize;
     let t = Instant::now();
     for i in 0..n {
@@ -182,7 +216,11 @@ fn main() {
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
 
-    println!("rootfence relay bench ({} cores, kernel {})", std::thread::available_parallelism().map_or(0, |n| n.get()), rootfence::sandbox::probe().kernel);
+    println!(
+        "rootfence relay bench ({} cores, kernel {})",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        rootfence::sandbox::probe().kernel
+    );
     println!();
 
     // 1. ping latency.
@@ -192,8 +230,18 @@ fn main() {
     let (d50, d99) = (percentile(&mut d, 0.5), percentile(&mut d, 0.99));
     let (f50, f99) = (percentile(&mut f, 0.5), percentile(&mut f, 0.99));
     println!("ping round trip ({n} sequential)        direct      rootfence   added");
-    println!("  median                               {:>8.1} us {:>8.1} us {:>8.1} us", us(d50), us(f50), us(f50) - us(d50));
-    println!("  p99                                  {:>8.1} us {:>8.1} us {:>8.1} us", us(d99), us(f99), us(f99) - us(d99));
+    println!(
+        "  median                               {:>8.1} us {:>8.1} us {:>8.1} us",
+        us(d50),
+        us(f50),
+        us(f50) - us(d50)
+    );
+    println!(
+        "  p99                                  {:>8.1} us {:>8.1} us {:>8.1} us",
+        us(d99),
+        us(f99),
+        us(f99) - us(d99)
+    );
 
     // 2. throughput.
     for (n, size, label) in [(10_000, 1024, "1 KiB"), (100, 4 << 20, "4 MiB")] {
@@ -234,14 +282,27 @@ fn main() {
         let t = Instant::now();
         p.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
         // Held until the rebuilt server is up, then answered by it.
-        p.send(&format!(r#"{{"jsonrpc":"2.0","id":"r{i}","method":"ping"}}"#));
+        p.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":"r{i}","method":"ping"}}"#
+        ));
         p.recv_until(&format!("\"r{i}\""), roots);
         rebuilds.push(t.elapsed());
     }
     p.close();
     let rb50 = percentile(&mut rebuilds, 0.5);
     let rb99 = percentile(&mut rebuilds, 0.99);
-    println!("server start (spawn to initialize answered), median      {:>8.2} ms", start50.as_secs_f64() * 1e3);
-    println!("rebuild (list_changed to the new server answering), median {:>8.2} ms (p99 {:.2} ms), {:.2} ms over the server's start", rb50.as_secs_f64() * 1e3, rb99.as_secs_f64() * 1e3, (rb50.as_secs_f64() - start50.as_secs_f64()) * 1e3);
-    println!("first launch with host roots (initialize to first answer)  {:>8.2} ms", first.as_secs_f64() * 1e3);
+    println!(
+        "server start (spawn to initialize answered), median      {:>8.2} ms",
+        start50.as_secs_f64() * 1e3
+    );
+    println!(
+        "rebuild (list_changed to the new server answering), median {:>8.2} ms (p99 {:.2} ms), {:.2} ms over the server's start",
+        rb50.as_secs_f64() * 1e3,
+        rb99.as_secs_f64() * 1e3,
+        (rb50.as_secs_f64() - start50.as_secs_f64()) * 1e3
+    );
+    println!(
+        "first launch with host roots (initialize to first answer)  {:>8.2} ms",
+        first.as_secs_f64() * 1e3
+    );
 }

@@ -24,20 +24,32 @@ pub mod code {
     pub const SERVER_GONE: i64 = -32002;
 }
 
+/// A member that may be absent; unlike `Option`, a present `null` is kept
+/// (as the raw text `null`), so `"id": null` and `"result": null` are told
+/// apart from a missing member.
+#[derive(Default)]
+struct Member<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|r| Member(Some(r)))
+    }
+}
+
 #[derive(Deserialize)]
 struct RawEnvelope<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    id: Option<&'a RawValue>,
+    id: Member<'a>,
     #[serde(default, borrow)]
     method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    params: Member<'a>,
     #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
+    result: Member<'a>,
     #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    error: Member<'a>,
 }
 
 /// What kind of message a line is.
@@ -90,7 +102,7 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     if first == Some(&b'[') {
         return Err(Invalid::Batch);
     }
-    let mut raw: RawEnvelope<'_> = match serde_json::from_slice(line) {
+    let raw: RawEnvelope<'_> = match serde_json::from_slice(line) {
         Ok(r) => r,
         Err(e) => {
             // Valid JSON of another shape is not a parse error.
@@ -103,13 +115,13 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
             return Err(Invalid::NotJson(e.to_string()));
         }
     };
+    let (mut id, params, result, error) = (raw.id.0, raw.params.0, raw.result.0, raw.error.0);
     // An error response may carry `"id": null` (the request was unreadable).
-    if raw.error.is_some() && raw.method.is_none() && raw.id.is_some_and(|i| i.get() == "null") {
-        raw.id = None;
+    if error.is_some() && raw.method.is_none() && id.is_some_and(|i| i.get() == "null") {
+        id = None;
     }
-    let id_ok = raw.id.is_none_or(|id| valid_id(id.get()));
-    let id_text = raw
-        .id
+    let id_ok = id.is_none_or(|id| valid_id(id.get()));
+    let id_text = id
         .filter(|id| valid_id(id.get()))
         .map(|id| id.get().to_string());
     let bad = |why: &'static str| Invalid::NotJsonRpc {
@@ -122,17 +134,13 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     if !id_ok {
         return Err(bad("id must be a string or an integer"));
     }
-    let kind = match (
-        &raw.method,
-        raw.id,
-        raw.result.is_some() || raw.error.is_some(),
-    ) {
+    let kind = match (&raw.method, id, result.is_some() || error.is_some()) {
         (Some(_), Some(_), false) => Kind::Request,
         (Some(_), None, false) => Kind::Notification,
         (None, Some(_), true) => Kind::Response,
         (None, None, true) => {
             // An error response to something whose id could not be read.
-            if raw.error.is_some() {
+            if error.is_some() {
                 Kind::Response
             } else {
                 return Err(bad("a response needs an id"));
@@ -143,7 +151,7 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
         }
         (None, _, false) => return Err(bad("neither method nor result/error")),
     };
-    if let Some(p) = raw.params {
+    if let Some(p) = params {
         let c = p.get().as_bytes().first();
         if !matches!(c, Some(b'{') | Some(b'[')) {
             return Err(bad("params must be an object or an array"));
@@ -151,11 +159,11 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     }
     Ok(Envelope {
         kind,
-        id: raw.id,
+        id,
         method: raw.method,
-        params: raw.params,
-        result: raw.result,
-        is_error: raw.error.is_some(),
+        params,
+        result,
+        is_error: error.is_some(),
     })
 }
 
@@ -361,6 +369,10 @@ mod tests {
             Ok(Kind::Response)
         );
         assert!(k(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).is_err());
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","id":3,"result":null}"#),
+            Ok(Kind::Response)
+        );
         assert_eq!(
             k(r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"}}"#),
             Ok(Kind::Response)
