@@ -22,7 +22,13 @@
 use std::os::unix::ffi::OsStrExt;
 
 use libfuzzer_sys::fuzz_target;
-use rootfence::roots::{parse_file_uri, path_to_uri};
+
+/// The parser under test: rootfence's own source file.
+#[path = "../../src/roots/uri.rs"]
+#[allow(dead_code)]
+mod uri;
+
+use uri::{parse_file_uri, path_to_uri};
 
 fuzz_target!(|data: &[u8]| {
     let input = match std::str::from_utf8(data) {
