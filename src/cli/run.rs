@@ -126,8 +126,21 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             env,
             roots_observer: observer,
         };
-        let stdin = tokio::io::BufReader::with_capacity(256 * 1024, tokio::io::stdin());
-        proxy::run(config, SandboxLauncher, stdin, tokio::io::stdout(), rx).await
+        let stdin = tokio::io::BufReader::with_capacity(256 * 1024, proxy::stdio::stdin());
+        // Run the session as a task, not as the `block_on` future itself:
+        // waking a task is a local queue push, waking `block_on` is a
+        // futex wake-up.
+        let session = tokio::spawn(proxy::run(
+            config,
+            SandboxLauncher,
+            stdin,
+            proxy::stdio::stdout(),
+            rx,
+        ));
+        match session.await {
+            Ok(r) => r,
+            Err(e) => Err(format!("the session task failed: {e}")),
+        }
     });
     // The stdin reader may still be blocked in a read: do not wait for it.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -10,6 +10,7 @@ pub mod framing;
 pub mod message;
 pub mod server;
 pub mod session;
+pub mod stdio;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;

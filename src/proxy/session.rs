@@ -424,7 +424,22 @@ impl<L: Launcher> Session<L> {
                     );
                     return self.reply_host(reply, batch);
                 }
-                let params = env.params.map(|p| p.get().to_string());
+                // Only the few methods rootfence acts on need their params
+                // (a tools/call may carry megabytes: never copy those).
+                let needs_params = matches!(
+                    method.as_str(),
+                    "initialize"
+                        | "logging/setLevel"
+                        | "resources/subscribe"
+                        | "resources/unsubscribe"
+                        | "tools/list"
+                        | "prompts/list"
+                        | "resources/list"
+                );
+                let params = env
+                    .params
+                    .filter(|_| needs_params)
+                    .map(|p| p.get().to_string());
                 drop(env);
                 self.on_host_request(key, id_raw, &method, params, line, batch);
             }
