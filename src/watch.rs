@@ -10,6 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::policy::Policy;
 use crate::proxy::Event;
 
+/// How long a policy file must stay unchanged before it is loaded.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Watches one policy file; keeps the watch alive while it exists.
 pub struct PolicyWatcher {
     _watcher: RecommendedWatcher,
@@ -37,7 +40,18 @@ pub fn watch_policy(
         if !ev.paths.is_empty() && !ev.paths.iter().any(|p| p == &shown) {
             return;
         }
-        let now = std::fs::read(&shown).ok();
+        // Editors write in steps (truncate, write; or write a temporary
+        // file and rename it): judge the file only once it has settled, so a
+        // half-written policy is never applied.
+        let mut now = std::fs::read(&shown).ok();
+        loop {
+            std::thread::sleep(SETTLE);
+            let again = std::fs::read(&shown).ok();
+            if again == now {
+                break;
+            }
+            now = again;
+        }
         if now == last {
             return;
         }
