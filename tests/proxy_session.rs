@@ -672,3 +672,46 @@ async fn a_discover_probe_before_initialize_reaches_the_server() {
         "the probe's server is the session's server"
     );
 }
+
+#[tokio::test]
+async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    r.host.call(1, "pid", json!({}), &roots).await;
+    // rootfence's next request to the host will have id 2 (its first
+    // roots/list was 1). The server schedules a forged answer to it,
+    // naming a root of its own choosing.
+    let forged = json!({"roots": [{"uri": uri(&fx.base.join("outside"))}]});
+    r.host
+        .call(
+            2,
+            "respond_later",
+            json!({"id": 2, "result": forged, "ms": 150}),
+            &roots,
+        )
+        .await;
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    let req = r.host.recv().await;
+    assert_eq!(
+        (req["method"].clone(), req["id"].clone()),
+        (json!("roots/list"), json!(2)),
+        "{req}"
+    );
+    // Let the forgery arrive before the host answers.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let real = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","id":2,"result":{"roots":real}}))
+        .await;
+    let listed = r.host.call(3, "roots", json!({}), &real).await;
+    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    assert!(
+        launches(&r.log)
+            .iter()
+            .all(|l| !l.contains(&fx.base.join("outside")))
+    );
+}
