@@ -41,6 +41,19 @@ pub enum Decision {
     AnswerRefused,
 }
 
+impl Decision {
+    /// The name used in the log and the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Clamped => "clamped",
+            Decision::Refused => "refused",
+            Decision::AnswerForwarded => "answer-forwarded",
+            Decision::AnswerRefused => "answer-refused",
+        }
+    }
+}
+
 /// One audit record.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Record<'a> {
@@ -106,24 +119,24 @@ impl AuditLog {
                 target: "audit",
                 generation = r.generation,
                 method = r.method,
-                decision = ?r.decision,
+                decision = r.decision.as_str(),
                 rule,
                 summary = r.summary,
-                "audit: {} {:?}: {}",
+                "audit: {} {}: {}",
                 r.method,
-                r.decision,
+                r.decision.as_str(),
                 r.reason.unwrap_or(""),
             ),
             _ => tracing::info!(
                 target: "audit",
                 generation = r.generation,
                 method = r.method,
-                decision = ?r.decision,
+                decision = r.decision.as_str(),
                 rule,
                 summary = r.summary,
-                "audit: {} {:?}",
+                "audit: {} {}",
                 r.method,
-                r.decision,
+                r.decision.as_str(),
             ),
         }
         if let Some((path, f)) = self.file.as_mut() {

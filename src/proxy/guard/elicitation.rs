@@ -615,7 +615,10 @@ fn titled_options(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> 
 }
 
 /// Check the host's answer (`result` of `elicitation/create`) against
-/// `schema`. Decline and cancel pass; accept's `content` must match.
+/// `schema`. Decline and cancel pass; accept's `content` must match: every
+/// required field present, no field the form did not ask for, every value
+/// of its field's type, length, range, format and options. `null` is
+/// accepted for an optional field (left empty).
 pub fn check_answer(schema: &FormSchema, result: &Value) -> Result<AnswerSummary, String> {
     let action = result
         .get("action")
@@ -641,6 +644,11 @@ pub fn check_answer(schema: &FormSchema, result: &Value) -> Result<AnswerSummary
         let Some((_, f)) = schema.fields.iter().find(|(n, _)| n == k) else {
             return Err(format!("content has {k:?}, which the form did not ask for"));
         };
+        // `null` for an optional field means "left empty" (the Python SDK
+        // allows it); a required field must have a value.
+        if v.is_null() && !schema.required.contains(k) {
+            continue;
+        }
         check_value(f, v).map_err(|e| format!("field {k:?}: {e}"))?;
     }
     if let Some(missing) = schema.required.iter().find(|r| !content.contains_key(*r)) {

@@ -576,6 +576,7 @@ fn valid_answers_pass() {
         json!({"name":"Ann","age":0,"ratio":0.5,"ok":false,"color":"red","hero":"h1","tags":["a","c"]}),
         json!({"name":"Zoë","age":150,"email":"a@b.example","born":"2000-02-29","at":"2025-01-02T03:04:05.678+01:00","site":"https://x.example/p"}),
         json!({"name":"Ann","age":1,"at":"2025-01-02T03:04:05Z"}),
+        json!({"name":"Ann","age":1,"ok":null,"tags":null}),
     ] {
         let r = check_answer(&s, &json!({"action":"accept","content":content}));
         assert!(r.is_ok(), "{content}: {r:?}");
@@ -657,8 +658,8 @@ fn invalid_answers_are_refused() {
             "not a valid uri",
         ),
         (
-            json!({"name":"Ann","age":3,"ok":null}),
-            "expected a boolean",
+            json!({"name":null,"age":3}),
+            "field \"name\": expected a string",
         ),
     ] {
         let e = check_answer(&s, &json!({"action":"accept","content":content})).unwrap_err();
