@@ -213,7 +213,7 @@ fn check_form(
             return ElicitDecision::Refuse(Refusal::policy(
                 "elicitation.schema",
                 &format!(
-                    "elicitation forms are flat objects of primitive fields (protocol {revision})"
+                    "elicitation forms in protocol {revision} are flat objects of primitive fields"
                 ),
                 &why,
             ));

@@ -239,9 +239,15 @@ impl Terms {
             let found = match b.mode {
                 Mode::Words | Mode::WordsOrSuffix => {
                     let suffix = b.mode == Mode::WordsOrSuffix;
-                    matches(&tw, b.term, suffix)
-                        .into_iter()
-                        .any(|r| !b.except.iter().any(|e| covered(&tw, e, &r)))
+                    let found = matches(&tw, b.term, suffix);
+                    if found.is_empty() || b.except.is_empty() {
+                        !found.is_empty()
+                    } else {
+                        let harmless = covered_words(&tw, b.except);
+                        found
+                            .into_iter()
+                            .any(|r| !r.into_iter().all(|i| harmless[i]))
+                    }
                 }
                 Mode::Prefix => tw.iter().any(|w| w.text.starts_with(b.term)),
                 Mode::Substring => folded.contains(b.term),
@@ -365,17 +371,21 @@ fn matches(tw: &[Word], term: &str, suffix: bool) -> Vec<std::ops::Range<usize>>
                 out.push(start..start + n);
             }
         }
-        // Glued within a chunk.
-        let mut acc = String::new();
+        // Glued within a chunk: `off` bytes of `glued` are matched so far
+        // (always at a char boundary: the sum of whole matched words).
+        let mut off = 0;
         for end in start..tw.len() {
             if tw[end].chunk != tw[start].chunk {
                 break;
             }
-            acc.push_str(&tw[end].text);
-            if plural(&acc, &glued) {
+            let w = tw[end].text.as_str();
+            let rest = &glued[off..];
+            if plural(w, rest) {
                 out.push(start..end + 1);
             }
-            if !glued.starts_with(acc.as_str()) {
+            if w.len() < rest.len() && rest.starts_with(w) {
+                off += w.len();
+            } else {
                 break;
             }
         }
@@ -394,11 +404,18 @@ fn matches(tw: &[Word], term: &str, suffix: bool) -> Vec<std::ops::Range<usize>>
     out
 }
 
-/// Whether the match `r` lies inside an occurrence of the phrase `except`.
-fn covered(tw: &[Word], except: &str, r: &std::ops::Range<usize>) -> bool {
-    matches(tw, except, false)
-        .iter()
-        .any(|e| e.start <= r.start && r.end <= e.end)
+/// Which words of `tw` lie inside an occurrence of one of the `except`
+/// phrases (computed once per term, so a long text stays linear).
+fn covered_words(tw: &[Word], except: &[&str]) -> Vec<bool> {
+    let mut covered = vec![false; tw.len()];
+    for e in except {
+        for r in matches(tw, e, false) {
+            for c in &mut covered[r] {
+                *c = true;
+            }
+        }
+    }
+    covered
 }
 
 #[cfg(test)]
@@ -587,6 +604,21 @@ mod tests {
         assert_eq!(
             hit("max tokens and your GitHub token").as_deref(),
             Some("token")
+        );
+    }
+
+    #[test]
+    fn long_texts_stay_linear() {
+        let harmless = "max tokens ".repeat(50_000);
+        let t = std::time::Instant::now();
+        assert_eq!(hit(&harmless), None);
+        let mut bad = harmless.clone();
+        bad.push_str("and the admin token");
+        assert_eq!(hit(&bad).as_deref(), Some("token"));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
         );
     }
 

@@ -56,20 +56,20 @@ pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
     let scheme_end = url.find(':').ok_or_else(|| {
         refuse(
             "elicitation.url.https",
-            "the URL has no scheme (only https URLs are allowed)",
+            "the URL has no scheme; only https URLs are allowed",
         )
     })?;
     let scheme = &url[..scheme_end];
     if !scheme.eq_ignore_ascii_case("https") {
         return Err(refuse(
             "elicitation.url.https",
-            format!("only https URLs are allowed (this one is {scheme:?})"),
+            format!("only https URLs are allowed, this one is {scheme:?}"),
         ));
     }
     let Some(rest) = url[scheme_end + 1..].strip_prefix("//") else {
         return Err(refuse(
             "elicitation.url.syntax",
-            "an https URL must start with https:// (browsers repair other forms)",
+            "an https URL must start with https://, browsers repair other forms",
         ));
     };
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -77,7 +77,7 @@ pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
     if authority.contains('@') {
         return Err(refuse(
             "elicitation.url.userinfo",
-            "the URL carries user information (user:password@); such URLs are refused",
+            "the URL carries user information, user:password@",
         ));
     }
     let (host, port) = split_host_port(authority)?;
@@ -131,7 +131,7 @@ pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
         return Err(refuse(
             "elicitation.url_allow_ip",
             format!(
-                "the host {host} is an IP address (browsers read a host ending in a number as IPv4)"
+                "the host {host} is an IP address: browsers read a host ending in a number as IPv4"
             ),
         ));
     }
@@ -309,6 +309,7 @@ mod tests {
             "https://127.0.0.1/",
             "https://127.0.0.1:8080/x",
             "https://10.0.0.1",
+            "https://[::1]",
             "https://[::1]/",
             "https://[::1]:443/",
             "https://[::ffff:127.0.0.1]/",
@@ -337,6 +338,8 @@ mod tests {
             "https://localhost/",
             "https://LOCALHOST:3000/",
             "https://localhost./",
+            "https://localhost.",
+            "https://LocalHost.:8080",
             "https://foo.localhost/",
             "https://a.b.localhost./x",
         ] {

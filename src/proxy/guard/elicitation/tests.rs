@@ -349,7 +349,7 @@ fn a_schema_refusal_names_the_rule_and_revision() {
     assert_eq!((rule, code), ("elicitation.schema", -32001));
     assert_eq!(
         msg,
-        "rootfence policy: elicitation forms are flat objects of primitive fields (protocol 2025-06-18) (property \"addr\": nested objects are not allowed)"
+        "rootfence policy: elicitation forms in protocol 2025-06-18 are flat objects of primitive fields (property \"addr\": nested objects are not allowed)"
     );
 }
 
