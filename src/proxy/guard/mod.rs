@@ -208,8 +208,6 @@ pub struct AnswerCheck {
     schema: FormSchema,
     /// Task-augmented: the first answer may be a `CreateTaskResult`.
     task: bool,
-    /// For `tasks/result`: the task whose final result this is.
-    task_id: Option<String>,
 }
 
 /// The facts about the session the guard's decisions depend on.
@@ -233,10 +231,13 @@ const MAX_TASKS: usize = 1024;
 pub struct Guard {
     limiter: RateLimiter,
     audit: AuditLog,
-    /// Task-augmented elicitations the host accepted as tasks: (generation,
-    /// task id) → the form their final result must match.
-    tasks: HashMap<(u64, String), FormSchema>,
-    task_order: VecDeque<(u64, String)>,
+    /// Task-augmented elicitations the host accepted as tasks: task id
+    /// (the host's, unique in the session) → the form their result must
+    /// match. Kept (up to [`MAX_TASKS`]) after a result was fetched, so a
+    /// second `tasks/result`, from this server or a relaunched one, is
+    /// checked too.
+    tasks: HashMap<String, FormSchema>,
+    task_order: VecDeque<String>,
 }
 
 impl Guard {
@@ -282,19 +283,18 @@ impl Guard {
             "sampling/createMessage" => self.on_sampling(ctx, params, bytes, now),
             "elicitation/create" => self.on_elicitation(ctx, params),
             "tasks/result" => {
-                let key = params
+                let schema = params
                     .get("taskId")
                     .and_then(Value::as_str)
-                    .map(|t| (ctx.generation, t.to_string()));
-                match key.and_then(|k| self.tasks.get(&k).map(|s| (k, s.clone()))) {
-                    Some(((_, task_id), schema)) => Verdict::Forward {
+                    .and_then(|t| self.tasks.get(t).cloned());
+                match schema {
+                    Some(schema) => Verdict::Forward {
                         params: None,
                         check: Some(AnswerCheck {
                             generation: ctx.generation,
                             method: "tasks/result",
                             schema,
                             task: false,
-                            task_id: Some(task_id),
                         }),
                     },
                     None => Verdict::Forward {
@@ -400,7 +400,6 @@ impl Guard {
                         method,
                         schema,
                         task,
-                        task_id: None,
                     }),
                 }
             }
@@ -452,7 +451,7 @@ impl Guard {
             && result.get("action").is_none()
             && let Some(id) = result.pointer("/task/taskId").and_then(Value::as_str)
         {
-            self.remember_task(check.generation, id, check.schema.clone());
+            self.remember_task(id, check.schema.clone());
             let summary = "task created";
             self.record(
                 check.generation,
@@ -463,11 +462,6 @@ impl Guard {
                 None,
             );
             return Ok(());
-        }
-        if let Some(id) = &check.task_id {
-            let key = (check.generation, id.clone());
-            self.tasks.remove(&key);
-            self.task_order.retain(|k| *k != key);
         }
         match elicitation::check_answer(&check.schema, result) {
             Ok(a) => {
@@ -503,10 +497,9 @@ impl Guard {
         }
     }
 
-    fn remember_task(&mut self, generation: u64, id: &str, schema: FormSchema) {
-        let key = (generation, id.to_string());
-        if self.tasks.insert(key.clone(), schema).is_none() {
-            self.task_order.push_back(key);
+    fn remember_task(&mut self, id: &str, schema: FormSchema) {
+        if self.tasks.insert(id.to_string(), schema).is_none() {
+            self.task_order.push_back(id.to_string());
         }
         while self.task_order.len() > MAX_TASKS {
             if let Some(old) = self.task_order.pop_front() {

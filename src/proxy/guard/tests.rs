@@ -277,22 +277,40 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
         )
         .unwrap_err();
     assert_eq!(e.rule, "elicitation.validate_response");
-    // Another generation's task, or an unknown task: nothing attached.
-    for (gen_, id) in [(4, "t-2"), (3, "t-9")] {
-        let v = g.on_request(
+    // Asked again, by this server or a relaunched one: checked again.
+    for gen_ in [3, 4] {
+        let Verdict::Forward {
+            check: Some(again), ..
+        } = g.on_request(
             ctx(&p, &caps, gen_),
             "tasks/result",
-            &json!({"taskId":id}),
+            &json!({"taskId":"t-1"}),
             60,
             Instant::now(),
+        )
+        else {
+            panic!("generation {gen_}")
+        };
+        assert!(
+            g.on_answer(
+                &again,
+                Some(&json!({"action":"accept","content":{"other":1}}))
+            )
+            .is_err()
         );
-        assert!(matches!(v, Verdict::Forward { check: None, .. }), "{v:?}");
+        assert!(
+            g.on_answer(
+                &again,
+                Some(&json!({"action":"accept","content":{"name":"Ann"}}))
+            )
+            .is_ok()
+        );
     }
-    // Once answered, the task is forgotten.
+    // An unknown task: nothing attached.
     let v = g.on_request(
         ctx(&p, &caps, 3),
         "tasks/result",
-        &json!({"taskId":"t-1"}),
+        &json!({"taskId":"t-9"}),
         60,
         Instant::now(),
     );
