@@ -3,6 +3,19 @@
 //! exercise the proxy: reading files, sleeping, crashing, writing garbage,
 //! asking the client for roots or sampling, sending oversized replies.
 //!
+//! Tools that ask the client something (`roots`, `sample*`, `elicit*`)
+//! answer the tool call with what the server received: the result as JSON
+//! text, or the error as JSON text with `isError: true`. The guard tools:
+//! - `elicit_form`: a valid form (name: string, minLength 1, required;
+//!   age: integer 0..150); `{"task": true}` makes it task-augmented, and the
+//!   server then fetches the outcome with `tasks/result`;
+//! - `elicit_password`: a form asking for a password;
+//! - `elicit_nested`: a form with a nested object;
+//! - `elicit_url`: URL mode, `{"url": ...}`;
+//! - `sample_tokens`: sampling with `{"maxTokens": n}`;
+//! - `sample_oversized`: sampling with a text of `{"bytes": n}` bytes;
+//! - `sample_tools`: sampling with a tool and a toolChoice.
+//!
 //! Environment: `FAKE_TOOLS` (comma-separated extra tool names, to make
 //! `tools/list` differ between launches), `FAKE_EXIT_ON_START` (exit at
 //! once with this code).
@@ -41,8 +54,9 @@ fn main() {
     }
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let events: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    // Requests this server sent to the client: id -> the client's tool call id.
-    let waiting: Arc<Mutex<Vec<(i64, Value)>>> = Arc::new(Mutex::new(Vec::new()));
+    // Requests this server sent to the client: (id, the client's tool call
+    // id, whether a created task's result is to be fetched next).
+    let waiting: Arc<Mutex<Vec<(i64, Value, bool)>>> = Arc::new(Mutex::new(Vec::new()));
     let mut next_id: i64 = 1;
     eprintln!("fake server {} started", std::process::id());
     let stdin = std::io::stdin();
@@ -61,8 +75,18 @@ fn main() {
         if let (None, Some(id)) = (msg.get("method"), &id) {
             // A response to one of our requests: complete the tool call.
             let mut w = waiting.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(pos) = w.iter().position(|(mine, _)| id.as_i64() == Some(*mine)) {
-                let (_, call_id) = w.remove(pos);
+            if let Some(pos) = w.iter().position(|(mine, _, _)| id.as_i64() == Some(*mine)) {
+                let (_, call_id, fetch_task) = w.remove(pos);
+                if fetch_task && let Some(task_id) = msg.pointer("/result/task/taskId").cloned() {
+                    let mine = next_id;
+                    next_id += 1;
+                    w.push((mine, call_id, false));
+                    send(
+                        &out,
+                        &json!({"jsonrpc":"2.0","id":mine,"method":"tasks/result","params":{"taskId":task_id}}),
+                    );
+                    continue;
+                }
                 let payload = msg
                     .get("result")
                     .or(msg.get("error"))
@@ -85,11 +109,19 @@ fn main() {
         let params = msg.get("params").cloned().unwrap_or(json!({}));
         match method.as_str() {
             "initialize" => {
+                let cap = |name: &str| {
+                    params
+                        .pointer(&format!("/capabilities/{name}"))
+                        .map_or("-".to_string(), Value::to_string)
+                };
                 eventlog(
                     &events,
                     format!(
-                        "initialize roots={}",
-                        params.pointer("/capabilities/roots").is_some()
+                        "initialize roots={} sampling={} elicitation={} tasks={}",
+                        params.pointer("/capabilities/roots").is_some(),
+                        cap("sampling"),
+                        cap("elicitation"),
+                        cap("tasks"),
                     ),
                 );
                 let v = params
@@ -112,8 +144,24 @@ fn main() {
             "tools/list" => {
                 let mut tools = vec![];
                 for name in [
-                    "echo", "read", "write", "sleep", "crash", "garbage", "big", "roots", "sample",
-                    "events", "pid",
+                    "echo",
+                    "read",
+                    "write",
+                    "sleep",
+                    "crash",
+                    "garbage",
+                    "big",
+                    "roots",
+                    "sample",
+                    "events",
+                    "pid",
+                    "elicit_form",
+                    "elicit_password",
+                    "elicit_nested",
+                    "elicit_url",
+                    "sample_tokens",
+                    "sample_oversized",
+                    "sample_tools",
                 ] {
                     tools.push(json!({"name": name, "inputSchema": {"type":"object"}}));
                 }
@@ -167,19 +215,24 @@ fn main() {
                         let n = args["bytes"].as_u64().unwrap_or(1024) as usize;
                         send(&out, &text_result(&id, &"x".repeat(n), false));
                     }
-                    "roots" | "sample" => {
+                    "roots" | "sample" | "elicit_form" | "elicit_password" | "elicit_nested"
+                    | "elicit_url" | "sample_tokens" | "sample_oversized" | "sample_tools" => {
+                        let Some((method, req_params)) = ask(&name, &args) else {
+                            continue;
+                        };
                         let mine = next_id;
                         next_id += 1;
-                        waiting
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push((mine, id.clone()));
-                        let req = if name == "roots" {
-                            json!({"jsonrpc":"2.0","id":mine,"method":"roots/list"})
-                        } else {
-                            json!({"jsonrpc":"2.0","id":mine,"method":"sampling/createMessage","params":{
-                                "messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}})
-                        };
+                        let fetch_task =
+                            req_params.as_ref().is_some_and(|p| p.get("task").is_some());
+                        waiting.lock().unwrap_or_else(|e| e.into_inner()).push((
+                            mine,
+                            id.clone(),
+                            fetch_task,
+                        ));
+                        let mut req = json!({"jsonrpc":"2.0","id":mine,"method":method});
+                        if let Some(p) = req_params {
+                            req["params"] = p;
+                        }
                         send(&out, &req);
                     }
                     "events" => {
@@ -203,6 +256,74 @@ fn main() {
         }
     }
     eprintln!("fake server {} stdin closed", std::process::id());
+}
+
+/// The request a client-asking tool sends: method and params.
+fn ask(name: &str, args: &Value) -> Option<(&'static str, Option<Value>)> {
+    let text = |t: &str| json!([{"role":"user","content":{"type":"text","text":t}}]);
+    Some(match name {
+        "roots" => ("roots/list", None),
+        "sample" => (
+            "sampling/createMessage",
+            Some(json!({"messages": text("hi"), "maxTokens": 10})),
+        ),
+        "sample_tokens" => (
+            "sampling/createMessage",
+            Some(
+                json!({"messages": text("hi"), "maxTokens": args["maxTokens"].as_u64().unwrap_or(10)}),
+            ),
+        ),
+        "sample_oversized" => {
+            let n = args["bytes"].as_u64().unwrap_or(300_000) as usize;
+            (
+                "sampling/createMessage",
+                Some(json!({"messages": text(&"x".repeat(n)), "maxTokens": 10})),
+            )
+        }
+        "sample_tools" => (
+            "sampling/createMessage",
+            Some(
+                json!({"messages": text("What is the weather in Paris?"), "maxTokens": 10,
+                "tools": [{"name":"get_weather","description":"Weather by city",
+                           "inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}],
+                "toolChoice": {"mode":"auto"}}),
+            ),
+        ),
+        "elicit_form" => {
+            let mut p = json!({"message": "Who are you?", "requestedSchema": {"type":"object","properties":{
+                "name": {"type":"string","title":"Name","minLength":1},
+                "age": {"type":"integer","title":"Age","minimum":0,"maximum":150}},
+                "required":["name"]}});
+            if args["task"] == true {
+                p["task"] = json!({"ttl": 60000});
+            }
+            ("elicitation/create", Some(p))
+        }
+        "elicit_password" => (
+            "elicitation/create",
+            Some(
+                json!({"message": "Log in to continue", "requestedSchema": {"type":"object","properties":{
+                "username": {"type":"string"},
+                "password": {"type":"string","title":"Password"}},
+                "required":["username","password"]}}),
+            ),
+        ),
+        "elicit_nested" => (
+            "elicitation/create",
+            Some(
+                json!({"message": "Where do you live?", "requestedSchema": {"type":"object","properties":{
+                "address": {"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}}}}),
+            ),
+        ),
+        "elicit_url" => (
+            "elicitation/create",
+            Some(
+                json!({"mode":"url","message":"Authorize the app","elicitationId":"el-1",
+                "url": args["url"].as_str().unwrap_or("https://example.com/authorize")}),
+            ),
+        ),
+        _ => return None,
+    })
 }
 
 fn eventlog(events: &Arc<Mutex<Vec<String>>>, e: String) {

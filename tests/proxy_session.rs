@@ -370,7 +370,9 @@ async fn rebuild_tells_the_host_when_the_tools_differ() {
 #[tokio::test]
 async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
     let fx = fixture();
-    let mut r = start(&fx, "", &[]);
+    // The fake server's `sample` tool sends sampling/createMessage, which
+    // the default policy refuses.
+    let mut r = start(&fx, "[sampling]\nallow = true\n", &[]);
     let none = json!([]);
     r.host.initialize("2025-06-18", false, &none).await;
     let mut host_facing = Vec::new();

@@ -20,7 +20,7 @@ use crate::runtime::HostEnv;
 #[command(name = "rootfence", version, about, long_about = None)]
 pub struct Cli {
     /// Log verbosity on stderr (error, warn, info, debug, trace); RUST_LOG
-    /// overrides it.
+    /// overrides it. Sampling/elicitation audit records are always logged.
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
     #[command(subcommand)]
@@ -117,9 +117,11 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(level: &str) {
+    // Sampling/elicitation audit records (target "audit") are logged at
+    // info whatever --log says; RUST_LOG overrides everything.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(format!("{level},audit=info")))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,audit=info"));
     // stdout is the protocol: logs only ever go to stderr.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -217,6 +217,22 @@ pub fn error_response(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A JSON-RPC error response with `data`. `id` is raw JSON (`None` →
+/// `null`).
+pub fn error_response_with_data(
+    id: Option<&str>,
+    code: i64,
+    message: &str,
+    data: &serde_json::Value,
+) -> Vec<u8> {
+    let msg = serde_json::Value::String(message.to_string());
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{msg},\"data\":{data}}}}}",
+        id.unwrap_or("null")
+    )
+    .into_bytes()
+}
+
 /// A JSON-RPC result response. `id` and `result` are raw JSON.
 pub fn result_response(id: &str, result: &str) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}").into_bytes()

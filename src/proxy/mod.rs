@@ -4,9 +4,11 @@
 //! - [`framing`]: bounded newline-delimited frames;
 //! - [`message`]: the JSON-RPC envelope, id edits, error replies;
 //! - [`server`]: a server generation's process and tasks;
-//! - [`session`]: the state machine (roots, rebuilds, ids, faults).
+//! - [`session`]: the state machine (roots, rebuilds, ids, faults);
+//! - [`guard`]: the policy on sampling and elicitation requests.
 
 pub mod framing;
+pub mod guard;
 pub mod message;
 pub mod server;
 pub mod session;

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::framing::Frame;
+use super::guard::{self, Guard, Revision};
 use super::message::{self, Envelope, Invalid, Kind, code};
 use super::server::{Generation, Launcher, ServerEvent};
 use crate::plan::{self, SandboxPlan};
@@ -91,8 +92,13 @@ struct PendingHost {
 enum ToHost {
     /// rootfence's own `roots/list`.
     RootsList,
-    /// A server request: its generation and its id as the server wrote it.
-    Server { generation: u64, id_raw: String },
+    /// A server request: its generation, its id as the server wrote it,
+    /// and how the guard checks the host's answer (elicitation forms).
+    Server {
+        generation: u64,
+        id_raw: String,
+        check: Option<guard::AnswerCheck>,
+    },
 }
 
 /// A request rootfence sent to a server itself.
@@ -192,6 +198,10 @@ pub struct Session<L: Launcher> {
     restarts: u32,
     restart_at: Option<Instant>,
     ending: Option<Ending>,
+
+    /// The sampling/elicitation guard: rate limit, audit, answer checks.
+    /// Session state, so a relaunched server gets no fresh budget.
+    guard: Guard,
 }
 
 impl<L: Launcher> Session<L> {
@@ -208,7 +218,9 @@ impl<L: Launcher> Session<L> {
             &config.env,
         )
         .map_err(|e| e.to_string())?;
+        let guard = Guard::new(&config.policy);
         Ok(Session {
+            guard,
             launcher,
             policy: config.policy,
             cli_roots: config.cli_roots,
@@ -297,6 +309,7 @@ impl<L: Launcher> Session<L> {
             Event::PolicyChanged(Ok(p)) => {
                 tracing::info!(policy = %p.name(), "policy changed on disk: rebuilding");
                 self.policy = *p;
+                self.guard.policy_changed(&self.policy);
                 match runtime::discover(&self.command, self.policy.raw.runtime.profile, &self.env) {
                     Ok(spec) => self.spec = spec,
                     Err(e) => tracing::error!(
@@ -762,7 +775,24 @@ impl<L: Launcher> Session<L> {
                 let result = env.result.map(|r| r.get().to_string());
                 self.on_host_roots(result);
             }
-            Some(ToHost::Server { generation, id_raw }) => {
+            Some(ToHost::Server {
+                generation,
+                id_raw,
+                check,
+            }) => {
+                if let Some(check) = check {
+                    let result = (!env.is_error).then(|| {
+                        env.result
+                            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                            .unwrap_or(Value::Null)
+                    });
+                    if let Err(refusal) = self.guard.on_answer(&check, result.as_ref()) {
+                        if let Some(s) = self.gens.get(&generation).filter(|s| !s.stopping) {
+                            s.handle.send(refusal.response(&id_raw));
+                        }
+                        return;
+                    }
+                }
                 let Some(range) = message::span_in(line, id) else {
                     return;
                 };
@@ -1044,7 +1074,8 @@ impl<L: Launcher> Session<L> {
     }
 
     /// The `initialize` line for a server: the host's params with
-    /// `capabilities.roots = {"listChanged": true}`.
+    /// `capabilities.roots = {"listChanged": true}`, and without the
+    /// sampling/elicitation capabilities the policy denies.
     fn server_initialize_line(&self, id_raw: &str) -> Vec<u8> {
         let mut params = self
             .host_init
@@ -1062,6 +1093,7 @@ impl<L: Launcher> Session<L> {
             }
             if let Some(c) = caps.as_object_mut() {
                 c.insert("roots".into(), serde_json::json!({"listChanged": true}));
+                guard::shape_capabilities(c, &self.policy.raw);
             }
         }
         message::request(id_raw, "initialize", Some(&params.to_string()))
@@ -1244,13 +1276,35 @@ impl<L: Launcher> Session<L> {
                 let Some(range) = message::span_in(&line, id) else {
                     return;
                 };
+                let (mut params, mut check) = (None, None);
+                if guard::GUARDED.contains(&method.as_str()) {
+                    match self.guard_request(g, &method, env.params, line.len()) {
+                        guard::Verdict::Refuse(refusal) => {
+                            if let Some(s) = self.gens.get(&g) {
+                                s.handle.send(refusal.response(&id_raw));
+                            }
+                            return;
+                        }
+                        guard::Verdict::Forward {
+                            params: p,
+                            check: c,
+                        } => (params, check) = (p, c),
+                    }
+                }
                 let host_id = self.alloc_id();
-                let out = message::splice(&line, range, host_id.to_string().as_bytes());
+                let out = match params {
+                    // A clamp: the request is rewritten.
+                    Some(p) => {
+                        message::request(&host_id.to_string(), &method, Some(&p.to_string()))
+                    }
+                    None => message::splice(&line, range, host_id.to_string().as_bytes()),
+                };
                 self.to_host.insert(
                     host_id.to_string(),
                     ToHost::Server {
                         generation: g,
                         id_raw,
+                        check,
                     },
                 );
                 self.send_host(out);
@@ -1266,9 +1320,9 @@ impl<L: Launcher> Session<L> {
                     if let Some(t) = target {
                         let orig = message::id_key(t.request_id);
                         let host_id = self.to_host.iter().find_map(|(k, v)| match v {
-                            ToHost::Server { generation, id_raw }
-                                if *generation == g && message::id_key_str(id_raw) == orig =>
-                            {
+                            ToHost::Server {
+                                generation, id_raw, ..
+                            } if *generation == g && message::id_key_str(id_raw) == orig => {
                                 Some(k.clone())
                             }
                             _ => None,
@@ -1292,6 +1346,45 @@ impl<L: Launcher> Session<L> {
                 self.send_host(line);
             }
         }
+    }
+
+    /// Ask the guard about a server request `method` in [`guard::GUARDED`].
+    fn guard_request(
+        &mut self,
+        g: u64,
+        method: &str,
+        params: Option<&RawValue>,
+        bytes: usize,
+    ) -> guard::Verdict {
+        let params: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let requested = self
+            .host_init
+            .as_ref()
+            .and_then(|v| v.get("protocolVersion"))
+            .and_then(Value::as_str);
+        // Negotiated, else what the host asked for, else the newest
+        // handshake revision.
+        let revision = Revision::parse(
+            self.protocol
+                .as_deref()
+                .or(requested)
+                .unwrap_or("2025-11-25"),
+        );
+        let host_caps = self
+            .host_init
+            .as_ref()
+            .and_then(|v| v.get("capabilities"))
+            .unwrap_or(&Value::Null);
+        let ctx = guard::Context {
+            policy: &self.policy,
+            revision,
+            host_caps,
+            generation: g,
+        };
+        self.guard
+            .on_request(ctx, method, &params, bytes, std::time::Instant::now())
     }
 
     fn roots_result(&self, g: u64, id_raw: &str) -> Vec<u8> {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod session;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
