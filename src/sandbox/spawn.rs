@@ -203,10 +203,10 @@ impl Drop for SandboxedChild {
 /// Everything is prepared in the calling process: the Landlock ruleset
 /// (every path opened, roots from their handles), the seccomp program, the
 /// scratch directory, argv and the environment (exactly the plan's, plus
-/// `TMPDIR`). The fork happens on a dedicated long-lived launcher thread, so
-/// the parent-death signal (which Linux ties to the thread that forked) does
-/// not fire when a short-lived caller thread (a tokio blocking thread)
-/// exits. Between `fork` and `exec` the child runs only raw system calls
+/// `TMPDIR`). The fork happens on the main thread when called there, else on
+/// a dedicated long-lived launcher thread, so the parent-death signal (which
+/// Linux ties to the thread that forked) does not fire when a short-lived
+/// caller thread (a tokio blocking thread) exits. Between `fork` and `exec` the child runs only raw system calls
 /// (see the `child` module). Safe to call from any thread, including inside
 /// a multi-threaded tokio runtime; it blocks until the server has been
 /// exec'd (about a millisecond).
@@ -350,9 +350,17 @@ static LAUNCHER: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
 /// Run `f` on the launcher thread, a thread that lives as long as the
 /// process (so children it forks keep their parent-death signal armed until
 /// rootfence exits).
+///
+/// The main thread lives as long as the process too: called there, `f`
+/// runs directly (no thread to start, no hand-off).
 fn on_launcher<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, SandboxError> {
+    // SAFETY: gettid and getpid cannot fail.
+    let on_main_thread = unsafe { libc::gettid() == libc::getpid() };
+    if on_main_thread {
+        return Ok(f());
+    }
     let sender = match LAUNCHER.get() {
         Some(s) => s,
         None => {
