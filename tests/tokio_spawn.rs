@@ -222,3 +222,36 @@ fn dropping_the_handle_kills_the_server_and_removes_its_scratch_dir() {
     assert!(!scratch.exists());
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
+
+#[test]
+fn unconfined_launch_says_so_and_keeps_only_the_hygiene() {
+    let d = dirs();
+    let plan = plan_for(
+        &d.root,
+        &d.home,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import sys; print(open(sys.argv[1]).read()); print(open('/proc/self/status').read())",
+            d.forbidden.to_str().unwrap(),
+        ],
+    );
+    let mut child = sandbox::spawn_unconfined(
+        &plan,
+        StdioConfig {
+            stdout: std::process::Stdio::piped(),
+            ..StdioConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(child.confinement(), &Confinement::Unconfined);
+    assert_eq!(child.confinement().to_string(), "UNCONFINED: no sandbox");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.take_stdout().unwrap(), &mut out).unwrap();
+    assert!(child.wait().unwrap().success());
+    // No sandbox: the forbidden file is readable, no seccomp filter.
+    assert!(out.starts_with("f\n"), "{out}");
+    assert!(out.contains("Seccomp:\t0"), "{out}");
+    // The hygiene stays: no_new_privs.
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+}

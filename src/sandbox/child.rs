@@ -25,6 +25,13 @@
 //! rootfence's code mapped. The hook keeps one `exec`, and the restriction is
 //! applied to the very thread that calls `execve`.
 //!
+//! `PR_SET_DUMPABLE` is deliberately not set: `execve` resets it to 1 for
+//! an ordinary program, so it would promise protection that does not
+//! survive into the server. Core dumps are stopped by `RLIMIT_CORE` 0 (which
+//! does survive `execve`); tracing out of the sandbox is stopped by Landlock
+//! (a sandboxed process cannot trace a process outside its domain) and by
+//! the capabilities dropped.
+//!
 //! Failures are reported through the standard library's exec-error pipe: the
 //! returned `io::Error` carries the step and the errno (see [`Step`]), which
 //! the parent decodes with [`decode`].
@@ -140,7 +147,8 @@ pub struct LandlockChild {
 /// Capabilities to drop.
 #[derive(Debug, Clone, Copy)]
 pub struct DropCaps {
-    /// The highest capability number of this kernel.
+    /// The highest capability number to try; the loop stops at the first
+    /// one the kernel does not know.
     pub last_cap: u32,
     /// Empty the bounding set too (root: otherwise `exec` gives every
     /// capability in it back). Needs `CAP_SETPCAP`.
@@ -366,12 +374,4 @@ pub fn has_capabilities() -> bool {
     root || data
         .iter()
         .any(|d| d.effective | d.permitted | d.inheritable != 0)
-}
-
-/// The highest capability number of the running kernel.
-pub fn last_cap() -> u32 {
-    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(63)
 }

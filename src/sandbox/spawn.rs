@@ -279,7 +279,9 @@ fn launch(
         let capabilities_dropped = child::has_capabilities();
         if capabilities_dropped {
             setup.drop_caps = Some(DropCaps {
-                last_cap: child::last_cap(),
+                // The kernel's CAP_LAST_CAP is lower (40 on Linux 6.18);
+                // the child stops at the first unknown capability.
+                last_cap: 63,
                 // SAFETY: geteuid cannot fail.
                 bounding: unsafe { libc::geteuid() } == 0,
             });
