@@ -347,10 +347,22 @@ pub struct CapData {
     inheritable: u32,
 }
 
-/// Whether the calling process holds any capability (effective, permitted
-/// or inheritable) or any in its bounding set while being root, i.e.
-/// whether a child would start with capabilities that must be dropped.
-pub fn has_capabilities() -> bool {
+/// What the calling process holds, for deciding what the child drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapState {
+    /// The child would start with capabilities (root, or any capability
+    /// effective, permitted or inheritable): they must be dropped.
+    pub must_drop: bool,
+    /// `CAP_SETPCAP` is effective, so the bounding set can be emptied.
+    pub can_drop_bounding: bool,
+    /// The effective user is root (`exec` gives root the bounding set).
+    pub root: bool,
+}
+
+const CAP_SETPCAP: u32 = 8;
+
+/// The calling process's capabilities.
+pub fn cap_state() -> CapState {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -364,14 +376,23 @@ pub fn has_capabilities() -> bool {
             data.as_mut_ptr(),
         )
     };
-    if r < 0 {
-        // Cannot tell: assume there are capabilities, so the child tries to
-        // drop them (and fails loudly if it cannot).
-        return true;
-    }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    root || data
+    if r < 0 {
+        // Cannot tell: try to drop everything (the child fails loudly if
+        // it cannot).
+        return CapState {
+            must_drop: true,
+            can_drop_bounding: root,
+            root,
+        };
+    }
+    let held = data
         .iter()
-        .any(|d| d.effective | d.permitted | d.inheritable != 0)
+        .any(|d| d.effective | d.permitted | d.inheritable != 0);
+    CapState {
+        must_drop: root || held,
+        can_drop_bounding: data[0].effective & (1 << CAP_SETPCAP) != 0,
+        root,
+    }
 }

@@ -61,8 +61,8 @@ pub enum Confinement {
         path_rules: usize,
         /// What the seccomp filter refuses.
         sockets: SocketPolicy,
-        /// Whether capabilities were dropped.
-        capabilities_dropped: bool,
+        /// What became of rootfence's capabilities.
+        capabilities: CapabilityOutcome,
     },
     /// No sandbox (`--unconfined-i-know-this-is-unsafe`).
     Unconfined,
@@ -75,7 +75,7 @@ impl std::fmt::Display for Confinement {
                 abi,
                 path_rules,
                 sockets,
-                capabilities_dropped,
+                capabilities,
             } => write!(
                 f,
                 "Landlock ABI {abi} fully enforced ({path_rules} path rules), seccomp socket filter loaded (udp {}, unix socket() {}), capabilities {}",
@@ -85,15 +85,28 @@ impl std::fmt::Display for Confinement {
                 } else {
                     "allowed"
                 },
-                if *capabilities_dropped {
-                    "dropped"
-                } else {
-                    "none held"
+                match capabilities {
+                    CapabilityOutcome::NoneHeld => "none held",
+                    CapabilityOutcome::Dropped => "dropped",
+                    CapabilityOutcome::BoundingSetKept =>
+                        "dropped except the bounding set (root without CAP_SETPCAP)",
                 }
             ),
             Confinement::Unconfined => f.write_str("UNCONFINED: no sandbox"),
         }
     }
+}
+
+/// What the server got of rootfence's capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapabilityOutcome {
+    /// rootfence held none.
+    NoneHeld,
+    /// All dropped: effective, permitted, inheritable, ambient and bounding.
+    Dropped,
+    /// Dropped, but the bounding set could not be emptied (root without
+    /// `CAP_SETPCAP`): `exec` gives root the bounding set back.
+    BoundingSetKept,
 }
 
 /// A running server.
@@ -276,21 +289,34 @@ fn launch(
             ruleset: std::os::fd::AsRawFd::as_raw_fd(&prepared.fd),
             proc_self_access: prepared.proc_self_access,
         });
-        let capabilities_dropped = child::has_capabilities();
-        if capabilities_dropped {
+        let caps_held = child::cap_state();
+        let capabilities = match (
+            caps_held.must_drop,
+            caps_held.root,
+            caps_held.can_drop_bounding,
+        ) {
+            (false, _, _) => CapabilityOutcome::NoneHeld,
+            (true, true, false) => CapabilityOutcome::BoundingSetKept,
+            (true, _, _) => CapabilityOutcome::Dropped,
+        };
+        if caps_held.must_drop {
+            if caps_held.root && !caps_held.can_drop_bounding {
+                tracing::warn!(
+                    "rootfence runs as root without CAP_SETPCAP: the capability bounding set cannot be emptied, so the server gets the bounding set's capabilities back at exec; run rootfence as an unprivileged user"
+                );
+            }
             setup.drop_caps = Some(DropCaps {
                 // The kernel's CAP_LAST_CAP is lower (40 on Linux 6.18);
                 // the child stops at the first unknown capability.
                 last_cap: 63,
-                // SAFETY: geteuid cannot fail.
-                bounding: unsafe { libc::geteuid() } == 0,
+                bounding: caps_held.can_drop_bounding,
             });
         }
         let c = Confinement::Enforced {
             abi: prepared.abi,
             path_rules: prepared.path_rules + usize::from(prepared.proc_self_access != 0),
             sockets,
-            capabilities_dropped,
+            capabilities,
         };
         ruleset = Some(prepared);
         c
