@@ -10,6 +10,11 @@
 //!   machine, and stays meaningful on a machine busy with other work,
 //!   where wall-clock times mostly measure waiting for a CPU.
 //!
+//! - `launch-lib`: the same launch from inside a running rootfence (what
+//!   the MCP proxy pays per server start or rebuild): `sandbox::spawn` of a
+//!   ready plan, and planning plus spawning, against a bare
+//!   `std::process::Command` spawn from the same process.
+//!
 //! Results and the machine they were measured on: benches/RESULTS-launch.md.
 
 use std::process::{Command, Stdio};
@@ -74,6 +79,45 @@ fn wall(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(8));
     launches(&mut g, home.path());
+    g.finish();
+}
+
+fn plan_true(home: &std::path::Path) -> rootfence::plan::SandboxPlan {
+    use rootfence::runtime::{self, HostEnv};
+    let mut env = HostEnv::current();
+    env.home = Some(home.to_path_buf());
+    env.vars
+        .insert("HOME".into(), home.to_string_lossy().into_owned());
+    let policy = rootfence::policy::Policy::builtin(Some(home)).expect("built-in policy");
+    let command = runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env)
+        .expect("discover /bin/true");
+    rootfence::plan::build(&policy, vec![], vec![], command, &env)
+}
+
+fn lib(c: &mut Criterion) {
+    use rootfence::sandbox::{self, StdioConfig};
+    let home = tempfile::tempdir().expect("temporary home");
+    let mut g = c.benchmark_group("launch-lib");
+    g.sample_size(200)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(6));
+    g.bench_function("bare Command /bin/true", |b| {
+        b.iter(|| run(&mut Command::new("/bin/true")))
+    });
+    let plan = plan_true(home.path());
+    g.bench_function("sandbox::spawn /bin/true (plan ready)", |b| {
+        b.iter(|| {
+            let mut child = sandbox::spawn(&plan, StdioConfig::default()).expect("spawn");
+            assert!(child.wait().expect("wait").success());
+        })
+    });
+    g.bench_function("plan + sandbox::spawn /bin/true", |b| {
+        b.iter(|| {
+            let plan = plan_true(home.path());
+            let mut child = sandbox::spawn(&plan, StdioConfig::default()).expect("spawn");
+            assert!(child.wait().expect("wait").success());
+        })
+    });
     g.finish();
 }
 
@@ -149,7 +193,7 @@ impl ValueFormatter for CpuFormatter {
     }
 }
 
-criterion_group!(wall_time, wall);
+criterion_group!(wall_time, wall, lib);
 criterion_group! {
     name = cpu_time;
     config = Criterion::default().with_measurement(ChildrenCpu);
