@@ -296,8 +296,8 @@ pub fn build(
             }
         }
     }
-    for (k, v) in &command.env {
-        out_env.insert(k.clone(), (v.clone(), EnvSource::Profile));
+    for (k, v) in crate::runtime::profile_env(command.profile, env) {
+        out_env.insert(k, (v, EnvSource::Profile));
     }
     for (k, v) in &policy.env_set {
         out_env.insert(k.clone(), (v.clone(), EnvSource::Set));

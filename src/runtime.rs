@@ -118,9 +118,6 @@ pub struct CommandSpec {
     pub profile: Profile,
     /// Everything the profile needs.
     pub needs: Vec<RuntimeNeed>,
-    /// Environment variables the profile sets for the server (the policy's
-    /// `env.set` overrides them), e.g. npm's offline cache settings.
-    pub env: BTreeMap<String, String>,
 }
 
 fn ser_os_vec<S: serde::Serializer>(v: &[OsString], s: S) -> Result<S::Ok, S::Error> {
@@ -468,7 +465,6 @@ pub fn discover(
     }
 
     let home = env.home.as_deref();
-    let mut profile_env = BTreeMap::new();
     match chosen {
         Profile::Native => {}
         Profile::Node => {
@@ -487,16 +483,9 @@ pub fn discover(
                     true,
                 );
             }
-            let cache = env
-                .vars
-                .get("npm_config_cache")
-                .or_else(|| env.vars.get("NPM_CONFIG_CACHE"))
-                .filter(|c| c.starts_with('/'))
-                .map(PathBuf::from)
-                .or_else(|| home.map(|h| h.join(".npm")));
-            if let Some(cache) = cache {
+            if let Some(cache) = npm_cache(env) {
                 need(
-                    cache.clone(),
+                    cache,
                     Rights {
                         exec: true,
                         ..Rights::RW
@@ -504,21 +493,6 @@ pub fn discover(
                     "npm cache (npx installs packages here and runs their bins from it)".into(),
                     true,
                 );
-                profile_env.insert(
-                    "npm_config_cache".to_string(),
-                    cache.to_string_lossy().into_owned(),
-                );
-            }
-            // The server may have no network: let npm and npx use what the
-            // cache holds without asking the registry, and skip the calls
-            // that only phone home.
-            for (k, v) in [
-                ("npm_config_prefer_offline", "true"),
-                ("npm_config_update_notifier", "false"),
-                ("npm_config_audit", "false"),
-                ("npm_config_fund", "false"),
-            ] {
-                profile_env.insert(k.to_string(), v.to_string());
             }
             if let Some(h) = home {
                 need(
@@ -601,7 +575,6 @@ pub fn discover(
         interpreter,
         profile: chosen,
         needs,
-        env: profile_env,
     })
 }
 
@@ -645,6 +618,45 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
         _ => dir,
     };
     Some((script, tree))
+}
+
+/// The npm cache: `npm_config_cache` (or `NPM_CONFIG_CACHE`) when absolute,
+/// else `~/.npm`.
+fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
+    env.vars
+        .get("npm_config_cache")
+        .or_else(|| env.vars.get("NPM_CONFIG_CACHE"))
+        .filter(|c| c.starts_with('/'))
+        .map(PathBuf::from)
+        .or_else(|| env.home.as_ref().map(|h| h.join(".npm")))
+}
+
+/// Environment variables a profile sets for the server (the policy's
+/// `env.set` overrides them).
+///
+/// Node: `npm_config_cache` names the cache the profile grants, and npm and
+/// npx prefer what the cache holds over asking the registry (the server may
+/// have no network) and skip the update, audit and funding calls that only
+/// phone home.
+pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if profile == Profile::Node {
+        if let Some(cache) = npm_cache(env) {
+            out.insert(
+                "npm_config_cache".to_string(),
+                cache.to_string_lossy().into_owned(),
+            );
+        }
+        for (k, v) in [
+            ("npm_config_prefer_offline", "true"),
+            ("npm_config_update_notifier", "false"),
+            ("npm_config_audit", "false"),
+            ("npm_config_fund", "false"),
+        ] {
+            out.insert(k.to_string(), v.to_string());
+        }
+    }
+    out
 }
 
 /// The pyenv root a program lives in: `<root>/shims/<name>` or

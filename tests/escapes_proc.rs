@@ -490,3 +490,25 @@ fn missing_command_and_refused_root_fail_closed() {
     assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
     assert!(!stdout(&out).contains("ran"));
 }
+
+#[test]
+fn missing_required_runtime_path_fails_closed() {
+    let t = Tree::new();
+    let policy = t.p("missing.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[runtime]\nread = [\"/nonexistent-rootfence-path\"]\n",
+    )
+    .unwrap();
+    let out = t.run(
+        &["--policy", policy.to_str().unwrap()],
+        &["/bin/echo", "ran"],
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("/nonexistent-rootfence-path") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("ran"));
+}

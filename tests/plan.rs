@@ -16,7 +16,6 @@ fn command(needs: Vec<RuntimeNeed>) -> CommandSpec {
         interpreter: None,
         profile: Profile::Native,
         needs,
-        env: BTreeMap::new(),
     }
 }
 

@@ -222,3 +222,82 @@ fn dropping_the_handle_kills_the_server_and_removes_its_scratch_dir() {
     assert!(!scratch.exists());
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
+
+#[test]
+fn unconfined_launch_says_so_and_keeps_only_the_hygiene() {
+    let d = dirs();
+    let plan = plan_for(
+        &d.root,
+        &d.home,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import sys; print(open(sys.argv[1]).read()); print(open('/proc/self/status').read())",
+            d.forbidden.to_str().unwrap(),
+        ],
+    );
+    let mut child = sandbox::spawn_unconfined(
+        &plan,
+        StdioConfig {
+            stdout: std::process::Stdio::piped(),
+            ..StdioConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(child.confinement(), &Confinement::Unconfined);
+    assert_eq!(child.confinement().to_string(), "UNCONFINED: no sandbox");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.take_stdout().unwrap(), &mut out).unwrap();
+    assert!(child.wait().unwrap().success());
+    // No sandbox: the forbidden file is readable, no seccomp filter.
+    assert!(out.starts_with("f\n"), "{out}");
+    assert!(out.contains("Seccomp:\t0"), "{out}");
+    // The hygiene stays: no_new_privs.
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+}
+
+#[test]
+fn root_rule_follows_the_resolved_handle_not_the_path() {
+    // Resolve the root, then swap the path for a symlink to a secret
+    // directory before launching: the rule is built from the handle opened
+    // at resolution, so the secret stays closed and the original directory
+    // (now under another name) stays open.
+    let d = dirs();
+    let secret_dir = d.root.parent().unwrap().join("secret-dir");
+    std::fs::create_dir(&secret_dir).unwrap();
+    std::fs::write(secret_dir.join("key"), "SECRET").unwrap();
+    let plan = plan_for(
+        &d.root,
+        &d.home,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import sys\n\
+             def t(p):\n\
+             \x20   try:\n\
+             \x20       open(p).read(); return 'OK'\n\
+             \x20   except PermissionError:\n\
+             \x20       return 'EACCES'\n\
+             print('via_path=' + t(sys.argv[1] + '/key'))\n\
+             print('moved=' + t(sys.argv[2] + '/allowed'))",
+            d.root.to_str().unwrap(),
+            &format!("{}-moved", d.root.display()),
+        ],
+    );
+    let moved = std::path::PathBuf::from(format!("{}-moved", d.root.display()));
+    std::fs::rename(&d.root, &moved).unwrap();
+    std::os::unix::fs::symlink(&secret_dir, &d.root).unwrap();
+    let mut child = sandbox::spawn(
+        &plan,
+        StdioConfig {
+            stdout: std::process::Stdio::piped(),
+            ..StdioConfig::default()
+        },
+    )
+    .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.take_stdout().unwrap(), &mut out).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(out.contains("via_path=EACCES"), "{out}");
+    assert!(out.contains("moved=OK"), "{out}");
+}

@@ -25,6 +25,13 @@
 //! rootfence's code mapped. The hook keeps one `exec`, and the restriction is
 //! applied to the very thread that calls `execve`.
 //!
+//! `PR_SET_DUMPABLE` is deliberately not set: `execve` resets it to 1 for
+//! an ordinary program, so it would promise protection that does not
+//! survive into the server. Core dumps are stopped by `RLIMIT_CORE` 0 (which
+//! does survive `execve`); tracing out of the sandbox is stopped by Landlock
+//! (a sandboxed process cannot trace a process outside its domain) and by
+//! the capabilities dropped.
+//!
 //! Failures are reported through the standard library's exec-error pipe: the
 //! returned `io::Error` carries the step and the errno (see [`Step`]), which
 //! the parent decodes with [`decode`].
@@ -140,7 +147,8 @@ pub struct LandlockChild {
 /// Capabilities to drop.
 #[derive(Debug, Clone, Copy)]
 pub struct DropCaps {
-    /// The highest capability number of this kernel.
+    /// The highest capability number to try; the loop stops at the first
+    /// one the kernel does not know.
     pub last_cap: u32,
     /// Empty the bounding set too (root: otherwise `exec` gives every
     /// capability in it back). Needs `CAP_SETPCAP`.
@@ -339,10 +347,22 @@ pub struct CapData {
     inheritable: u32,
 }
 
-/// Whether the calling process holds any capability (effective, permitted
-/// or inheritable) or any in its bounding set while being root, i.e.
-/// whether a child would start with capabilities that must be dropped.
-pub fn has_capabilities() -> bool {
+/// What the calling process holds, for deciding what the child drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapState {
+    /// The child would start with capabilities (root, or any capability
+    /// effective, permitted or inheritable): they must be dropped.
+    pub must_drop: bool,
+    /// `CAP_SETPCAP` is effective, so the bounding set can be emptied.
+    pub can_drop_bounding: bool,
+    /// The effective user is root (`exec` gives root the bounding set).
+    pub root: bool,
+}
+
+const CAP_SETPCAP: u32 = 8;
+
+/// The calling process's capabilities.
+pub fn cap_state() -> CapState {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -356,22 +376,23 @@ pub fn has_capabilities() -> bool {
             data.as_mut_ptr(),
         )
     };
-    if r < 0 {
-        // Cannot tell: assume there are capabilities, so the child tries to
-        // drop them (and fails loudly if it cannot).
-        return true;
-    }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    root || data
+    if r < 0 {
+        // Cannot tell: try to drop everything (the child fails loudly if
+        // it cannot).
+        return CapState {
+            must_drop: true,
+            can_drop_bounding: root,
+            root,
+        };
+    }
+    let held = data
         .iter()
-        .any(|d| d.effective | d.permitted | d.inheritable != 0)
-}
-
-/// The highest capability number of the running kernel.
-pub fn last_cap() -> u32 {
-    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(63)
+        .any(|d| d.effective | d.permitted | d.inheritable != 0);
+    CapState {
+        must_drop: root || held,
+        can_drop_bounding: data[0].effective & (1 << CAP_SETPCAP) != 0,
+        root,
+    }
 }

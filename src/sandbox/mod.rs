@@ -24,7 +24,9 @@ pub use child::Step;
 pub use probe::{Capabilities, LandlockStatus, Loss, losses, probe};
 pub use scratch::Scratch;
 pub use seccomp::SocketPolicy;
-pub use spawn::{Confinement, SandboxedChild, StdioConfig, spawn, spawn_unconfined};
+pub use spawn::{
+    CapabilityOutcome, Confinement, SandboxedChild, StdioConfig, spawn, spawn_unconfined,
+};
 
 /// Why a sandboxed server could not be started.
 #[derive(Debug, thiserror::Error)]

@@ -225,3 +225,74 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
     });
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use crate::runtime::{CommandSpec, HostEnv, Profile};
+
+    fn plan(tcp: bool) -> SandboxPlan {
+        let policy = Policy::builtin(None).unwrap();
+        let command = CommandSpec {
+            argv: vec!["/bin/true".into()],
+            program: "/bin/true".into(),
+            interpreter: None,
+            profile: Profile::Native,
+            needs: vec![],
+        };
+        let mut p = crate::plan::build(&policy, vec![], vec![], command, &HostEnv::default());
+        if tcp {
+            p.network.tcp_connect = vec![443];
+        }
+        p
+    }
+
+    fn caps(abi: u32, seccomp: bool) -> Capabilities {
+        Capabilities {
+            kernel: "test".into(),
+            landlock: if abi == 0 {
+                LandlockStatus::NotBuilt
+            } else {
+                LandlockStatus::Available { abi }
+            },
+            seccomp,
+        }
+    }
+
+    fn fatal(l: &[Loss]) -> Vec<&str> {
+        l.iter()
+            .filter(|l| l.fatal)
+            .map(|l| l.wants.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn no_landlock_is_fatal() {
+        let l = losses(&plan(false), &caps(0, true));
+        assert_eq!(fatal(&l), ["filesystem confinement"]);
+    }
+
+    #[test]
+    fn tcp_ports_need_abi_4() {
+        assert!(!fatal(&losses(&plan(true), &caps(3, true))).is_empty());
+        assert!(fatal(&losses(&plan(false), &caps(3, true))).is_empty());
+        assert!(fatal(&losses(&plan(true), &caps(4, true))).is_empty());
+    }
+
+    #[test]
+    fn without_seccomp_the_socket_gaps_are_fatal() {
+        let l = losses(&plan(false), &caps(7, false));
+        let f = fatal(&l);
+        assert!(f.iter().any(|w| w.contains("UDP")), "{f:?}");
+        assert!(f.iter().any(|w| w.contains("unix sockets")), "{f:?}");
+        assert!(f.iter().any(|w| w.contains("Fast Open")), "{f:?}");
+    }
+
+    #[test]
+    fn this_kind_of_kernel_runs_and_says_what_seccomp_closes() {
+        let l = losses(&plan(false), &caps(7, true));
+        assert!(fatal(&l).is_empty(), "{l:?}");
+        assert!(l.iter().any(|l| l.missing.contains("seccomp")));
+    }
+}

@@ -33,7 +33,8 @@
 //!   session keyring is inherited from whoever started rootfence);
 //! - on kernels without Landlock networking (ABI < 4): every `AF_INET` and
 //!   `AF_INET6` socket;
-//! - on x86_64, the same calls through the x32 system call numbers.
+//! - on x86_64, every x32 system call (so no rule can be bypassed through
+//!   the x32 numbers).
 //!
 //! The filter checks the architecture first: a process of another
 //! architecture (i386 through `int 0x80`) is killed.
@@ -58,6 +59,14 @@ const FCHMODAT2: i64 = 452;
 const IPPROTO_TCP: u64 = 6;
 const NETLINK_ROUTE: u64 = 0;
 const SOCK_TYPE_MASK: u64 = 0xf;
+/// The flag bits `socket()` accepts in its type argument, in every
+/// combination.
+const STREAM_FLAG_COMBINATIONS: [i32; 4] = [
+    0,
+    libc::SOCK_NONBLOCK,
+    libc::SOCK_CLOEXEC,
+    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+];
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(compile_err)
@@ -115,15 +124,13 @@ fn socket_rules(p: SocketPolicy) -> Result<Vec<SeccompRule>, SandboxError> {
             cond(2, Ne, IPPROTO_TCP)?,
         ])?);
         if !p.udp {
-            let stream = af(libc::SOCK_STREAM);
-            for t in 0..=SOCK_TYPE_MASK {
-                if t != stream {
-                    rules.push(rule(vec![
-                        cond(0, Eq, af(inet))?,
-                        cond(1, MaskedEq(SOCK_TYPE_MASK), t)?,
-                    ])?);
-                }
+            // Any type but SOCK_STREAM with or without the two flags the
+            // kernel accepts (it refuses every other bit with EINVAL).
+            let mut conds = vec![cond(0, Eq, af(inet))?];
+            for flags in STREAM_FLAG_COMBINATIONS {
+                conds.push(cond(1, Ne, af(libc::SOCK_STREAM | flags))?);
             }
+            rules.push(rule(conds)?);
         }
     }
     rules.push(rule(vec![
@@ -193,9 +200,6 @@ pub fn compile(p: SocketPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> 
         calls.push((nr, rules));
     }
     for (nr, rules) in calls {
-        if arch == TargetArch::x86_64 {
-            map.insert(nr | X32_SYSCALL_BIT, rules.clone());
-        }
         map.insert(nr, rules);
     }
     let filter = SeccompFilter::new(
@@ -206,15 +210,59 @@ pub fn compile(p: SocketPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> 
     )
     .map_err(compile_err)?;
     let prog: BpfProgram = filter.try_into().map_err(compile_err)?;
-    Ok(prog
-        .into_iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect())
+    let mut out = if arch == TargetArch::x86_64 {
+        refuse_x32()
+    } else {
+        Vec::new()
+    };
+    out.extend(prog.into_iter().map(|i| libc::sock_filter {
+        code: i.code,
+        jt: i.jt,
+        jf: i.jf,
+        k: i.k,
+    }));
+    Ok(out)
+}
+
+/// A prologue refusing every x32 system call (x86_64 architecture, number
+/// with the x32 bit) with `EPERM`, so that none of the rules above can be
+/// bypassed through the x32 numbers. Other calls fall through to the
+/// filter that follows (which checks the architecture again).
+fn refuse_x32() -> Vec<libc::sock_filter> {
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const ARCH_OFFSET: u32 = 4; // offsetof(struct seccomp_data, arch)
+    const NR_OFFSET: u32 = 0; // offsetof(struct seccomp_data, nr)
+    let ins = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ld_abs = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    vec![
+        ins(ld_abs, 0, 0, ARCH_OFFSET),
+        // Not x86_64: skip to the filter (3 instructions ahead).
+        ins(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            0,
+            3,
+            AUDIT_ARCH_X86_64,
+        ),
+        ins(ld_abs, 0, 0, NR_OFFSET),
+        // Below the x32 bit: skip the return.
+        ins(
+            libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K,
+            0,
+            1,
+            X32_SYSCALL_BIT as u32,
+        ),
+        ins(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -232,7 +280,9 @@ mod tests {
                 })
                 .unwrap();
                 assert!(!prog.is_empty());
-                assert!(prog.len() < 4096, "BPF programs are limited to 4096");
+                // BPF programs are limited to 4096 instructions; every
+                // system call of the server runs through this one.
+                assert!(prog.len() < 300, "{} instructions", prog.len());
             }
         }
     }

@@ -61,8 +61,8 @@ pub enum Confinement {
         path_rules: usize,
         /// What the seccomp filter refuses.
         sockets: SocketPolicy,
-        /// Whether capabilities were dropped.
-        capabilities_dropped: bool,
+        /// What became of rootfence's capabilities.
+        capabilities: CapabilityOutcome,
     },
     /// No sandbox (`--unconfined-i-know-this-is-unsafe`).
     Unconfined,
@@ -75,7 +75,7 @@ impl std::fmt::Display for Confinement {
                 abi,
                 path_rules,
                 sockets,
-                capabilities_dropped,
+                capabilities,
             } => write!(
                 f,
                 "Landlock ABI {abi} fully enforced ({path_rules} path rules), seccomp socket filter loaded (udp {}, unix socket() {}), capabilities {}",
@@ -85,15 +85,28 @@ impl std::fmt::Display for Confinement {
                 } else {
                     "allowed"
                 },
-                if *capabilities_dropped {
-                    "dropped"
-                } else {
-                    "none held"
+                match capabilities {
+                    CapabilityOutcome::NoneHeld => "none held",
+                    CapabilityOutcome::Dropped => "dropped",
+                    CapabilityOutcome::BoundingSetKept =>
+                        "dropped except the bounding set (root without CAP_SETPCAP)",
                 }
             ),
             Confinement::Unconfined => f.write_str("UNCONFINED: no sandbox"),
         }
     }
+}
+
+/// What the server got of rootfence's capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapabilityOutcome {
+    /// rootfence held none.
+    NoneHeld,
+    /// All dropped: effective, permitted, inheritable, ambient and bounding.
+    Dropped,
+    /// Dropped, but the bounding set could not be emptied (root without
+    /// `CAP_SETPCAP`): `exec` gives root the bounding set back.
+    BoundingSetKept,
 }
 
 /// A running server.
@@ -203,10 +216,10 @@ impl Drop for SandboxedChild {
 /// Everything is prepared in the calling process: the Landlock ruleset
 /// (every path opened, roots from their handles), the seccomp program, the
 /// scratch directory, argv and the environment (exactly the plan's, plus
-/// `TMPDIR`). The fork happens on a dedicated long-lived launcher thread, so
-/// the parent-death signal (which Linux ties to the thread that forked) does
-/// not fire when a short-lived caller thread (a tokio blocking thread)
-/// exits. Between `fork` and `exec` the child runs only raw system calls
+/// `TMPDIR`). The fork happens on the main thread when called there, else on
+/// a dedicated long-lived launcher thread, so the parent-death signal (which
+/// Linux ties to the thread that forked) does not fire when a short-lived
+/// caller thread (a tokio blocking thread) exits. Between `fork` and `exec` the child runs only raw system calls
 /// (see the `child` module). Safe to call from any thread, including inside
 /// a multi-threaded tokio runtime; it blocks until the server has been
 /// exec'd (about a millisecond).
@@ -276,19 +289,34 @@ fn launch(
             ruleset: std::os::fd::AsRawFd::as_raw_fd(&prepared.fd),
             proc_self_access: prepared.proc_self_access,
         });
-        let capabilities_dropped = child::has_capabilities();
-        if capabilities_dropped {
+        let caps_held = child::cap_state();
+        let capabilities = match (
+            caps_held.must_drop,
+            caps_held.root,
+            caps_held.can_drop_bounding,
+        ) {
+            (false, _, _) => CapabilityOutcome::NoneHeld,
+            (true, true, false) => CapabilityOutcome::BoundingSetKept,
+            (true, _, _) => CapabilityOutcome::Dropped,
+        };
+        if caps_held.must_drop {
+            if caps_held.root && !caps_held.can_drop_bounding {
+                tracing::warn!(
+                    "rootfence runs as root without CAP_SETPCAP: the capability bounding set cannot be emptied, so the server gets the bounding set's capabilities back at exec; run rootfence as an unprivileged user"
+                );
+            }
             setup.drop_caps = Some(DropCaps {
-                last_cap: child::last_cap(),
-                // SAFETY: geteuid cannot fail.
-                bounding: unsafe { libc::geteuid() } == 0,
+                // The kernel's CAP_LAST_CAP is lower (40 on Linux 6.18);
+                // the child stops at the first unknown capability.
+                last_cap: 63,
+                bounding: caps_held.can_drop_bounding,
             });
         }
         let c = Confinement::Enforced {
             abi: prepared.abi,
             path_rules: prepared.path_rules + usize::from(prepared.proc_self_access != 0),
             sockets,
-            capabilities_dropped,
+            capabilities,
         };
         ruleset = Some(prepared);
         c
@@ -350,9 +378,17 @@ static LAUNCHER: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
 /// Run `f` on the launcher thread, a thread that lives as long as the
 /// process (so children it forks keep their parent-death signal armed until
 /// rootfence exits).
+///
+/// The main thread lives as long as the process too: called there, `f`
+/// runs directly (no thread to start, no hand-off).
 fn on_launcher<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, SandboxError> {
+    // SAFETY: gettid and getpid cannot fail.
+    let on_main_thread = unsafe { libc::gettid() == libc::getpid() };
+    if on_main_thread {
+        return Ok(f());
+    }
     let sender = match LAUNCHER.get() {
         Some(s) => s,
         None => {
