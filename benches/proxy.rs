@@ -4,7 +4,7 @@
 //!
 //!     cargo bench --bench proxy
 //!
-//! Measures: `ping` round trips; `tools/call` throughput with 1 KiB and
+//! Measures: `ping` round trips; pipelined `tools/call` throughput with 1 KiB and
 //! 4 MiB payloads; the rebuild time from the host's
 //! `notifications/roots/list_changed` to the new server answering; and the
 //! server's own start time, the floor of a rebuild.
@@ -180,26 +180,40 @@ fn ping_rtts(mut p: Peer, n: usize) -> Vec<Duration> {
 }
 
 /// Round trips per second and bytes relayed per second (both directions)
-/// for `n` sequential tools/call with `size`-byte payloads.
+/// for `n` `tools/call` with `size`-byte payloads, pipelined: a writer
+/// thread sends every request while this thread reads the answers, as a
+/// busy host does.
 fn throughput(mut p: Peer, n: usize, size: usize) -> (f64, f64) {
     p.initialize(false, "[]");
     let payload = "A".repeat(size);
-    let msg = |i: usize| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"data":"{payload}"}}}}}}"#
-        )
-    };
-    let mut bytes = 0usize;
+    let msgs: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"data":"{payload}"}}}}}}"#))
+        .collect();
+    let sent: usize = msgs.iter().map(|m| m.len() + 1).sum();
+    let Peer {
+        child,
+        mut w,
+        mut r,
+        mut buf,
+    } = p;
     let t = Instant::now();
-    for i in 0..n {
-        let m = msg(i);
-        bytes += m.len();
-        p.send(&m);
-        bytes += p.recv().len();
+    let writer = std::thread::spawn(move || {
+        for m in &msgs {
+            w.write_all(m.as_bytes()).unwrap();
+            w.write_all(b"\n").unwrap();
+        }
+        w.flush().unwrap();
+        w
+    });
+    let mut received = 0usize;
+    for _ in 0..n {
+        buf.clear();
+        received += r.read_line(&mut buf).unwrap();
     }
     let el = t.elapsed().as_secs_f64();
-    p.close();
-    (n as f64 / el, bytes as f64 / el)
+    let w = writer.join().unwrap();
+    Peer { child, w, r, buf }.close();
+    (n as f64 / el, (sent + received) as f64 / el)
 }
 
 fn main() {

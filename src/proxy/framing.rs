@@ -104,14 +104,46 @@ fn memchr(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
-/// Write one message and its newline, then flush.
-pub async fn write_line<W: AsyncWrite + Unpin>(
+/// Small messages queued together are written with one system call up to
+/// this size; larger ones are written straight from their own buffer.
+const COALESCE: usize = 64 * 1024;
+
+/// Write every message received on `rx` to `w`, each followed by a newline.
+/// Messages already queued are written together; the stream is flushed
+/// whenever the queue is empty. Returns when `rx` closes (or on a write
+/// error, which is returned).
+pub async fn write_all_lines<W: AsyncWrite + Unpin>(
     w: &mut W,
-    mut line: Vec<u8>,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
 ) -> std::io::Result<()> {
-    line.push(b'\n');
-    w.write_all(&line).await?;
-    w.flush().await
+    let mut batch: Vec<u8> = Vec::with_capacity(COALESCE);
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(mut line) = next.take() {
+            if line.len() >= COALESCE {
+                if !batch.is_empty() {
+                    w.write_all(&batch).await?;
+                    batch.clear();
+                }
+                line.push(b'\n');
+                w.write_all(&line).await?;
+            } else {
+                batch.extend_from_slice(&line);
+                batch.push(b'\n');
+                if batch.len() >= COALESCE {
+                    w.write_all(&batch).await?;
+                    batch.clear();
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if !batch.is_empty() {
+            w.write_all(&batch).await?;
+            batch.clear();
+        }
+        w.flush().await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -39,11 +39,8 @@ where
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
         let mut w = host_out;
-        while let Some(line) = out_rx.recv().await {
-            if let Err(e) = framing::write_line(&mut w, line).await {
-                tracing::warn!("host stdout closed: {e}");
-                break;
-            }
+        if let Err(e) = framing::write_all_lines(&mut w, &mut out_rx).await {
+            tracing::warn!("host stdout closed: {e}");
         }
     });
     let (srv_tx, mut srv_rx) = mpsc::unbounded_channel();

@@ -9,7 +9,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
-use super::framing::{Frame, LineReader, write_line};
+use super::framing::{Frame, LineReader, write_all_lines};
 use crate::plan::SandboxPlan;
 
 /// How a server process ended.
@@ -139,11 +139,8 @@ impl Generation {
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {
             let mut stdin = stdin;
-            while let Some(line) = rx.recv().await {
-                if let Err(e) = write_line(&mut stdin, line).await {
-                    tracing::debug!(generation = id, "server stdin closed: {e}");
-                    break;
-                }
+            if let Err(e) = write_all_lines(&mut stdin, &mut rx).await {
+                tracing::debug!(generation = id, "server stdin closed: {e}");
             }
             // Dropping stdin closes it: the first step of a shutdown.
         });
