@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need from the lockfiles in this
-# repository, then runs the whole test suite. Safe to run again.
+# repository (tests/peers: npm servers, the Python SDK host), then runs the
+# whole test suite and prints one closing line with the totals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Peers for the end-to-end tests (npm servers, Python SDK host), when the
-# repository has them.
-if [ -x tests/peers/install.sh ]; then
-  tests/peers/install.sh
-fi
+tests/peers/install.sh
 
-cargo test --locked "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --locked "$@" 2>&1 | tee "$log" || status=$?
+passed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ passed' | awk '{s += $1} END {print s + 0}')
+failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s += $1} END {print s + 0}')
+echo
+echo "tests: $passed passed, $failed failed"
+exit "$status"

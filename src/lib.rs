@@ -14,6 +14,8 @@
 pub mod cli;
 pub mod plan;
 pub mod policy;
+pub mod proxy;
 pub mod roots;
 pub mod runtime;
 pub mod sandbox;
+pub mod watch;

@@ -560,6 +560,15 @@ pub fn discover(
         }
     }
 
+    if let Some((script, tree)) = script_tree(argv, chosen, env) {
+        needs.push(RuntimeNeed {
+            path: tree,
+            rights: Rights::R,
+            why: format!("the server's script {} and its package", script.display()),
+            optional: false,
+        });
+    }
+
     Ok(CommandSpec {
         argv: argv.to_vec(),
         program,
@@ -567,6 +576,48 @@ pub fn discover(
         profile: chosen,
         needs,
     })
+}
+
+/// For `node path/to/server.js` and `python path/to/server.py`: the script
+/// and the tree it loads its code from. For node, the outermost
+/// `node_modules` above the script (its dependencies live there), else the
+/// nearest directory with a `package.json`, else the script's directory.
+/// For python, the script's directory (its `sys.path[0]`).
+fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(PathBuf, PathBuf)> {
+    if profile == Profile::Native {
+        return None;
+    }
+    // The first argument that is not an option and names an existing file.
+    let arg = argv
+        .iter()
+        .skip(1)
+        .map(Path::new)
+        .find(|a| !a.as_os_str().to_string_lossy().starts_with('-'))?;
+    let arg = if arg.is_absolute() {
+        arg.to_path_buf()
+    } else {
+        env.cwd.as_ref()?.join(arg)
+    };
+    let script = std::fs::canonicalize(&arg).ok().filter(|p| p.is_file())?;
+    let dir = script.parent()?.to_path_buf();
+    let tree = match profile {
+        Profile::Node => {
+            let outer_modules = script
+                .ancestors()
+                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                .last();
+            match outer_modules {
+                Some(m) => m.to_path_buf(),
+                None => script
+                    .ancestors()
+                    .skip(1)
+                    .find(|a| a.join("package.json").is_file())
+                    .map_or(dir, Path::to_path_buf),
+            }
+        }
+        _ => dir,
+    };
+    Some((script, tree))
 }
 
 /// The npm cache: `npm_config_cache` (or `NPM_CONFIG_CACHE`) when absolute,

@@ -3,6 +3,7 @@
 
 mod exec;
 mod explain;
+mod run;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use crate::runtime::HostEnv;
 #[command(name = "rootfence", version, about, long_about = None)]
 pub struct Cli {
     /// Log verbosity on stderr (error, warn, info, debug, trace); RUST_LOG
-    /// overrides it.
+    /// overrides it. Sampling/elicitation audit records are always logged.
     #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
     pub log: String,
     #[command(subcommand)]
@@ -47,6 +48,12 @@ pub struct LaunchArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an MCP stdio server under the sandbox and relay MCP between the
+    /// host (this process's stdin/stdout) and the server. The server's
+    /// roots are the enforced ones: the host's (validated, within the
+    /// policy), the policy's and the command line's. Root changes rebuild
+    /// the sandbox. This is what a host's config launches.
+    Run(run::RunArgs),
     /// Validate policy files; exits non-zero with the file, line and key of
     /// every error.
     Check {
@@ -91,6 +98,7 @@ pub fn main() -> ExitCode {
         Command::Check { files } => check(&files),
         Command::Explain { launch, json } => explain::explain(&launch, json),
         Command::Exec(args) => exec::exec(&args),
+        Command::Run(args) => run::run(args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);
@@ -109,14 +117,17 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(level: &str) {
+    // Sampling/elicitation audit records (target "audit") are logged at
+    // info whatever --log says; RUST_LOG overrides everything.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(format!("{level},audit=info")))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,audit=info"));
     // stdout is the protocol: logs only ever go to stderr.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

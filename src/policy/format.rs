@@ -301,23 +301,29 @@ pub enum RestartName {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SamplingSection {
-    /// Whether the server may ask the host's model at all.
+    /// Whether the server may ask the host's model at all. When false the
+    /// server is not told the host can sample.
     pub allow: bool,
-    /// Sustained requests per minute.
+    /// Sustained requests per minute (the rate the bucket refills at).
     pub per_minute: u32,
-    /// Requests allowed in a burst above the sustained rate.
+    /// Requests that may come back to back: the size of the token bucket,
+    /// full at start (0 counts as 1). The budget lives in the session: a
+    /// relaunched server does not get a fresh one.
     pub burst: u32,
     /// Ceiling on `maxTokens`.
     pub max_tokens: u64,
     /// What to do when `maxTokens` exceeds the ceiling.
     pub on_max_tokens: OverLimit,
-    /// Largest request, in bytes.
+    /// Largest request (the whole JSON-RPC line), in bytes.
     pub max_request_bytes: u64,
-    /// Content types the messages may carry.
+    /// Content types the messages may carry (every block of every message,
+    /// and the blocks inside tool results).
     pub content_types: Vec<ContentType>,
-    /// Allow `includeContext` other than `none`.
+    /// Allow `includeContext` other than `none` (and advertise
+    /// `sampling.context`).
     pub allow_include_context: bool,
-    /// Allow sampling with `tools` (2025-11-25).
+    /// Allow sampling with `tools`/`toolChoice` and tool blocks
+    /// (2025-11-25; the host must also declare `sampling.tools`).
     pub allow_tools: bool,
 }
 
@@ -363,21 +369,24 @@ pub enum ContentType {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ElicitationSection {
-    /// Whether the server may ask the user for input at all.
+    /// Whether the server may ask the user for input at all. When false
+    /// the server is not told the host can elicit.
     pub allow: bool,
-    /// Form mode (a schema the host renders).
+    /// Form mode (a flat schema of primitive fields the host renders).
     pub form: bool,
-    /// URL mode (2025-11-25): the host opens a URL.
+    /// URL mode (2025-11-25): the host opens an https URL.
     pub url: bool,
-    /// Refuse forms that ask for passwords, keys, tokens and the like.
+    /// Refuse forms whose message, field names, titles or descriptions ask
+    /// for passwords, keys, tokens, card numbers and the like.
     pub refuse_sensitive: bool,
-    /// More words that mark a field as sensitive.
+    /// More words or phrases that mark a form as sensitive.
     pub sensitive_terms: Vec<String>,
     /// URL mode: allow IP-literal hosts.
     pub url_allow_ip: bool,
     /// URL mode: allow `localhost` and `*.localhost`.
     pub url_allow_localhost: bool,
-    /// Validate the host's `accept` content against the schema.
+    /// Check the host's `accept` content against the form before the
+    /// server sees it.
     pub validate_response: bool,
 }
 
@@ -400,7 +409,9 @@ impl Default for ElicitationSection {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSection {
-    /// Also write every sampling/elicitation decision as a JSON line here.
+    /// Also append every sampling/elicitation decision as a JSON line here
+    /// (parent directories are created; rootfence writes it, not the
+    /// server).
     #[schemars(with = "Option<String>")]
     pub file: Option<Spanned<String>>,
 }

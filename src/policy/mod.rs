@@ -329,7 +329,7 @@ impl Validator<'_> {
         let mut static_roots = Vec::new();
         for s in &raw.roots.static_roots {
             let r = s.get_ref();
-            let text = if r.path.len() >= 5 && r.path[..5].eq_ignore_ascii_case("file:") {
+            let text = if crate::roots::looks_like_uri(&r.path) {
                 r.path.clone()
             } else {
                 let p = expand(&r.path, self.home)

@@ -19,6 +19,7 @@
 mod resolve;
 mod uri;
 
+pub(crate) use resolve::looks_like_uri;
 pub use resolve::{RootHandle, resolve, resolve_all};
 pub use uri::{MAX_URI_LEN, UriError, parse_file_uri, path_to_uri};
 
@@ -203,8 +204,10 @@ pub struct PathRule {
     pub shown: String,
     /// Expanded absolute path (`/home/a/.ssh`).
     pub path: PathBuf,
-    /// Canonical path when it exists and differs from `path` (a denied path
-    /// that is a symlink is denied under both names).
+    /// Canonical path when it differs from `path` (a denied path that is a
+    /// symlink, or lies under one, is denied under both names). For a path
+    /// that does not exist (yet), its longest existing ancestor is
+    /// canonicalized and the rest appended.
     pub resolved: Option<PathBuf>,
     /// Where the rule was written.
     pub origin: Origin,
@@ -213,7 +216,7 @@ pub struct PathRule {
 impl PathRule {
     /// A rule for an absolute, already expanded path; resolves symlinks now.
     pub fn new(shown: impl Into<String>, path: PathBuf, origin: Origin) -> Self {
-        let resolved = std::fs::canonicalize(&path).ok().filter(|r| *r != path);
+        let resolved = canonical_name(&path).filter(|r| *r != path);
         PathRule {
             shown: shown.into(),
             path,
@@ -227,6 +230,26 @@ impl PathRule {
     pub fn names(&self) -> impl Iterator<Item = &Path> {
         std::iter::once(self.path.as_path()).chain(self.resolved.as_deref())
     }
+}
+
+/// The canonical name of `path`: canonicalize its longest existing ancestor
+/// and append the components below it that do not exist. A denied
+/// `~/.ssh` that does not exist yet, under a home directory reached through
+/// a symlink, must still be denied under the home directory's real name.
+fn canonical_name(path: &Path) -> Option<PathBuf> {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    let mut base = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(c) => break c,
+            Err(_) => {
+                missing.push(existing.file_name()?);
+                existing = existing.parent()?;
+            }
+        }
+    };
+    base.extend(missing.iter().rev());
+    Some(base)
 }
 
 /// The policy's rules for roots, in the form the engine needs.
@@ -343,27 +366,58 @@ pub struct Merged {
 }
 
 /// Merge duplicate and nested roots deterministically (see the module docs).
-pub fn merge(mut roots: Vec<CanonicalRoot>) -> Merged {
+pub fn merge(roots: Vec<CanonicalRoot>) -> Merged {
     // Sort by path, widest access first for equal paths, so the first of a
     // group of duplicates is the one kept. The sort is stable: among equal
-    // paths and access, the first given wins (and with it its name).
-    roots.sort_by(|a, b| {
+    // paths and access, the first given wins. Each root remembers its input
+    // position so that a kept duplicate can take the name of the first one
+    // given even when that one had narrower access.
+    let mut roots: Vec<(usize, CanonicalRoot)> = roots.into_iter().enumerate().collect();
+    roots.sort_by(|(_, a), (_, b)| {
         a.path
             .as_os_str()
             .cmp(b.path.as_os_str())
             .then(b.access.cmp(&a.access))
     });
     let mut out = Merged::default();
-    for root in roots {
+    // Input position of the name each kept root carries.
+    let mut named_by: Vec<usize> = Vec::new();
+    for (index, root) in roots {
         // The nearest kept root enclosing this one decides.
-        let enclosing = out.roots.iter().rev().find(|kept| root.is_within(kept));
+        let enclosing = out.roots.iter().rposition(|kept| root.is_within(kept));
         match enclosing {
-            Some(outer) if root.access.is_covered_by(outer.access) => {
+            Some(i) if root.access.is_covered_by(out.roots[i].access) => {
+                let outer = &mut out.roots[i];
+                if outer.path == root.path && index < named_by[i] {
+                    outer.name = root.name.clone();
+                    named_by[i] = index;
+                }
                 let into = outer.path.clone();
                 out.folded.push((root, into));
             }
-            _ => out.roots.push(root),
+            _ => {
+                out.roots.push(root);
+                named_by.push(index);
+            }
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_denied_path_under_a_symlink_gets_its_canonical_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink("real", base.join("link")).unwrap();
+        let rule = PathRule::new("~/.ssh", base.join("link/.ssh/keys"), Origin::Builtin);
+        assert_eq!(rule.resolved, Some(base.join("real/.ssh/keys")));
+        // No symlink on the way: one name only.
+        let rule = PathRule::new("~/.ssh", base.join("real/.ssh"), Origin::Builtin);
+        assert_eq!(rule.resolved, None);
+    }
 }

@@ -109,8 +109,13 @@ pub fn resolve(input: &RootInput, rules: &RootRules) -> Result<CanonicalRoot, Re
 }
 
 /// Whether a command-line or policy root is written as a URI.
-fn looks_like_uri(raw: &str) -> bool {
-    raw.len() >= 5 && raw[..5].eq_ignore_ascii_case("file:")
+///
+/// Compares bytes: slicing the `str` at byte 5 would panic when a multi-byte
+/// character straddles it (`abcdé`).
+pub(crate) fn looks_like_uri(raw: &str) -> bool {
+    raw.as_bytes()
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"file:"))
 }
 
 /// Turn the input text into the absolute path to open.
@@ -248,4 +253,21 @@ fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_detection_is_bytewise() {
+        assert!(looks_like_uri("file:///x"));
+        assert!(looks_like_uri("FiLe:x"));
+        assert!(!looks_like_uri("file"));
+        assert!(!looks_like_uri("/file:"));
+        // A multi-byte character across byte 5 must not panic.
+        assert!(!looks_like_uri("abcdé"));
+        assert!(!looks_like_uri("fileé"));
+        assert!(!looks_like_uri("é"));
+    }
 }

@@ -21,7 +21,10 @@
 //! - empty segments (`//`) are refused, except that one trailing slash is
 //!   ignored;
 //! - raw control characters and raw backslashes are refused (the latter
-//!   because other parsers treat `\` as a separator).
+//!   because other parsers treat `\` as a separator);
+//! - the decoded path must be shorter than the Linux `PATH_MAX` (4096
+//!   bytes): no longer path can be opened, and every accepted path then
+//!   prints to a URI the parser accepts again.
 //!
 //! Non-UTF-8 bytes are allowed in percent-encoded form and survive the round
 //! trip: [`path_to_uri`] re-encodes them.
@@ -32,7 +35,11 @@ use std::path::{Path, PathBuf};
 
 /// Longest root URI accepted, in bytes (the Linux `PATH_MAX` plus room for
 /// the scheme and percent-encoding of every byte).
-pub const MAX_URI_LEN: usize = 3 * 4096 + 32;
+pub const MAX_URI_LEN: usize = 3 * PATH_MAX + 32;
+
+/// The Linux `PATH_MAX`, terminating NUL included: a decoded path has at
+/// most `PATH_MAX - 1` bytes.
+const PATH_MAX: usize = 4096;
 
 /// Why a root URI was refused by the parser.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,6 +97,9 @@ pub enum UriError {
     /// A raw character that may not appear in a root URI.
     #[error("raw character {0:?} is not allowed (percent-encode it)")]
     BadChar(char),
+    /// The decoded path is too long to open.
+    #[error("the path is {0} bytes long once decoded, more than the {max} allowed", max = PATH_MAX - 1)]
+    PathTooLong(usize),
 }
 
 /// Parse a `file://` root URI into the absolute path it names.
@@ -173,12 +183,14 @@ fn check_authority(auth: &str) -> Result<(), UriError> {
 /// Decode an absolute URI path (starting with `/`) into a path.
 fn decode_path(path: &str) -> Result<PathBuf, UriError> {
     let body = &path[1..];
-    // One trailing slash does not matter; "/" alone is the root.
-    let body = body.strip_suffix('/').unwrap_or(body);
-    let mut out: Vec<u8> = Vec::with_capacity(path.len());
+    // "/" alone is the root. Check before dropping a trailing slash, so that
+    // "//" is an empty segment, not the root with a trailing slash.
     if body.is_empty() {
         return Ok(PathBuf::from("/"));
     }
+    // One trailing slash does not matter.
+    let body = body.strip_suffix('/').unwrap_or(body);
+    let mut out: Vec<u8> = Vec::with_capacity(path.len());
     let mut offset = 1;
     for (i, seg) in body.split('/').enumerate() {
         let index = i + 1;
@@ -201,6 +213,9 @@ fn decode_path(path: &str) -> Result<PathBuf, UriError> {
         }
         out.push(b'/');
         out.extend_from_slice(&decoded);
+    }
+    if out.len() >= PATH_MAX {
+        return Err(UriError::PathTooLong(out.len()));
     }
     Ok(PathBuf::from(OsString::from_vec(out)))
 }
@@ -267,7 +282,8 @@ fn keep(b: u8) -> bool {
 /// Print an absolute path as the canonical `file:///` URI rootfence emits.
 ///
 /// `parse_file_uri(&path_to_uri(p)) == p` for every absolute path `p`
-/// without dot or empty segments; non-UTF-8 bytes are percent-encoded.
+/// without dot or empty segments and shorter than `PATH_MAX` (so for every
+/// path the parser returns); non-UTF-8 bytes are percent-encoded.
 pub fn path_to_uri(path: &Path) -> String {
     let bytes = path.as_os_str().as_bytes();
     let mut out = String::with_capacity(8 + bytes.len());
@@ -305,6 +321,13 @@ mod tests {
             PathBuf::from("/a/b")
         );
         assert_eq!(parse_file_uri("file:///").unwrap(), PathBuf::from("/"));
+        assert_eq!(parse_file_uri("file:/").unwrap(), PathBuf::from("/"));
+        assert_eq!(parse_file_uri("file:////"), Err(UriError::EmptySegment(1)));
+        assert_eq!(parse_file_uri("file://///"), Err(UriError::EmptySegment(1)));
+        assert_eq!(
+            parse_file_uri("file://localhost//"),
+            Err(UriError::EmptySegment(1))
+        );
         assert_eq!(parse_file_uri("file:a"), Err(UriError::Relative));
         assert_eq!(parse_file_uri("file://h:1/a"), Err(UriError::Port));
         assert_eq!(parse_file_uri("file://:1/a"), Err(UriError::Port));
@@ -321,6 +344,32 @@ mod tests {
             parse_file_uri("file:///a/%2e%2E/b"),
             Err(UriError::DotSegment { index: 2, .. })
         ));
+    }
+
+    #[test]
+    fn decoded_path_length_is_bounded() {
+        // Raw multi-byte characters decode to more bytes than a short URI
+        // suggests; printing them takes three bytes per byte.
+        let seg = "é".repeat(100);
+        let long = format!("file:///{}", vec![seg.as_str(); 21].join("/"));
+        assert!(long.len() < MAX_URI_LEN);
+        assert_eq!(parse_file_uri(&long), Err(UriError::PathTooLong(21 * 201)));
+        let max = format!("file:///{}", "a".repeat(PATH_MAX - 2));
+        let path = parse_file_uri(&max).unwrap();
+        let printed = path_to_uri(&path);
+        assert!(printed.len() <= MAX_URI_LEN);
+        assert_eq!(parse_file_uri(&printed).unwrap(), path);
+        let over = format!("file:///{}", "a".repeat(PATH_MAX - 1));
+        assert_eq!(parse_file_uri(&over), Err(UriError::PathTooLong(PATH_MAX)));
+        // The longest accepted path, every byte escaped, still prints to
+        // an acceptable URI.
+        let bytes = vec![0xffu8; PATH_MAX - 2];
+        let mut p = b"/".to_vec();
+        p.extend_from_slice(&bytes);
+        let p = PathBuf::from(OsString::from_vec(p));
+        let printed = path_to_uri(&p);
+        assert!(printed.len() <= MAX_URI_LEN);
+        assert_eq!(parse_file_uri(&printed).unwrap(), p);
     }
 
     #[test]

@@ -34,3 +34,13 @@ if [ ! -f "$npx_dir/.rootfence-stamp" ] || [ "$(cat "$npx_dir/.rootfence-stamp")
     echo "$want" > "$npx_dir/.rootfence-stamp"
 fi
 echo "tests/peers: installed; npx cache: $cache ($spec)"
+
+# The Python MCP SDK, the host of the end-to-end tests, from requirements.lock.
+py_want=$(cksum requirements.lock | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ ! -f .venv/.rootfence-stamp ] || [ "$(cat .venv/.rootfence-stamp)" != "$py_want" ]; then
+    rm -rf .venv
+    "${PYTHON:-python3}" -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.lock
+    echo "$py_want" > .venv/.rootfence-stamp
+fi
+echo "tests/peers: python host: $here/.venv/bin/python"

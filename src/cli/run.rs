@@ -1,0 +1,162 @@
+//! `rootfence run`: the MCP stdio proxy. What a host's config launches.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::plan::SandboxPlan;
+use crate::proxy::server::ExitInfo;
+use crate::proxy::{self, Ending, Launcher, ServerProcess, SessionConfig};
+use crate::roots::{Access, RootInput};
+use crate::runtime::HostEnv;
+use crate::sandbox::{self, StdioConfig};
+use crate::watch;
+
+use super::{LaunchArgs, load_policy};
+
+/// `rootfence run` options.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Ignore the roots the host announces: enforce only the policy's and
+    /// the command line's.
+    #[arg(long)]
+    pub no_host_roots: bool,
+    /// Do not watch the policy file and the root directories for changes.
+    #[arg(long)]
+    pub no_watch: bool,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// Launches each server generation under the Landlock sandbox.
+pub struct SandboxLauncher;
+
+impl Launcher for SandboxLauncher {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+        for w in &plan.warnings {
+            tracing::warn!("{w}");
+        }
+        let mut child = sandbox::spawn(plan, StdioConfig::piped()).map_err(|e| e.to_string())?;
+        tracing::info!("server pid {}: {}", child.pid(), child.confinement());
+        let stdin = child.take_stdin().ok_or("server stdin is not piped")?;
+        let stdout = child.take_stdout().ok_or("server stdout is not piped")?;
+        let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
+        let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+        Ok(ServerProcess {
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            pid: child.pid(),
+            // Reaps the server and removes its scratch directory.
+            reap: Box::new(move || child.wait().map(ExitInfo::from_status)),
+        })
+    }
+}
+
+pub(super) fn run(args: RunArgs) -> ExitCode {
+    let env = HostEnv::current();
+    let policy = match load_policy(args.launch.policy.as_deref(), &env) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Refuse at once what this kernel cannot enforce, before talking MCP.
+    let caps = sandbox::probe();
+    if caps.abi() == 0 {
+        eprintln!(
+            "rootfence: Landlock is not available on this kernel ({:?}); run `rootfence doctor` for details. Refusing to start the server unconfined.",
+            caps.landlock
+        );
+        return ExitCode::from(2);
+    }
+    let mut cli_roots: Vec<RootInput> = args
+        .launch
+        .roots
+        .iter()
+        .map(|r| RootInput::command_line(r.clone(), Access::ReadWrite))
+        .collect();
+    cli_roots.extend(
+        args.launch
+            .ro_roots
+            .iter()
+            .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
+    );
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rootfence: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let ending = runtime.block_on(async {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut _policy_watch = None;
+        let mut observer: Option<proxy::session::RootsObserver> = None;
+        if !args.no_watch {
+            if let Some(file) = &args.launch.policy {
+                match watch::watch_policy(file, env.home.clone(), tx.clone()) {
+                    Ok(w) => _policy_watch = Some(w),
+                    Err(e) => tracing::warn!("cannot watch {} for changes: {e}", file.display()),
+                }
+            }
+            match watch::RootWatcher::new(tx.clone()) {
+                Ok(w) => {
+                    let w = Arc::new(Mutex::new(w));
+                    observer = Some(Box::new(move |paths| {
+                        if let Ok(mut w) = w.lock() {
+                            w.set(paths);
+                        }
+                    }));
+                }
+                Err(e) => tracing::warn!("cannot watch the root directories: {e}"),
+            }
+        }
+        let config = SessionConfig {
+            policy,
+            cli_roots,
+            no_host_roots: args.no_host_roots,
+            command: args.launch.command.clone(),
+            env,
+            roots_observer: observer,
+        };
+        let stdin = tokio::io::BufReader::with_capacity(256 * 1024, proxy::stdio::stdin());
+        // Run the session as a task, not as the `block_on` future itself:
+        // waking a task is a local queue push, waking `block_on` is a
+        // futex wake-up.
+        let session = tokio::spawn(proxy::run(
+            config,
+            SandboxLauncher,
+            stdin,
+            proxy::stdio::stdout(),
+            rx,
+        ));
+        match session.await {
+            Ok(r) => r,
+            Err(e) => Err(format!("the session task failed: {e}")),
+        }
+    });
+    // The stdin reader may still be blocked in a read: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match ending {
+        Ok(Ending::HostClosed) => ExitCode::SUCCESS,
+        Ok(Ending::ServerEnded(why)) => {
+            eprintln!("rootfence: session ended: {why}");
+            ExitCode::FAILURE
+        }
+        Ok(Ending::LaunchFailed(why)) => {
+            eprintln!("rootfence: session ended: cannot launch the server: {why}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The audit trail of sampling and elicitation decisions: one structured
+//! `tracing` event per decision (target `audit`), and, when the policy sets
+//! `[audit] file`, one JSON line appended to that file.
+//!
+//! A record says what was decided, by which rule, for which server
+//! generation and method, with a short summary (counts, sizes, field names
+//! and types, a URL's host). It never holds message text, prompts, form
+//! values or full URLs.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The audit file could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// Creating its directory or opening it failed.
+    #[error("cannot open the audit file {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// What was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// Forwarded to the host as it was.
+    Allowed,
+    /// Forwarded with `maxTokens` lowered.
+    Clamped,
+    /// Answered with an error; the host never saw it.
+    Refused,
+    /// The host's answer was checked and forwarded to the server.
+    AnswerForwarded,
+    /// The host's answer did not match the form: the server got an error.
+    AnswerRefused,
+}
+
+impl Decision {
+    /// The name used in the log and the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Clamped => "clamped",
+            Decision::Refused => "refused",
+            Decision::AnswerForwarded => "answer-forwarded",
+            Decision::AnswerRefused => "answer-refused",
+        }
+    }
+}
+
+/// One audit record.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Record<'a> {
+    /// Time, RFC 3339 UTC.
+    pub ts: String,
+    /// The server generation (1 for the first launch, +1 per relaunch).
+    pub generation: u64,
+    /// `sampling/createMessage`, `elicitation/create` or `tasks/result`.
+    pub method: &'a str,
+    /// The decision.
+    pub decision: Decision,
+    /// The rule that decided a refusal or a clamp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'a str>,
+    /// Counts, sizes, field names: never content.
+    pub summary: &'a str,
+    /// The error text sent to the server, for refusals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+}
+
+/// Where audit records go.
+#[derive(Debug, Default)]
+pub struct AuditLog {
+    file: Option<(PathBuf, File)>,
+}
+
+impl AuditLog {
+    /// A log that writes to `tracing` only.
+    pub fn tracing_only() -> AuditLog {
+        AuditLog { file: None }
+    }
+
+    /// Also append to `path` (created with its parent directories, mode
+    /// 0600 when new).
+    pub fn with_file(path: &Path) -> Result<AuditLog, AuditError> {
+        let err = |source| AuditError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let mut o = OpenOptions::new();
+        o.create(true).append(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+        let f = o.open(path).map_err(err)?;
+        Ok(AuditLog {
+            file: Some((path.to_path_buf(), f)),
+        })
+    }
+
+    /// The file records are appended to, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// Record one decision.
+    pub fn record(&mut self, r: &Record<'_>) {
+        let rule = r.rule.unwrap_or("-");
+        match r.decision {
+            Decision::Refused | Decision::AnswerRefused => tracing::warn!(
+                target: "audit",
+                generation = r.generation,
+                method = r.method,
+                decision = r.decision.as_str(),
+                rule,
+                summary = r.summary,
+                "audit: {} {}: {}",
+                r.method,
+                r.decision.as_str(),
+                r.reason.unwrap_or(""),
+            ),
+            _ => tracing::info!(
+                target: "audit",
+                generation = r.generation,
+                method = r.method,
+                decision = r.decision.as_str(),
+                rule,
+                summary = r.summary,
+                "audit: {} {}",
+                r.method,
+                r.decision.as_str(),
+            ),
+        }
+        if let Some((path, f)) = self.file.as_mut() {
+            let line = match serde_json::to_string(r) {
+                Ok(mut l) => {
+                    l.push('\n');
+                    l
+                }
+                Err(e) => return tracing::warn!("audit record not serializable: {e}"),
+            };
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                tracing::warn!("cannot write the audit file {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// Now, as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(d.as_secs(), d.subsec_millis())
+}
+
+/// `secs` since the epoch as `YYYY-MM-DDThh:mm:ss.mmmZ`.
+pub fn rfc3339(secs: u64, millis: u32) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(rfc3339(1_767_225_599, 999), "2025-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339(4_107_542_400, 0), "2100-03-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn file_records_are_json_lines_in_a_created_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/deeper/audit.jsonl");
+        let mut log = AuditLog::with_file(&path).unwrap();
+        for decision in [Decision::Allowed, Decision::Refused] {
+            log.record(&Record {
+                ts: now_rfc3339(),
+                generation: 2,
+                method: "sampling/createMessage",
+                decision,
+                rule: (decision == Decision::Refused).then_some("sampling.max_tokens"),
+                summary: "messages=1",
+                reason: None,
+            });
+        }
+        // Reopening appends.
+        drop(log);
+        let mut log = AuditLog::with_file(&path).unwrap();
+        log.record(&Record {
+            ts: now_rfc3339(),
+            generation: 3,
+            method: "elicitation/create",
+            decision: Decision::AnswerRefused,
+            rule: Some("elicitation.validate_response"),
+            summary: "action=accept fields=1",
+            reason: Some("x"),
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["decision"], "allowed");
+        assert!(lines[0].get("rule").is_none());
+        assert_eq!(lines[1]["rule"], "sampling.max_tokens");
+        assert_eq!(lines[2]["decision"], "answer-refused");
+        assert_eq!(lines[2]["generation"], 3);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn an_unopenable_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "").unwrap();
+        let e = AuditLog::with_file(&blocker.join("audit.jsonl")).unwrap_err();
+        assert!(e.to_string().contains("cannot open the audit file"), "{e}");
+    }
+}

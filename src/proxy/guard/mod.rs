@@ -1,0 +1,533 @@
+//! The sampling and elicitation guard: what the policy's `[sampling]` and
+//! `[elicitation]` sections allow the server to ask of the host.
+//!
+//! - [`shape_capabilities`]: a feature the policy denies is not advertised
+//!   to the server in the `initialize` rootfence forwards and replays;
+//! - [`sampling`]: the decision on `sampling/createMessage` and the rate
+//!   limiter;
+//! - [`elicitation`]: the decision on `elicitation/create`, the restricted
+//!   form schema of each revision, the check of the host's answer;
+//! - [`sensitive`]: the sensitive-term detector for forms;
+//! - [`url`]: the URL check for URL-mode elicitation;
+//! - [`audit`]: the audit trail.
+//!
+//! The decisions are pure functions; [`Guard`] is the session-owned state
+//! (rate limiter, audit file, task-augmented elicitations awaiting their
+//! result) and the one entry point the session calls. A refusal is a
+//! JSON-RPC error to the server, code [`POLICY_REFUSED`] (-32001) for a
+//! policy rule and -32602 for a request too malformed to judge, with the
+//! rule's id in `error.data.rule`; the host never sees the request.
+
+pub mod audit;
+pub mod elicitation;
+pub mod sampling;
+pub mod sensitive;
+pub mod url;
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use self::audit::{AuditLog, Decision, Record};
+use self::elicitation::{ElicitDecision, FormSchema};
+use self::sampling::{RateLimiter, SamplingDecision, SamplingRequest};
+use super::message::code;
+use crate::policy::{Policy, PolicyFile};
+
+/// The JSON-RPC error code of a policy refusal.
+pub const POLICY_REFUSED: i64 = code::POLICY_REFUSED;
+
+/// The methods the guard judges (server → host requests).
+pub const GUARDED: &[&str] = &[
+    "sampling/createMessage",
+    "elicitation/create",
+    "tasks/result",
+];
+
+/// A protocol revision, as far as the guard cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Revision {
+    /// 2024-11-05
+    V2024_11_05,
+    /// 2025-03-26
+    V2025_03_26,
+    /// 2025-06-18: elicitation appears.
+    V2025_06_18,
+    /// 2025-11-25: URL mode, richer forms, sampling with tools, tasks.
+    V2025_11_25,
+    /// 2026-07-28 and later (the stateless era).
+    V2026_07_28,
+}
+
+impl Revision {
+    /// The revision a version string names; an unknown date counts as the
+    /// latest revision before it.
+    pub fn parse(v: &str) -> Revision {
+        if v >= "2026-07-28" {
+            Revision::V2026_07_28
+        } else if v >= "2025-11-25" {
+            Revision::V2025_11_25
+        } else if v >= "2025-06-18" {
+            Revision::V2025_06_18
+        } else if v >= "2025-03-26" {
+            Revision::V2025_03_26
+        } else {
+            Revision::V2024_11_05
+        }
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Revision::V2024_11_05 => "2024-11-05",
+            Revision::V2025_03_26 => "2025-03-26",
+            Revision::V2025_06_18 => "2025-06-18",
+            Revision::V2025_11_25 => "2025-11-25",
+            Revision::V2026_07_28 => "2026-07-28",
+        })
+    }
+}
+
+/// Why the guard refused a request: the error the server receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The rule's id (`sampling.max_tokens`, `elicitation.schema`, ...).
+    pub rule: &'static str,
+    /// JSON-RPC error code.
+    pub code: i64,
+    /// The error message: `rootfence policy: <setting> (<detail>)`.
+    pub message: String,
+}
+
+impl Refusal {
+    /// A policy rule refuses: `rootfence policy: {setting} ({detail})`.
+    pub fn policy(rule: &'static str, setting: &str, detail: &str) -> Refusal {
+        Refusal {
+            rule,
+            code: POLICY_REFUSED,
+            message: format!("rootfence policy: {setting} ({detail})"),
+        }
+    }
+
+    /// The request is too malformed to judge (-32602).
+    pub fn malformed(rule: &'static str, detail: &str) -> Refusal {
+        Refusal {
+            rule,
+            code: code::INVALID_PARAMS,
+            message: format!("rootfence: invalid params: {detail}"),
+        }
+    }
+
+    /// The JSON-RPC error response to the server's request `id_raw`.
+    pub fn response(&self, id_raw: &str) -> Vec<u8> {
+        let data = serde_json::json!({"rule": self.rule, "by": "rootfence"});
+        super::message::error_response_with_data(Some(id_raw), self.code, &self.message, &data)
+    }
+}
+
+/// Remove from `caps` (the host's client capabilities, as forwarded to the
+/// server) what the policy denies:
+/// - `sampling` when `sampling.allow = false`; else `sampling.tools` unless
+///   `allow_tools`, and `sampling.context` unless `allow_include_context`;
+/// - `elicitation` when `elicitation.allow = false`; else the `form` / `url`
+///   sub-capabilities the policy denies (an empty `elicitation` object means
+///   form only), and the whole capability when nothing allowed is left;
+/// - `tasks.requests.sampling` / `tasks.requests.elicitation` with their
+///   feature.
+pub fn shape_capabilities(caps: &mut Map<String, Value>, policy: &PolicyFile) {
+    let s = &policy.sampling;
+    let mut drop_sampling = !s.allow;
+    if let Some(Value::Object(sc)) = caps.get_mut("sampling") {
+        if !s.allow_tools {
+            sc.remove("tools");
+        }
+        if !s.allow_include_context {
+            sc.remove("context");
+        }
+    } else if caps.get("sampling").is_some_and(|v| !v.is_object()) {
+        drop_sampling = true;
+    }
+    if drop_sampling {
+        caps.remove("sampling");
+    }
+    let e = &policy.elicitation;
+    let mut drop_elicitation = !e.allow;
+    if !drop_elicitation && let Some(ec) = caps.get_mut("elicitation") {
+        match ec {
+            Value::Object(m) if m.contains_key("form") || m.contains_key("url") => {
+                if !e.form {
+                    m.remove("form");
+                }
+                if !e.url {
+                    m.remove("url");
+                }
+                drop_elicitation = !m.contains_key("form") && !m.contains_key("url");
+            }
+            // `{}`: form only.
+            Value::Object(_) => drop_elicitation = !e.form,
+            _ => drop_elicitation = true,
+        }
+    }
+    if drop_elicitation {
+        caps.remove("elicitation");
+    }
+    if let Some(Value::Object(req)) = caps.get_mut("tasks").and_then(|t| t.get_mut("requests")) {
+        if drop_sampling {
+            req.remove("sampling");
+        }
+        if drop_elicitation {
+            req.remove("elicitation");
+        }
+    }
+}
+
+/// What the session should do with a guarded server request.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Forward it to the host; with `params`, rewritten (a clamp); check
+    /// the host's answer with `check`.
+    Forward {
+        /// Replacement params.
+        params: Option<Value>,
+        /// Remember this with the request: the host's answer is checked
+        /// against it.
+        check: Option<AnswerCheck>,
+    },
+    /// Answer the server with this error; the host never sees the request.
+    Refuse(Refusal),
+}
+
+/// How to check the host's answer to a forwarded request.
+#[derive(Debug, Clone)]
+pub struct AnswerCheck {
+    generation: u64,
+    method: &'static str,
+    schema: FormSchema,
+    /// Task-augmented: the first answer may be a `CreateTaskResult`.
+    task: bool,
+}
+
+/// The facts about the session the guard's decisions depend on.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The policy in force.
+    pub policy: &'a Policy,
+    /// The negotiated protocol revision.
+    pub revision: Revision,
+    /// The host's client capabilities (as the host declared them).
+    pub host_caps: &'a Value,
+    /// The server generation that sent the request.
+    pub generation: u64,
+}
+
+/// Most task-augmented elicitations remembered while awaiting their result.
+const MAX_TASKS: usize = 1024;
+
+/// The guard's session state: survives server rebuilds.
+#[derive(Debug, Default)]
+pub struct Guard {
+    limiter: RateLimiter,
+    audit: AuditLog,
+    /// Task-augmented elicitations the host accepted as tasks: task id
+    /// (the host's, unique in the session) → the form their result must
+    /// match. Kept (up to [`MAX_TASKS`]) after a result was fetched, so a
+    /// second `tasks/result`, from this server or a relaunched one, is
+    /// checked too.
+    tasks: HashMap<String, FormSchema>,
+    task_order: VecDeque<String>,
+}
+
+impl Guard {
+    /// A guard for `policy`: opens its audit file (a failure is a warning).
+    pub fn new(policy: &Policy) -> Guard {
+        let mut g = Guard::default();
+        g.open_audit(policy);
+        g
+    }
+
+    /// The policy changed: reopen the audit file if it moved. The rate
+    /// limiter keeps its state (the new rate applies from now).
+    pub fn policy_changed(&mut self, policy: &Policy) {
+        if self.audit.path() != policy.audit_file.as_deref() {
+            self.open_audit(policy);
+        }
+    }
+
+    fn open_audit(&mut self, policy: &Policy) {
+        self.audit = match &policy.audit_file {
+            None => AuditLog::tracing_only(),
+            Some(path) => match AuditLog::with_file(path) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("{e}; audit records go to the log only");
+                    AuditLog::tracing_only()
+                }
+            },
+        };
+    }
+
+    /// Judge a server → host request (`method` in [`GUARDED`]) whose line is
+    /// `bytes` long, at `now`.
+    pub fn on_request(
+        &mut self,
+        ctx: Context<'_>,
+        method: &str,
+        params: &Value,
+        bytes: usize,
+        now: Instant,
+    ) -> Verdict {
+        match method {
+            "sampling/createMessage" => self.on_sampling(ctx, params, bytes, now),
+            "elicitation/create" => self.on_elicitation(ctx, params),
+            "tasks/result" => {
+                let schema = params
+                    .get("taskId")
+                    .and_then(Value::as_str)
+                    .and_then(|t| self.tasks.get(t).cloned());
+                match schema {
+                    Some(schema) => Verdict::Forward {
+                        params: None,
+                        check: Some(AnswerCheck {
+                            generation: ctx.generation,
+                            method: "tasks/result",
+                            schema,
+                            task: false,
+                        }),
+                    },
+                    None => Verdict::Forward {
+                        params: None,
+                        check: None,
+                    },
+                }
+            }
+            _ => Verdict::Forward {
+                params: None,
+                check: None,
+            },
+        }
+    }
+
+    fn on_sampling(
+        &mut self,
+        ctx: Context<'_>,
+        params: &Value,
+        bytes: usize,
+        now: Instant,
+    ) -> Verdict {
+        let req = SamplingRequest {
+            params,
+            bytes,
+            revision: ctx.revision,
+            host_tools: ctx
+                .host_caps
+                .pointer("/sampling/tools")
+                .is_some_and(Value::is_object),
+        };
+        let method = "sampling/createMessage";
+        let decision = sampling::check(&ctx.policy.raw.sampling, req, &mut self.limiter, now);
+        match decision {
+            SamplingDecision::Forward { summary } => {
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Allowed,
+                    None,
+                    &summary,
+                    None,
+                );
+                Verdict::Forward {
+                    params: None,
+                    check: None,
+                }
+            }
+            SamplingDecision::Clamp { asked, to, summary } => {
+                let summary = format!("{summary} clampedFrom={asked}");
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Clamped,
+                    Some("sampling.max_tokens"),
+                    &summary,
+                    None,
+                );
+                let mut p = params.clone();
+                if let Some(o) = p.as_object_mut() {
+                    o.insert("maxTokens".into(), Value::from(to));
+                }
+                Verdict::Forward {
+                    params: Some(p),
+                    check: None,
+                }
+            }
+            SamplingDecision::Refuse(r) => {
+                let summary = format!("bytes={bytes}");
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Refused,
+                    Some(r.rule),
+                    &summary,
+                    Some(&r.message),
+                );
+                Verdict::Refuse(r)
+            }
+        }
+    }
+
+    fn on_elicitation(&mut self, ctx: Context<'_>, params: &Value) -> Verdict {
+        let method = "elicitation/create";
+        let policy = &ctx.policy.raw.elicitation;
+        let task = params.get("task").is_some_and(|t| !t.is_null());
+        let task_note = if task { " task" } else { "" };
+        match elicitation::check(policy, params, ctx.revision) {
+            ElicitDecision::Form { schema, summary } => {
+                let summary = format!("mode=form fields={summary}{task_note}");
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Allowed,
+                    None,
+                    &summary,
+                    None,
+                );
+                Verdict::Forward {
+                    params: None,
+                    check: policy.validate_response.then_some(AnswerCheck {
+                        generation: ctx.generation,
+                        method,
+                        schema,
+                        task,
+                    }),
+                }
+            }
+            ElicitDecision::Url { host } => {
+                let summary = format!("mode=url host={host}{task_note}");
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Allowed,
+                    None,
+                    &summary,
+                    None,
+                );
+                Verdict::Forward {
+                    params: None,
+                    check: None,
+                }
+            }
+            ElicitDecision::Refuse(r) => {
+                let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+                let summary = format!("mode={mode}{task_note}");
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Refused,
+                    Some(r.rule),
+                    &summary,
+                    Some(&r.message),
+                );
+                Verdict::Refuse(r)
+            }
+        }
+    }
+
+    /// The host answered a request forwarded with `check`: `result` is its
+    /// result (`None` for an error response, which passes). `Err` is the
+    /// error to send the server instead of the answer.
+    pub fn on_answer(
+        &mut self,
+        check: &AnswerCheck,
+        result: Option<&Value>,
+    ) -> Result<(), Refusal> {
+        let Some(result) = result else {
+            return Ok(());
+        };
+        // A task-augmented request answered with a CreateTaskResult: the
+        // final answer comes through tasks/result.
+        if check.task
+            && result.get("action").is_none()
+            && let Some(id) = result.pointer("/task/taskId").and_then(Value::as_str)
+        {
+            self.remember_task(id, check.schema.clone());
+            let summary = "task created";
+            self.record(
+                check.generation,
+                check.method,
+                Decision::AnswerForwarded,
+                None,
+                summary,
+                None,
+            );
+            return Ok(());
+        }
+        match elicitation::check_answer(&check.schema, result) {
+            Ok(a) => {
+                let summary = format!("action={} fields={}", a.action, a.fields);
+                self.record(
+                    check.generation,
+                    check.method,
+                    Decision::AnswerForwarded,
+                    None,
+                    &summary,
+                    None,
+                );
+                Ok(())
+            }
+            Err(why) => {
+                let r = Refusal::policy(
+                    "elicitation.validate_response",
+                    "elicitation.validate_response = true",
+                    &format!("the host's answer does not match the requested schema: {why}"),
+                );
+                let action = result.get("action").and_then(Value::as_str).unwrap_or("?");
+                let summary = format!("action={action}");
+                self.record(
+                    check.generation,
+                    check.method,
+                    Decision::AnswerRefused,
+                    Some(r.rule),
+                    &summary,
+                    Some(&r.message),
+                );
+                Err(r)
+            }
+        }
+    }
+
+    fn remember_task(&mut self, id: &str, schema: FormSchema) {
+        if self.tasks.insert(id.to_string(), schema).is_none() {
+            self.task_order.push_back(id.to_string());
+        }
+        while self.task_order.len() > MAX_TASKS {
+            if let Some(old) = self.task_order.pop_front() {
+                self.tasks.remove(&old);
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        generation: u64,
+        method: &str,
+        decision: Decision,
+        rule: Option<&str>,
+        summary: &str,
+        reason: Option<&str>,
+    ) {
+        self.audit.record(&Record {
+            ts: audit::now_rfc3339(),
+            generation,
+            method,
+            decision,
+            rule,
+            summary,
+            reason,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,454 @@
+//! The JSON-RPC envelope: what rootfence reads of a message without
+//! touching the rest, and the few edits it makes (ids, error replies).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// JSON-RPC error codes used by rootfence.
+pub mod code {
+    /// Invalid JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Method not found.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid params.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// rootfence refused the request by policy (implementation-defined range).
+    pub const POLICY_REFUSED: i64 = -32001;
+    /// The server was restarted or is gone.
+    pub const SERVER_GONE: i64 = -32002;
+}
+
+/// A member that may be absent; unlike `Option`, a present `null` is kept
+/// (as the raw text `null`), so `"id": null` and `"result": null` are told
+/// apart from a missing member.
+#[derive(Default)]
+struct Member<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|r| Member(Some(r)))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Member<'a>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Member<'a>,
+    #[serde(default, borrow)]
+    result: Member<'a>,
+    #[serde(default, borrow)]
+    error: Member<'a>,
+}
+
+/// What kind of message a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Has `method` and `id`.
+    Request,
+    /// Has `method`, no `id`.
+    Notification,
+    /// Has `id` and `result` or `error`, no `method`.
+    Response,
+}
+
+/// The parts of a message rootfence inspects, borrowed from the line.
+#[derive(Debug)]
+pub struct Envelope<'a> {
+    /// Request, notification or response.
+    pub kind: Kind,
+    /// The id, as written.
+    pub id: Option<&'a RawValue>,
+    /// The method.
+    pub method: Option<Cow<'a, str>>,
+    /// The params, as written.
+    pub params: Option<&'a RawValue>,
+    /// The result, as written.
+    pub result: Option<&'a RawValue>,
+    /// Whether the response is an error.
+    pub is_error: bool,
+}
+
+/// Why a line is not a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// Not JSON at all.
+    NotJson(String),
+    /// A JSON array: a batch.
+    Batch,
+    /// JSON, but not a JSON-RPC 2.0 message; the id if one was found.
+    NotJsonRpc {
+        /// What is wrong.
+        why: &'static str,
+        /// The id, as written, if it was a valid id.
+        id: Option<String>,
+    },
+}
+
+/// Read the envelope of one line.
+pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return Err(Invalid::Batch);
+    }
+    let raw: RawEnvelope<'_> = match serde_json::from_slice(line) {
+        Ok(r) => r,
+        Err(e) => {
+            // Valid JSON of another shape is not a parse error.
+            if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
+                return Err(Invalid::NotJsonRpc {
+                    why: "not a JSON-RPC object",
+                    id: None,
+                });
+            }
+            return Err(Invalid::NotJson(e.to_string()));
+        }
+    };
+    let (mut id, params, result, error) = (raw.id.0, raw.params.0, raw.result.0, raw.error.0);
+    // An error response may carry `"id": null` (the request was unreadable).
+    if error.is_some() && raw.method.is_none() && id.is_some_and(|i| i.get() == "null") {
+        id = None;
+    }
+    let id_ok = id.is_none_or(|id| valid_id(id.get()));
+    let id_text = id
+        .filter(|id| valid_id(id.get()))
+        .map(|id| id.get().to_string());
+    let bad = |why: &'static str| Invalid::NotJsonRpc {
+        why,
+        id: id_text.clone(),
+    };
+    if raw.jsonrpc.as_deref() != Some("2.0") {
+        return Err(bad("jsonrpc must be \"2.0\""));
+    }
+    if !id_ok {
+        return Err(bad("id must be a string or an integer"));
+    }
+    let kind = match (&raw.method, id, result.is_some() || error.is_some()) {
+        (Some(_), Some(_), false) => Kind::Request,
+        (Some(_), None, false) => Kind::Notification,
+        (None, Some(_), true) => Kind::Response,
+        (None, None, true) => {
+            // An error response to something whose id could not be read.
+            if error.is_some() {
+                Kind::Response
+            } else {
+                return Err(bad("a response needs an id"));
+            }
+        }
+        (Some(_), _, true) => {
+            return Err(bad("a message cannot have both method and result/error"));
+        }
+        (None, _, false) => return Err(bad("neither method nor result/error")),
+    };
+    if let Some(p) = params {
+        let c = p.get().as_bytes().first();
+        if !matches!(c, Some(b'{') | Some(b'[')) {
+            return Err(bad("params must be an object or an array"));
+        }
+    }
+    Ok(Envelope {
+        kind,
+        id,
+        method: raw.method,
+        params,
+        result,
+        is_error: error.is_some(),
+    })
+}
+
+/// Whether raw JSON text is a valid MCP id: a string or an integer.
+fn valid_id(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    match b.first() {
+        Some(b'"') => true,
+        Some(b'-' | b'0'..=b'9') => b.iter().skip(1).all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// A canonical key for an id (so `"a"` and `"\u0061"` are the same id).
+pub fn id_key(raw: &RawValue) -> String {
+    id_key_str(raw.get())
+}
+
+/// [`id_key`] for raw JSON text.
+pub fn id_key_str(raw: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(v) => v.to_string(),
+        Err(_) => raw.to_string(),
+    }
+}
+
+/// Byte range of `part` inside `line`. `part` must be borrowed from `line`
+/// (as every `RawValue` of an [`Envelope`] parsed from `line` is).
+pub fn span_in(line: &[u8], part: &RawValue) -> Option<std::ops::Range<usize>> {
+    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.get().len())?;
+    (end <= line.len()).then_some(start..end)
+}
+
+/// `line` with `range` replaced by `with`.
+pub fn splice(line: &[u8], range: std::ops::Range<usize>, with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len() - range.len() + with.len() + 1);
+    out.extend_from_slice(&line[..range.start]);
+    out.extend_from_slice(with);
+    out.extend_from_slice(&line[range.end..]);
+    out
+}
+
+/// A JSON-RPC error response. `id` is raw JSON (`None` → `null`).
+pub fn error_response(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
+    let msg = serde_json::Value::String(message.to_string());
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{msg}}}}}",
+        id.unwrap_or("null")
+    )
+    .into_bytes()
+}
+
+/// A JSON-RPC error response with `data`. `id` is raw JSON (`None` →
+/// `null`).
+pub fn error_response_with_data(
+    id: Option<&str>,
+    code: i64,
+    message: &str,
+    data: &serde_json::Value,
+) -> Vec<u8> {
+    let msg = serde_json::Value::String(message.to_string());
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{msg},\"data\":{data}}}}}",
+        id.unwrap_or("null")
+    )
+    .into_bytes()
+}
+
+/// A JSON-RPC result response. `id` and `result` are raw JSON.
+pub fn result_response(id: &str, result: &str) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}").into_bytes()
+}
+
+/// A JSON-RPC request. `id` and `params` are raw JSON.
+pub fn request(id: &str, method: &str, params: Option<&str>) -> Vec<u8> {
+    let m = serde_json::Value::String(method.to_string());
+    match params {
+        Some(p) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{m},\"params\":{p}}}"),
+        None => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{m}}}"),
+    }
+    .into_bytes()
+}
+
+/// A JSON-RPC notification. `params` is raw JSON.
+pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
+    let m = serde_json::Value::String(method.to_string());
+    match params {
+        Some(p) => format!("{{\"jsonrpc\":\"2.0\",\"method\":{m},\"params\":{p}}}"),
+        None => format!("{{\"jsonrpc\":\"2.0\",\"method\":{m}}}"),
+    }
+    .into_bytes()
+}
+
+/// Best-effort look at the start of a message too long to parse: the
+/// top-level `id` (raw JSON) and `method`, when they appear in `head`.
+pub fn sniff(head: &[u8]) -> (Option<String>, Option<String>) {
+    let mut id = None;
+    let mut method = None;
+    let mut i = skip_ws(head, 0);
+    if head.get(i) != Some(&b'{') {
+        return (None, None);
+    }
+    i += 1;
+    loop {
+        i = skip_ws(head, i);
+        if head.get(i) != Some(&b'"') {
+            break;
+        }
+        let Some(kend) = string_end(head, i) else {
+            break;
+        };
+        let key = &head[i + 1..kend - 1];
+        i = skip_ws(head, kend);
+        if head.get(i) != Some(&b':') {
+            break;
+        }
+        i = skip_ws(head, i + 1);
+        let Some(vend) = value_end(head, i) else {
+            break;
+        };
+        let value = &head[i..vend];
+        match key {
+            b"id" if valid_id(std::str::from_utf8(value).unwrap_or("")) => {
+                id = std::str::from_utf8(value).ok().map(str::to_string);
+            }
+            b"method" if value.first() == Some(&b'"') => {
+                method = serde_json::from_slice::<String>(value).ok();
+            }
+            _ => {}
+        }
+        i = skip_ws(head, vend);
+        if head.get(i) != Some(&b',') {
+            break;
+        }
+        i += 1;
+    }
+    (id, method)
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    i
+}
+
+/// End (exclusive) of the string starting at `i` (which is `"`).
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// End (exclusive) of the JSON value starting at `i`, if complete in `b`.
+fn value_end(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
+            {
+                j += 1;
+            }
+            (j < b.len()).then_some(j)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        let k = |s: &str| parse(s.as_bytes()).map(|e| e.kind);
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Kind::Request)
+        );
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Kind::Notification)
+        );
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#),
+            Ok(Kind::Response)
+        );
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#),
+            Ok(Kind::Response)
+        );
+        assert!(k(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).is_err());
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","id":3,"result":null}"#),
+            Ok(Kind::Response)
+        );
+        assert_eq!(
+            k(r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"}}"#),
+            Ok(Kind::Response)
+        );
+        assert!(matches!(k("not json"), Err(Invalid::NotJson(_))));
+        assert!(matches!(k("[1,2]"), Err(Invalid::Batch)));
+        assert!(matches!(k("42"), Err(Invalid::NotJsonRpc { .. })));
+        assert!(matches!(
+            k(r#"{"id":1,"method":"x"}"#),
+            Err(Invalid::NotJsonRpc { id: Some(_), .. })
+        ));
+        assert!(matches!(
+            k(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#),
+            Err(Invalid::NotJsonRpc { .. })
+        ));
+        assert!(matches!(
+            k(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
+            Err(Invalid::NotJsonRpc { .. })
+        ));
+    }
+
+    #[test]
+    fn id_splice_keeps_every_other_byte() {
+        let line = br#"{"jsonrpc":"2.0", "id" : 17 ,"method":"m","params":{"id":99,"x":[1,2]}}"#;
+        let env = parse(line).unwrap();
+        let range = span_in(line, env.id.unwrap()).unwrap();
+        let out = splice(line, range, br#""rf-9""#);
+        assert_eq!(
+            out,
+            br#"{"jsonrpc":"2.0", "id" : "rf-9" ,"method":"m","params":{"id":99,"x":[1,2]}}"#
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn sniffing_heads() {
+        assert_eq!(
+            sniff(br#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"x":"xxxxx"#),
+            (
+                Some(r#""a\"b""#.to_string()),
+                Some("tools/call".to_string())
+            )
+        );
+        assert_eq!(
+            sniff(br#"{"method":"m","params":{"a":[{"id":3}]},"id":12}"#),
+            (Some("12".into()), Some("m".into()))
+        );
+        assert_eq!(sniff(br#"{"params":{"big":"xxxxxxxx"#), (None, None));
+        assert_eq!(sniff(b"garbage"), (None, None));
+    }
+
+    #[test]
+    fn id_keys_are_canonical() {
+        let a: Box<RawValue> = serde_json::from_str(r#""\u0061""#).unwrap();
+        let b: Box<RawValue> = serde_json::from_str(r#""a""#).unwrap();
+        assert_eq!(id_key(&a), id_key(&b));
+        let n: Box<RawValue> = serde_json::from_str("1").unwrap();
+        assert_ne!(
+            id_key(&n),
+            id_key(&serde_json::from_str::<Box<RawValue>>(r#""1""#).unwrap())
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! The MCP stdio proxy: rootfence between the host (its own stdin/stdout)
+//! and the sandboxed server.
+//!
+//! - [`framing`]: bounded newline-delimited frames;
+//! - [`message`]: the JSON-RPC envelope, id edits, error replies;
+//! - [`server`]: a server generation's process and tasks;
+//! - [`session`]: the state machine (roots, rebuilds, ids, faults);
+//! - [`guard`]: the policy on sampling and elicitation requests.
+
+pub mod framing;
+pub mod guard;
+pub mod message;
+pub mod server;
+pub mod session;
+pub mod stdio;
+
+use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+pub use server::{Launcher, ServerProcess};
+pub use session::{Ending, Event, Session, SessionConfig};
+
+/// Run a session between `host_in`/`host_out` and servers launched by
+/// `launcher`, until the host closes its side or the session ends.
+/// `extra_events` carries watcher events (policy edits, roots on disk).
+pub async fn run<L, R, W>(
+    config: SessionConfig,
+    launcher: L,
+    host_in: R,
+    host_out: W,
+    mut extra_events: mpsc::UnboundedReceiver<Event>,
+) -> Result<Ending, String>
+where
+    L: Launcher,
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        let mut w = host_out;
+        while let Some(line) = out_rx.recv().await {
+            if let Err(e) = framing::write_line(&mut w, line).await {
+                tracing::warn!("host stdout closed: {e}");
+                break;
+            }
+        }
+    });
+    let (srv_tx, mut srv_rx) = mpsc::unbounded_channel();
+    let (host_tx, mut host_rx) = mpsc::channel::<Event>(64);
+    let reader = tokio::spawn(async move {
+        let mut r = framing::LineReader::new(host_in, max);
+        loop {
+            let ev = match r.next().await {
+                Ok(Some(frame)) => Event::Host(frame),
+                Ok(None) => Event::HostEof,
+                Err(e) => {
+                    tracing::warn!("reading the host's stdin: {e}");
+                    Event::HostEof
+                }
+            };
+            let eof = matches!(ev, Event::HostEof);
+            if host_tx.send(ev).await.is_err() || eof {
+                break;
+            }
+        }
+    });
+
+    let mut session = Session::new(config, launcher, out_tx, srv_tx)?;
+    let mut host_open = true;
+    let mut extra_open = true;
+    while !session.finished() {
+        let deadline = session.next_deadline();
+        tokio::select! {
+            ev = host_rx.recv(), if host_open => match ev {
+                Some(ev) => session.on_event(ev),
+                None => { host_open = false; session.on_event(Event::HostEof); }
+            },
+            Some(ev) = srv_rx.recv() => session.on_event(Event::Server(ev)),
+            ev = extra_events.recv(), if extra_open => match ev {
+                Some(ev) => session.on_event(ev),
+                None => extra_open = false,
+            },
+            () = sleep_until(deadline), if deadline.is_some() => session.on_timer(tokio::time::Instant::now()),
+        }
+    }
+    let ending = session.ending().cloned().unwrap_or(Ending::HostClosed);
+    reader.abort();
+    drop(session);
+    let _ = writer.await;
+    Ok(ending)
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,231 @@
+//! One server generation: a launched process, its stdin writer, its stdout
+//! reader and its reaper, each a task that talks to the session through
+//! channels.
+
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
+
+use super::framing::{Frame, LineReader, write_line};
+use crate::plan::SandboxPlan;
+
+/// How a server process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitInfo {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitInfo {
+    /// From a std exit status.
+    pub fn from_status(st: std::process::ExitStatus) -> ExitInfo {
+        use std::os::unix::process::ExitStatusExt;
+        match (st.code(), st.signal()) {
+            (Some(c), _) => ExitInfo::Code(c),
+            (None, Some(s)) => ExitInfo::Signal(s),
+            (None, None) => ExitInfo::Code(-1),
+        }
+    }
+
+    /// Exit code 0.
+    pub fn success(self) -> bool {
+        self == ExitInfo::Code(0)
+    }
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitInfo::Code(c) => write!(f, "exit code {c}"),
+            ExitInfo::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// A launched server process: its pipes, its pid, and whatever must live
+/// as long as it does.
+pub struct ServerProcess {
+    /// The server's stdin.
+    pub stdin: Box<dyn AsyncWrite + Unpin + Send>,
+    /// The server's stdout.
+    pub stdout: Box<dyn AsyncRead + Unpin + Send>,
+    /// Its process id. The launcher must not reap it before `reap` runs.
+    pub pid: u32,
+    /// Reaps the process once it has exited and releases what it held (its
+    /// scratch directory). Called exactly once, after a pidfd reported the
+    /// exit, so it does not block.
+    pub reap: Box<dyn FnOnce() -> std::io::Result<ExitInfo> + Send>,
+}
+
+/// Launches a server for a plan. The production launcher applies the
+/// Landlock sandbox; see [`crate::sandbox`].
+pub trait Launcher: Send + 'static {
+    /// Start the server described by `plan`.
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String>;
+}
+
+/// A child process watched through a pidfd: waiting and signalling can
+/// never hit a recycled pid.
+struct Pidfd(AsyncFd<OwnedFd>);
+
+impl Pidfd {
+    fn open(pid: u32) -> std::io::Result<Pidfd> {
+        let pid = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| std::io::Error::other("invalid pid"))?;
+        let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK)?;
+        // SAFETY: `fd` is an open OwnedFd moved into the AsyncFd, which owns
+        // it for its whole lifetime; its raw descriptor never changes.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+            .map_err(std::io::Error::from)?;
+        Ok(Pidfd(fd))
+    }
+
+    /// Wait until the process has exited (it stays a zombie until reaped).
+    async fn exited(&self) -> std::io::Result<()> {
+        // A pidfd becomes readable when its process exits.
+        let _guard = self.0.readable().await?;
+        Ok(())
+    }
+
+    fn signal(&self, sig: rustix::process::Signal) {
+        let _ = rustix::process::pidfd_send_signal(self.0.get_ref(), sig);
+    }
+}
+
+/// What a generation's tasks report to the session.
+#[derive(Debug)]
+pub enum ServerEvent {
+    /// A frame from the server's stdout.
+    Frame(u64, Frame),
+    /// The server's stdout closed or failed.
+    Eof(u64),
+    /// The server process ended.
+    Exited(u64, Option<ExitInfo>),
+}
+
+/// The session's handle on one generation.
+pub struct Generation {
+    /// Generation number (1, 2, ...).
+    pub id: u64,
+    /// Messages to the server's stdin.
+    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Ask the reaper to shut the process down.
+    stop: Option<tokio::sync::oneshot::Sender<Duration>>,
+    /// Process id, for logs.
+    pub pid: Option<u32>,
+}
+
+impl Generation {
+    /// Start the tasks for a launched process.
+    pub fn start(
+        id: u64,
+        proc: ServerProcess,
+        max_line: usize,
+        events: mpsc::UnboundedSender<ServerEvent>,
+    ) -> Result<Generation, String> {
+        let pid = Some(proc.pid);
+        let pidfd = Pidfd::open(proc.pid)
+            .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?;
+        let stdin = proc.stdin;
+        let stdout = proc.stdout;
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            let mut stdin = stdin;
+            while let Some(line) = rx.recv().await {
+                if let Err(e) = write_line(&mut stdin, line).await {
+                    tracing::debug!(generation = id, "server stdin closed: {e}");
+                    break;
+                }
+            }
+            // Dropping stdin closes it: the first step of a shutdown.
+        });
+
+        let ev = events.clone();
+        tokio::spawn(async move {
+            let mut reader =
+                LineReader::new(BufReader::with_capacity(256 * 1024, stdout), max_line);
+            loop {
+                match reader.next().await {
+                    Ok(Some(frame)) => {
+                        if ev.send(ServerEvent::Frame(id, frame)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::debug!(generation = id, "reading server stdout: {e}");
+                        break;
+                    }
+                }
+            }
+            let _ = ev.send(ServerEvent::Eof(id));
+        });
+
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Duration>();
+        tokio::spawn(async move {
+            let exited = tokio::select! {
+                s = pidfd.exited() => s.is_ok(),
+                grace = stop_rx => {
+                    let grace = grace.unwrap_or(Duration::from_millis(0));
+                    terminate(&pidfd, grace).await
+                }
+            };
+            // Reap only after the exit was seen: never a blocking wait on a
+            // running process, never a signal to a reaped (reusable) pid.
+            let status = if exited {
+                tokio::task::spawn_blocking(proc.reap)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            } else {
+                None
+            };
+            let _ = events.send(ServerEvent::Exited(id, status));
+        });
+
+        Ok(Generation {
+            id,
+            to_server: Some(tx),
+            stop: Some(stop_tx),
+            pid,
+        })
+    }
+
+    /// Send one message to the server. Returns false if it is gone.
+    pub fn send(&self, line: Vec<u8>) -> bool {
+        self.to_server
+            .as_ref()
+            .is_some_and(|tx| tx.send(line).is_ok())
+    }
+
+    /// Shut the server down: close its stdin, wait `grace`, SIGTERM, wait
+    /// `grace`, SIGKILL. The reaper reports [`ServerEvent::Exited`].
+    pub fn shutdown(&mut self, grace: Duration) {
+        self.to_server = None;
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(grace);
+        }
+    }
+}
+
+/// Wait for the process to exit after its stdin was closed; escalate to
+/// SIGTERM and SIGKILL after `grace` each. Returns whether it exited.
+async fn terminate(p: &Pidfd, grace: Duration) -> bool {
+    if let Ok(Ok(())) = tokio::time::timeout(grace, p.exited()).await {
+        return true;
+    }
+    p.signal(rustix::process::Signal::TERM);
+    if let Ok(Ok(())) = tokio::time::timeout(grace, p.exited()).await {
+        return true;
+    }
+    p.signal(rustix::process::Signal::KILL);
+    p.exited().await.is_ok()
+}

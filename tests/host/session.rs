@@ -1,0 +1,107 @@
+//! An in-process session for protocol tests: the proxy running on a tokio
+//! task between a scripted [`Host`] and the fake server, launched without
+//! the sandbox (these tests exercise the relay, not the confinement).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rootfence::plan::SandboxPlan;
+use rootfence::policy::Policy;
+use rootfence::proxy::server::ExitInfo;
+use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
+use rootfence::runtime::HostEnv;
+use tokio::sync::mpsc;
+
+use super::{Host, fake_server};
+
+/// What the launcher saw: one entry per server launch.
+#[derive(Clone, Default)]
+pub struct Launches {
+    /// The pid of each launch.
+    pub pids: Arc<Mutex<Vec<u32>>>,
+}
+
+/// Launches the fake server unconfined.
+pub struct TestLauncher {
+    exe: PathBuf,
+    log: Launches,
+}
+
+impl Launcher for TestLauncher {
+    fn launch(&mut self, _plan: &SandboxPlan) -> Result<ServerProcess, String> {
+        let mut child = std::process::Command::new(&self.exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let pid = child.id();
+        self.log.pids.lock().unwrap().push(pid);
+        let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().unwrap()).unwrap();
+        let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().unwrap()).unwrap();
+        Ok(ServerProcess {
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            pid,
+            reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
+        })
+    }
+}
+
+/// A running session.
+pub struct Running {
+    pub host: Host,
+    pub log: Launches,
+    pub task: tokio::task::JoinHandle<Result<Ending, String>>,
+    pub events: mpsc::UnboundedSender<Event>,
+    pub dir: tempfile::TempDir,
+}
+
+/// Start a session whose policy is `policy` (TOML) plus short limits for
+/// tests, in a fresh temporary directory (its path replaces `{dir}` in
+/// `policy`).
+pub fn start(policy: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let text = format!(
+        "[limits]\nrebuild_debounce_ms = 50\ndrain_timeout_ms = 2000\nshutdown_grace_ms = 300\nrestart_backoff_ms = 50\n{}",
+        policy.replace("{dir}", &base.display().to_string())
+    );
+    let policy = Policy::parse(&text, None, Some(&base)).unwrap();
+    let env = HostEnv {
+        vars: [("PATH".to_string(), "/usr/bin:/bin".to_string())]
+            .into_iter()
+            .collect(),
+        home: Some(base.clone()),
+        cwd: Some(base.clone()),
+    };
+    let config = SessionConfig {
+        policy,
+        cli_roots: Vec::new(),
+        no_host_roots: false,
+        command: vec![fake_server().into()],
+        env,
+        roots_observer: None,
+    };
+    let log = Launches::default();
+    let launcher = TestLauncher {
+        exe: fake_server(),
+        log: log.clone(),
+    };
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (r, w) = tokio::io::split(theirs);
+    let (events, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(proxy::run(
+        config,
+        launcher,
+        tokio::io::BufReader::new(r),
+        w,
+        rx,
+    ));
+    Running {
+        host: Host::new(ours),
+        log,
+        task,
+        events,
+        dir,
+    }
+}

@@ -1,0 +1,719 @@
+//! The proxy's protocol behaviour, with a scripted host over in-memory
+//! pipes and the scriptable fake server as the peer. These tests use an
+//! unconfined launcher so that they exercise the relay alone; the sandboxed
+//! end-to-end runs are in `tests/run_e2e.rs`.
+
+mod host;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use host::{Host, fake_server};
+use rootfence::plan::SandboxPlan;
+use rootfence::policy::Policy;
+use rootfence::proxy::server::ExitInfo;
+use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
+use rootfence::roots::{Access, RootInput};
+use rootfence::runtime::HostEnv;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+#[derive(Clone, Default)]
+struct Launches {
+    roots: Arc<Mutex<Vec<Vec<PathBuf>>>>,
+    pids: Arc<Mutex<Vec<u32>>>,
+    tools: Arc<Mutex<String>>,
+}
+
+struct TestLauncher {
+    exe: PathBuf,
+    log: Launches,
+}
+
+impl Launcher for TestLauncher {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+        self.log
+            .roots
+            .lock()
+            .unwrap()
+            .push(plan.roots.iter().map(|r| r.path.clone()).collect());
+        let mut child = std::process::Command::new(&self.exe)
+            .env("FAKE_TOOLS", self.log.tools.lock().unwrap().clone())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let pid = child.id();
+        self.log.pids.lock().unwrap().push(pid);
+        let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().unwrap()).unwrap();
+        let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().unwrap()).unwrap();
+        Ok(ServerProcess {
+            stdin: Box::new(stdin),
+            stdout: Box::new(stdout),
+            pid,
+            reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
+        })
+    }
+}
+
+struct Fx {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+}
+
+fn fixture() -> Fx {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    for d in ["a", "b", "c", "outside", "home/.ssh"] {
+        std::fs::create_dir_all(base.join(d)).unwrap();
+    }
+    Fx { _dir: dir, base }
+}
+
+fn uri(p: &Path) -> String {
+    rootfence::roots::path_to_uri(p)
+}
+
+struct Running {
+    host: Host,
+    log: Launches,
+    task: tokio::task::JoinHandle<Result<Ending, String>>,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
+    let mut limits = String::new();
+    for (k, v) in [
+        ("rebuild_debounce_ms", "50"),
+        ("drain_timeout_ms", "2000"),
+        ("shutdown_grace_ms", "300"),
+        ("restart_backoff_ms", "50"),
+    ] {
+        if !policy_extra.contains(k) {
+            limits.push_str(&format!("{k} = {v}\n"));
+        }
+    }
+    let text = format!(
+        "[roots]\nallow_under = [\"{}\"]\n[limits]\n{limits}{policy_extra}",
+        fx.base.display()
+    );
+    let policy = Policy::parse(&text, None, Some(&fx.base.join("home"))).unwrap();
+    let env = HostEnv {
+        vars: [("PATH".to_string(), "/usr/bin:/bin".to_string())]
+            .into_iter()
+            .collect(),
+        home: Some(fx.base.join("home")),
+        cwd: Some(fx.base.clone()),
+    };
+    let config = SessionConfig {
+        policy,
+        cli_roots: cli_roots
+            .iter()
+            .map(|p| RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite))
+            .collect(),
+        no_host_roots: false,
+        command: vec![fake_server().into()],
+        env,
+        roots_observer: None,
+    };
+    let log = Launches::default();
+    let launcher = TestLauncher {
+        exe: fake_server(),
+        log: log.clone(),
+    };
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (r, w) = tokio::io::split(theirs);
+    let (events, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(proxy::run(
+        config,
+        launcher,
+        tokio::io::BufReader::new(r),
+        w,
+        rx,
+    ));
+    Running {
+        host: Host::new(ours),
+        log,
+        task,
+        events,
+    }
+}
+
+fn launches(log: &Launches) -> Vec<Vec<PathBuf>> {
+    log.roots.lock().unwrap().clone()
+}
+
+fn roots_of(v: &Value) -> Vec<String> {
+    let text = Host::text(v);
+    let inner: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    inner["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn handshake_declares_roots_and_server_roots_list_is_answered_by_rootfence() {
+    let fx = fixture();
+    let a = fx.base.join("a");
+    let mut r = start(&fx, "", &[&a]);
+    let none = json!([]);
+    // The host has no roots capability; the server is told roots anyway.
+    let init = r.host.initialize("2025-06-18", false, &none).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "fake");
+    let ev = r.host.call(1, "events", json!({}), &none).await;
+    assert!(Host::text(&ev).contains("initialize roots=true"), "{ev}");
+    // The server's roots/list never reaches the host: rootfence answers it.
+    let roots = r.host.call(2, "roots", json!({}), &none).await;
+    assert_eq!(roots_of(&roots), vec![uri(&a)]);
+    assert!(
+        r.host
+            .seen
+            .iter()
+            .all(|m| m.get("method") != Some(&json!("roots/list")))
+    );
+    assert_eq!(launches(&r.log).len(), 1);
+    drop(r.host);
+    assert_eq!(r.task.await.unwrap().unwrap(), Ending::HostClosed);
+}
+
+#[tokio::test]
+async fn host_roots_are_validated_and_enforced_with_a_rebuild() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let host_roots = json!([
+        {"uri": uri(&fx.base.join("a")), "name": "A"},
+        {"uri": "file:///usr/share", "name": "outside the ceiling"},
+        {"uri": format!("{}/%2e%2e/x", uri(&fx.base)), "name": "traversal"},
+        {"uri": uri(&fx.base.join("home/.ssh")), "name": "denied"},
+    ]);
+    r.host.initialize("2025-06-18", true, &host_roots).await;
+    let roots = r.host.call(1, "roots", json!({}), &host_roots).await;
+    let text = Host::text(&roots);
+    assert!(
+        text.contains("\"name\":\"A\""),
+        "host names are kept: {text}"
+    );
+    assert_eq!(roots_of(&roots), vec![uri(&fx.base.join("a"))]);
+    // First launch with no roots (static only), then the rebuild with A.
+    let l = launches(&r.log);
+    assert_eq!(l.len(), 2, "{l:?}");
+    assert!(l[0].is_empty());
+    assert_eq!(l[1], vec![fx.base.join("a")]);
+    // The refusals were reported to the host as logging warnings.
+    let warnings: Vec<&Value> = r
+        .host
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/message" && m["params"]["level"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 3, "{:?}", r.host.seen);
+    assert!(warnings.iter().any(|w| {
+        w["params"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("outside the policy ceiling")
+    }));
+    assert!(warnings.iter().any(|w| {
+        w["params"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("dot segments")
+    }));
+    assert!(warnings.iter().any(|w| {
+        w["params"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("inside denied path ~/.ssh")
+    }));
+    // The new server was told its roots changed.
+    let ev = r.host.call(2, "events", json!({}), &host_roots).await;
+    assert!(
+        Host::text(&ev).contains("notifications/roots/list_changed"),
+        "{ev}"
+    );
+}
+
+#[tokio::test]
+async fn roots_change_rebuilds_drains_in_flight_and_queues_new_requests() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &roots).await);
+    // A slow request in flight on the old server.
+    r.host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":400}}})).await;
+    // The host changes its roots.
+    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    // A request sent during the rebuild goes to the new server.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    r.host.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pid","arguments":{}}})).await;
+    let slow = r.host.response(json!(2), &roots).await;
+    assert_eq!(
+        Host::text(&slow),
+        "slept",
+        "the old server finished its request: {slow}"
+    );
+    let pid3 = Host::text(&r.host.response(json!(3), &roots).await);
+    assert_ne!(pid1, pid3, "request 3 went to the rebuilt server");
+    let listed = r.host.call(4, "roots", json!({}), &roots).await;
+    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    // Every request got exactly one response.
+    assert!(
+        r.host
+            .seen
+            .iter()
+            .all(|m| m.get("result").is_none() && m.get("error").is_none()),
+        "{:?}",
+        r.host.seen
+    );
+}
+
+#[tokio::test]
+async fn requests_that_outlive_the_drain_timeout_get_an_error() {
+    let fx = fixture();
+    let mut r = start(&fx, "drain_timeout_ms = 200\n", &[]);
+    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    r.host.call(1, "pid", json!({}), &roots).await;
+    r.host.send(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})).await;
+    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    let resp = r.host.response(json!(5), &roots).await;
+    let msg = resp["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{resp}"));
+    assert!(
+        msg.contains("restarted because its roots changed"),
+        "{resp}"
+    );
+}
+
+#[tokio::test]
+async fn a_burst_of_changes_is_one_rebuild_and_a_rename_is_no_relaunch() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let mut roots = json!([{"uri": uri(&fx.base.join("a")), "name": "one"}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    r.host.call(1, "pid", json!({}), &roots).await;
+    assert_eq!(launches(&r.log).len(), 2);
+    roots = json!([{"uri": uri(&fx.base.join("c")), "name": "c"}]);
+    for _ in 0..5 {
+        r.host
+            .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+            .await;
+    }
+    // Answer the roots/list requests and let the debounce fire.
+    let listed = loop {
+        let v = r.host.call(2, "roots", json!({}), &roots).await;
+        if roots_of(&v) == vec![uri(&fx.base.join("c"))] {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(Host::text(&listed).contains("\"c\""));
+    assert_eq!(launches(&r.log).len(), 3, "{:?}", launches(&r.log));
+    // Same directory, new name: the server is told, nothing is relaunched.
+    roots = json!([{"uri": uri(&fx.base.join("c")), "name": "renamed"}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    let listed = loop {
+        let v = r.host.call(3, "roots", json!({}), &roots).await;
+        if Host::text(&v).contains("renamed") {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("c"))]);
+    assert_eq!(launches(&r.log).len(), 3);
+}
+
+#[tokio::test]
+async fn rebuild_tells_the_host_when_the_tools_differ() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    r.host.request(1, "tools/list", json!({}), &roots).await;
+    *r.log.tools.lock().unwrap() = "brand_new_tool".into();
+    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if r.host
+            .seen
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no tools/list_changed: {:?}",
+            r.host.seen
+        );
+        r.host.call(2, "pid", json!({}), &roots).await;
+    }
+}
+
+#[tokio::test]
+async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
+    let fx = fixture();
+    // The fake server's `sample` tool sends sampling/createMessage, which
+    // the default policy refuses.
+    let mut r = start(&fx, "[sampling]\nallow = true\n", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    let mut host_facing = Vec::new();
+    // The fake server numbers its own requests from 1, and restarts from 1
+    // after a crash: the ids the host sees never repeat.
+    for (i, round) in [(10, "first"), (20, "second"), (30, "after restart")] {
+        if round == "after restart" {
+            r.host.call(25, "crash", json!({}), &none).await;
+        }
+        r.host.send(json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"sample","arguments":{}}})).await;
+        let req = loop {
+            let m = r.host.recv().await;
+            if m["method"] == "sampling/createMessage" {
+                break m;
+            }
+            r.host.seen.push(m);
+        };
+        let id = req["id"].clone();
+        assert!(!host_facing.contains(&id), "{round}: id {id} reused");
+        host_facing.push(id.clone());
+        // A response to an id nobody asked: dropped, not forwarded.
+        r.host
+            .send(json!({"jsonrpc":"2.0","id":424242,"result":{}}))
+            .await;
+        r.host
+            .send(json!({"jsonrpc":"2.0","id":id,"result":{"role":"assistant","content":{"type":"text","text":round},"model":"m"}}))
+            .await;
+        let done = r.host.response(json!(i), &none).await;
+        assert!(
+            Host::text(&done).contains(round),
+            "{round}: the server got the host's answer under its own id: {done}"
+        );
+        // A second answer to the same id is no longer routed anywhere.
+        r.host
+            .send(json!({"jsonrpc":"2.0","id":id,"result":{}}))
+            .await;
+    }
+    let ev = r.host.call(40, "events", json!({}), &none).await;
+    assert!(!Host::text(&ev).contains("unexpected response"), "{ev}");
+}
+
+#[tokio::test]
+async fn a_crash_mid_request_answers_it_and_restarts() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    let crashed = r.host.call(2, "crash", json!({}), &none).await;
+    let msg = crashed["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("exited (exit code 3)"), "{crashed}");
+    let pid2 = Host::text(&r.host.call(3, "pid", json!({}), &none).await);
+    assert_ne!(pid1, pid2);
+    assert!(!pid2.is_empty());
+}
+
+#[tokio::test]
+async fn the_session_ends_when_restarts_are_used_up() {
+    let fx = fixture();
+    let mut r = start(&fx, "restart = \"never\"\n", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    let crashed = r.host.call(1, "crash", json!({}), &none).await;
+    assert!(crashed["error"].is_object());
+    let ending = tokio::time::timeout(Duration::from_secs(10), r.task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ending, Ending::ServerEnded(_)), "{ending:?}");
+}
+
+#[tokio::test]
+async fn garbage_from_either_side_is_answered_and_the_session_goes_on() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    r.host.send_raw("this is not json").await;
+    let e = r.host.recv().await;
+    assert_eq!(e["error"]["code"], -32700);
+    assert_eq!(e["id"], Value::Null);
+    r.host.send_raw(r#"{"jsonrpc":"2.0","id":77}"#).await;
+    let e = r.host.recv().await;
+    assert_eq!(e["error"]["code"], -32600);
+    assert_eq!(e["id"], 77);
+    r.host.send_raw(r#"{"id":78,"method":"ping"}"#).await;
+    let e = r.host.recv().await;
+    assert_eq!(
+        (e["error"]["code"].clone(), e["id"].clone()),
+        (json!(-32600), json!(78))
+    );
+    // The server writes a garbage line before its answer.
+    let ok = r.host.call(1, "garbage", json!({}), &none).await;
+    assert_eq!(Host::text(&ok), "after garbage");
+    let pong = r.host.request(2, "ping", json!({}), &none).await;
+    assert_eq!(pong["result"], json!({}));
+}
+
+#[tokio::test]
+async fn oversized_lines_are_refused_from_both_sides() {
+    let fx = fixture();
+    let mut r = start(&fx, "max_message_bytes = 4096\n", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    let big = "y".repeat(100_000);
+    r.host
+        .send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":big}}}))
+        .await;
+    let e = r.host.response(json!(9), &none).await;
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the limit of 4096 bytes"),
+        "{e}"
+    );
+    let e = r
+        .host
+        .call(10, "big", json!({"bytes": 50_000}), &none)
+        .await;
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the limit"),
+        "{e}"
+    );
+    let fine = r
+        .host
+        .call(11, "echo", json!({"text":"small"}), &none)
+        .await;
+    assert_eq!(Host::text(&fine), "small");
+}
+
+#[tokio::test]
+async fn batches_are_accepted_in_2025_03_26_only() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-03-26", false, &none).await;
+    r.host
+        .send_raw(r#"[{"jsonrpc":"2.0","id":"p","method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"in batch"}}},{"bad":1}]"#)
+        .await;
+    let reply = r.host.recv().await;
+    let arr = reply.as_array().expect("a batch is answered with an array");
+    assert_eq!(arr.len(), 3, "{reply}");
+    assert!(
+        arr.iter()
+            .any(|m| m["id"] == "p" && m["result"] == json!({}))
+    );
+    assert!(
+        arr.iter()
+            .any(|m| m["id"] == "e" && m["result"]["content"][0]["text"] == "in batch")
+    );
+    assert!(arr.iter().any(|m| m["error"]["code"] == -32600));
+
+    let fx2 = fixture();
+    let mut r2 = start(&fx2, "", &[]);
+    r2.host.initialize("2025-06-18", false, &none).await;
+    r2.host
+        .send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
+        .await;
+    let e = r2.host.recv().await;
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2025-03-26"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn duplicate_ids_in_flight_are_refused() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    r.host.send(json!({"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}})).await;
+    r.host
+        .send(json!({"jsonrpc":"2.0","id":"dup","method":"ping"}))
+        .await;
+    let first = r.host.recv().await;
+    assert_eq!(first["error"]["code"], -32600, "{first}");
+    let second = r.host.recv().await;
+    assert_eq!(Host::text(&second), "slept");
+}
+
+#[tokio::test]
+async fn host_eof_shuts_the_server_down() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    let pid: i32 = Host::text(&r.host.call(1, "pid", json!({}), &none).await)
+        .parse()
+        .unwrap();
+    drop(r.host);
+    let ending = tokio::time::timeout(Duration::from_secs(10), r.task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(ending, Ending::HostClosed);
+    // The server is gone (reaped, so not even a zombie).
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}
+
+#[tokio::test]
+async fn a_rejected_policy_change_keeps_the_old_policy() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[&fx.base.join("a")]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    r.events
+        .send(Event::PolicyChanged(Err("line 3: bad".into())))
+        .unwrap();
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    assert_eq!(launches(&r.log).len(), 1);
+    let newer = Policy::parse(
+        &format!(
+            "[roots]\nallow_under = [\"{}\"]\n[limits]\nrebuild_debounce_ms = 10\n",
+            fx.base.join("a").display()
+        ),
+        None,
+        Some(&fx.base.join("home")),
+    )
+    .unwrap();
+    r.events
+        .send(Event::PolicyChanged(Ok(Box::new(newer))))
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let pid = Host::text(&r.host.call(2, "pid", json!({}), &none).await);
+        if pid != pid1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no rebuild after a valid policy change"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(launches(&r.log).len(), 2);
+}
+
+#[tokio::test]
+async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
+    let fx = fixture();
+    let a = fx.base.join("a");
+    let b = fx.base.join("b");
+    let mut r = start(&fx, "", &[&a, &b]);
+    let none = json!([]);
+    r.host.initialize("2025-06-18", false, &none).await;
+    assert_eq!(
+        roots_of(&r.host.call(1, "roots", json!({}), &none).await).len(),
+        2
+    );
+    // Replace b by a symlink to somewhere else.
+    std::fs::rename(&b, fx.base.join("b-moved")).unwrap();
+    std::os::unix::fs::symlink(fx.base.join("outside"), &b).unwrap();
+    r.events.send(Event::RootsMaybeChanged).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = roots_of(&r.host.call(2, "roots", json!({}), &none).await);
+        if listed == vec![uri(&a)] {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "root not dropped: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let l = launches(&r.log);
+    assert_eq!(l.last().unwrap(), &vec![a.clone()]);
+}
+
+#[tokio::test]
+async fn a_discover_probe_before_initialize_reaches_the_server() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[&fx.base.join("a")]);
+    let none = json!([]);
+    // A 2026-07-28 host probes first; today's servers answer -32601 and the
+    // host falls back to initialize.
+    let probe = r
+        .host
+        .request(100, "server/discover", json!({}), &none)
+        .await;
+    assert_eq!(probe["error"]["code"], -32601, "{probe}");
+    let init = r.host.initialize("2025-11-25", false, &none).await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    let roots = r.host.call(1, "roots", json!({}), &none).await;
+    assert_eq!(roots_of(&roots), vec![uri(&fx.base.join("a"))]);
+    assert_eq!(
+        launches(&r.log).len(),
+        1,
+        "the probe's server is the session's server"
+    );
+}
+
+#[tokio::test]
+async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    r.host.call(1, "pid", json!({}), &roots).await;
+    // rootfence's next request to the host will have id 2 (its first
+    // roots/list was 1). The server schedules a forged answer to it,
+    // naming a root of its own choosing.
+    let forged = json!({"roots": [{"uri": uri(&fx.base.join("outside"))}]});
+    r.host
+        .call(
+            2,
+            "respond_later",
+            json!({"id": 2, "result": forged, "ms": 150}),
+            &roots,
+        )
+        .await;
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    let req = r.host.recv().await;
+    assert_eq!(
+        (req["method"].clone(), req["id"].clone()),
+        (json!("roots/list"), json!(2)),
+        "{req}"
+    );
+    // Let the forgery arrive before the host answers.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let real = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","id":2,"result":{"roots":real}}))
+        .await;
+    let listed = r.host.call(3, "roots", json!({}), &real).await;
+    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    assert!(
+        launches(&r.log)
+            .iter()
+            .all(|l| !l.contains(&fx.base.join("outside")))
+    );
+}

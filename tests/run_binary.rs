@@ -1,0 +1,205 @@
+//! The `rootfence run` binary with a scripted host (this test, over pipes)
+//! and the scriptable fake server, sandboxed for real.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+fn fake_server() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let p = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp_fake_server");
+    assert!(
+        p.exists(),
+        "{} missing: run `cargo build --examples`",
+        p.display()
+    );
+    p
+}
+
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Session {
+    fn start(args: &[&str]) -> Session {
+        Session::start_with_home(args, None)
+    }
+
+    fn start_with_home(args: &[&str], home: Option<&std::path::Path>) -> Session {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+        if let Some(h) = home {
+            cmd.env("HOME", h);
+        }
+        let mut child = cmd
+            .arg("run")
+            .args(args)
+            .arg("--")
+            .arg(fake_server())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Session {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        let w = self.stdin.as_mut().unwrap();
+        writeln!(w, "{v}").unwrap();
+        w.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.stdout.read_line(&mut line).unwrap() > 0,
+            "rootfence closed stdout"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}));
+        self.recv()
+    }
+
+    fn initialize(&mut self) {
+        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
+        let r = self.recv();
+        assert_eq!(r["result"]["serverInfo"]["name"], "fake", "{r}");
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    }
+
+    fn wait_exit(&mut self) -> i32 {
+        for _ in 0..200 {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code().unwrap_or(-1);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("rootfence did not exit");
+    }
+}
+
+fn text(v: &Value) -> String {
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn tree() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("root")).unwrap();
+    std::fs::create_dir_all(base.join("other")).unwrap();
+    std::fs::write(base.join("root/in.txt"), "in").unwrap();
+    std::fs::write(base.join("other/out.txt"), "out").unwrap();
+    std::fs::create_dir_all(base.join("home/.ssh")).unwrap();
+    std::fs::write(base.join("home/.ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::write(base.join("home/notes.txt"), "personal").unwrap();
+    (dir, base)
+}
+
+#[test]
+fn the_server_is_confined_to_its_roots_and_told_exactly_them() {
+    let (_d, base) = tree();
+    let root = base.join("root");
+    let mut s = Session::start_with_home(
+        &["--root", root.to_str().unwrap()],
+        Some(&base.join("home")),
+    );
+    s.initialize();
+    assert_eq!(
+        text(&s.call(1, "read", json!({"path": root.join("in.txt")}))),
+        "in"
+    );
+    let out = s.call(2, "read", json!({"path": base.join("other/out.txt")}));
+    assert!(text(&out).contains("Permission denied"), "{out}");
+    let w = s.call(
+        3,
+        "write",
+        json!({"path": root.join("new.txt"), "text": "w"}),
+    );
+    assert_eq!(text(&w), "ok");
+    assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "w");
+    let w = s.call(
+        4,
+        "write",
+        json!({"path": base.join("other/new.txt"), "text": "w"}),
+    );
+    assert!(text(&w).contains("Permission denied"), "{w}");
+    assert!(!base.join("other/new.txt").exists());
+    for f in ["home/notes.txt", "home/.ssh/id_rsa"] {
+        let secret = s.call(5, "read", json!({"path": base.join(f)}));
+        assert!(text(&secret).contains("Permission denied"), "{f}: {secret}");
+    }
+    let roots = s.call(6, "roots", json!({}));
+    let inner: Value = serde_json::from_str(&text(&roots)).unwrap();
+    assert_eq!(
+        inner["roots"],
+        json!([{"uri": rootfence::roots::path_to_uri(&root), "name": "root"}])
+    );
+    // Host EOF: rootfence shuts the server down and exits 0.
+    drop(s.stdin.take());
+    assert_eq!(s.wait_exit(), 0);
+}
+
+#[test]
+fn a_crash_with_restart_never_ends_the_session_with_an_error() {
+    let (d, base) = tree();
+    let policy = d.path().join("p.toml");
+    std::fs::write(&policy, "[limits]\nrestart = \"never\"\n").unwrap();
+    let root = base.join("root");
+    let mut s = Session::start(&[
+        "--policy",
+        policy.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    s.initialize();
+    let r = s.call(1, "crash", json!({}));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited (exit code 3)"),
+        "{r}"
+    );
+    assert_eq!(s.wait_exit(), 1);
+}
+
+#[test]
+fn refused_command_line_roots_are_reported_and_the_rest_enforced() {
+    let (_d, base) = tree();
+    let root = base.join("root");
+    let mut s = Session::start(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--root",
+        "file:///tmp/%2e%2e/etc",
+    ]);
+    s.initialize();
+    let roots = s.call(1, "roots", json!({}));
+    let inner: Value = serde_json::from_str(&text(&roots)).unwrap();
+    assert_eq!(inner["roots"].as_array().unwrap().len(), 1);
+    drop(s.stdin.take());
+    assert_eq!(s.wait_exit(), 0);
+}
