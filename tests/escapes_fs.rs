@@ -484,3 +484,69 @@ fn device_nodes_cannot_be_made_in_a_root() {
     .expect("block", "EACCES")
     .expect("char", "EACCES");
 }
+
+#[test]
+fn device_files_are_closed() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "check('kmsg', lambda: open('/dev/kmsg', 'rb'))\n\
+         check('mem', lambda: open('/dev/mem', 'rb'))\n\
+         check('vda', lambda: open('/dev/vda', 'rb'))\n\
+         check('tty1', lambda: open('/dev/tty1', 'wb'))\n\
+         check('null', lambda: write('/dev/null', 'x'))\n\
+         check('urandom', lambda: open('/dev/urandom', 'rb').read(8))",
+    )
+    .expect_any("kmsg", &["EACCES"])
+    .expect_any("mem", &["EACCES", "ENOENT"])
+    .expect_any("vda", &["EACCES", "ENOENT"])
+    .expect_any("tty1", &["EACCES", "ENOENT"])
+    .expect("null", "OK")
+    .expect("urandom", "OK");
+}
+
+#[test]
+fn kernel_knobs_cannot_be_written() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        "check('sysrq', lambda: write('/proc/sysrq-trigger', 'h'))\n\
+         check('core_pattern', lambda: write('/proc/sys/kernel/core_pattern', '|/tmp/x'))\n\
+         check('sysctl_read', lambda: read('/proc/sys/kernel/hostname'))\n\
+         check('sys_write', lambda: write('/sys/kernel/mm/transparent_hugepage/enabled', 'never'))\n\
+         check('uevent_helper', lambda: write('/sys/kernel/uevent_helper', '/tmp/x'))",
+    )
+    .expect_any("sysrq", &["EACCES", "ENOENT"])
+    .expect("core_pattern", "EACCES")
+    .expect("sysctl_read", "EACCES")
+    .expect_any("sys_write", &["EACCES", "ENOENT"])
+    .expect_any("uevent_helper", &["EACCES", "ENOENT"]);
+}
+
+#[test]
+fn a_new_user_namespace_cannot_mount_over_the_sandbox() {
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             def sc(r):\n\
+             \x20   if r != 0:\n\
+             \x20       raise OSError(ctypes.get_errno(), 'call')\n\
+             check('unshare', lambda: sc(libc.unshare(0x10000000 | 0x00020000)))\n\
+             check('mount_tmpfs', lambda: sc(libc.mount(b'none', b'{o}', b'tmpfs', 0, None)))\n\
+             check('bind_root', lambda: sc(libc.mount(b'/', b'{r}', None, 4096 | 16384, None)))\n\
+             check('chroot_read', lambda: (sc(libc.chroot(b'{r}')), read('/../outside/secret')))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    // Whether the user namespace is granted depends on the kernel's
+    // settings; what matters is that nothing can be mounted.
+    .expect_any("unshare", &["OK", "EPERM", "EINVAL"])
+    .expect("mount_tmpfs", "EPERM")
+    .expect("bind_root", "EPERM")
+    .expect_any("chroot_read", &["EPERM", "EACCES", "ENOENT"]);
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}

@@ -512,3 +512,40 @@ fn missing_required_runtime_path_fails_closed() {
     );
     assert!(!stdout(&out).contains("ran"));
 }
+
+#[test]
+fn processes_left_behind_by_the_server_are_killed_with_it() {
+    // The launcher makes itself a child subreaper, so the server's orphaned
+    // background job is reparented to it (and not to whatever pid 1 does
+    // with orphans); it then reports the job's state after rootfence exits.
+    let t = Tree::new();
+    let launcher = r#"
+import ctypes, os, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, check=True).stdout
+pid = int(out.strip())
+time.sleep(0.3)
+state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+print("state=" + state)
+if state != "Z":
+    os.kill(pid, 9)
+"#;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(launcher)
+        .arg(rootfence())
+        .args([
+            "exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "sleep 30 >/dev/null & echo $!",
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    common::Probe::new(out).expect("state", "Z");
+}

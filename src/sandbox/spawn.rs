@@ -111,8 +111,12 @@ pub enum CapabilityOutcome {
 
 /// A running server.
 ///
-/// Dropping it kills the server (`SIGKILL`) if it has not been waited for,
-/// reaps it, and removes its scratch directory.
+/// The server's processes live and die with it: when it exits (seen by
+/// [`wait`](Self::wait) or [`try_wait`](Self::try_wait)), whatever is left
+/// of its process group is killed before it is reaped. Descendants that
+/// leave the group (`setsid`, `setpgid`) survive it, still confined.
+/// Dropping the handle kills the server and its group (`SIGKILL`) if it has
+/// not been waited for, reaps it, and removes its scratch directory.
 #[derive(Debug)]
 pub struct SandboxedChild {
     child: Child,
@@ -173,22 +177,70 @@ impl SandboxedChild {
         self.signal(libc::SIGKILL)
     }
 
-    /// Wait for the server to exit (blocking), then remove its scratch
-    /// directory. From async code call it in `spawn_blocking`.
+    /// Wait for the server to exit (blocking), kill what is left of its
+    /// process group, reap it, then remove its scratch directory. From async
+    /// code call it in `spawn_blocking`.
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        if !self.reaped {
+            self.exited(true)?;
+            self.kill_group();
+        }
         let status = self.child.wait()?;
         self.finish();
         Ok(status)
     }
 
-    /// Whether the server has exited, without blocking; removes the scratch
-    /// directory once it has.
+    /// Whether the server has exited, without blocking; once it has, kills
+    /// what is left of its process group, reaps it and removes the scratch
+    /// directory.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if !self.reaped {
+            if !self.exited(false)? {
+                return Ok(None);
+            }
+            self.kill_group();
+        }
         let status = self.child.try_wait()?;
         if status.is_some() {
             self.finish();
         }
         Ok(status)
+    }
+
+    /// Whether the server has exited (blocking until it has when `block`),
+    /// without reaping it: while it is a zombie its pid, which is also its
+    /// process group's id, cannot be reused.
+    fn exited(&self, block: bool) -> io::Result<bool> {
+        let pid = libc::id_t::from(self.child.id());
+        loop {
+            // SAFETY: waitid writes into the zeroed siginfo.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+            // SAFETY: valid pointer to a siginfo_t.
+            let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
+            if r == 0 {
+                // SAFETY: si_pid is valid for a waitid result; 0 means no
+                // child has changed state (WNOHANG).
+                return Ok(unsafe { info.si_pid() } != 0);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
+    /// Kill every process left in the server's process group (its
+    /// children that did not leave the group). The server is a group and
+    /// session leader (`setsid`), so the group is the sandbox's own.
+    fn kill_group(&self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill has no memory arguments; the group id is the
+            // pid of our unreaped child, which cannot have been reused.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
     }
 
     fn finish(&mut self) {
@@ -204,6 +256,7 @@ impl SandboxedChild {
 impl Drop for SandboxedChild {
     fn drop(&mut self) {
         if !self.reaped {
+            self.kill_group();
             let _ = self.child.kill();
             let _ = self.child.wait();
             self.finish();
