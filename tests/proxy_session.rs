@@ -6,56 +6,14 @@
 mod host;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use host::{Host, fake_server};
-use rootfence::plan::SandboxPlan;
+use host::Host;
+use host::session::{Launches, Running, start_with};
 use rootfence::policy::Policy;
-use rootfence::proxy::server::ExitInfo;
-use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
+use rootfence::proxy::{Ending, Event};
 use rootfence::roots::{Access, RootInput};
-use rootfence::runtime::HostEnv;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-
-#[derive(Clone, Default)]
-struct Launches {
-    roots: Arc<Mutex<Vec<Vec<PathBuf>>>>,
-    pids: Arc<Mutex<Vec<u32>>>,
-    tools: Arc<Mutex<String>>,
-}
-
-struct TestLauncher {
-    exe: PathBuf,
-    log: Launches,
-}
-
-impl Launcher for TestLauncher {
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
-        self.log
-            .roots
-            .lock()
-            .unwrap()
-            .push(plan.roots.iter().map(|r| r.path.clone()).collect());
-        let mut child = std::process::Command::new(&self.exe)
-            .env("FAKE_TOOLS", self.log.tools.lock().unwrap().clone())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        let pid = child.id();
-        self.log.pids.lock().unwrap().push(pid);
-        let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().unwrap()).unwrap();
-        let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().unwrap()).unwrap();
-        Ok(ServerProcess {
-            stdin: Box::new(stdin),
-            stdout: Box::new(stdout),
-            pid,
-            reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
-        })
-    }
-}
 
 struct Fx {
     _dir: tempfile::TempDir,
@@ -75,13 +33,6 @@ fn uri(p: &Path) -> String {
     rootfence::roots::path_to_uri(p)
 }
 
-struct Running {
-    host: Host,
-    log: Launches,
-    task: tokio::task::JoinHandle<Result<Ending, String>>,
-    events: mpsc::UnboundedSender<Event>,
-}
-
 fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
     let mut limits = String::new();
     for (k, v) in [
@@ -98,46 +49,18 @@ fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
         "[roots]\nallow_under = [\"{}\"]\n[limits]\n{limits}{policy_extra}",
         fx.base.display()
     );
-    let policy = Policy::parse(&text, None, Some(&fx.base.join("home"))).unwrap();
-    let env = HostEnv {
-        vars: [("PATH".to_string(), "/usr/bin:/bin".to_string())]
-            .into_iter()
-            .collect(),
-        home: Some(fx.base.join("home")),
-        cwd: Some(fx.base.clone()),
-    };
-    let config = SessionConfig {
-        policy,
-        cli_roots: cli_roots
-            .iter()
-            .map(|p| RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite))
-            .collect(),
-        no_host_roots: false,
-        command: vec![fake_server().into()],
-        env,
-        roots_observer: None,
-    };
-    let log = Launches::default();
-    let launcher = TestLauncher {
-        exe: fake_server(),
-        log: log.clone(),
-    };
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let (r, w) = tokio::io::split(theirs);
-    let (events, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(proxy::run(
-        config,
-        launcher,
-        tokio::io::BufReader::new(r),
-        w,
-        rx,
-    ));
-    Running {
-        host: Host::new(ours),
-        log,
-        task,
-        events,
-    }
+    let cli = cli_roots
+        .iter()
+        .map(|p| RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite))
+        .collect();
+    // The fixture owns the tree; the session keeps an empty directory.
+    start_with(
+        &text,
+        &fx.base.join("home"),
+        &fx.base,
+        cli,
+        tempfile::tempdir().unwrap(),
+    )
 }
 
 fn launches(log: &Launches) -> Vec<Vec<PathBuf>> {

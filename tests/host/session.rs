@@ -2,13 +2,14 @@
 //! task between a scripted [`Host`] and the fake server, launched without
 //! the sandbox (these tests exercise the relay, not the confinement).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
 use rootfence::proxy::server::ExitInfo;
 use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
+use rootfence::roots::RootInput;
 use rootfence::runtime::HostEnv;
 use tokio::sync::mpsc;
 
@@ -19,6 +20,10 @@ use super::{Host, fake_server};
 pub struct Launches {
     /// The pid of each launch.
     pub pids: Arc<Mutex<Vec<u32>>>,
+    /// The enforced root paths of each launch.
+    pub roots: Arc<Mutex<Vec<Vec<PathBuf>>>>,
+    /// `FAKE_TOOLS` for the next launches (extra tool names).
+    pub tools: Arc<Mutex<String>>,
 }
 
 /// Launches the fake server unconfined.
@@ -28,8 +33,14 @@ pub struct TestLauncher {
 }
 
 impl Launcher for TestLauncher {
-    fn launch(&mut self, _plan: &SandboxPlan) -> Result<ServerProcess, String> {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+        self.log
+            .roots
+            .lock()
+            .unwrap()
+            .push(plan.roots.iter().map(|r| r.path.clone()).collect());
         let mut child = std::process::Command::new(&self.exe)
+            .env("FAKE_TOOLS", self.log.tools.lock().unwrap().clone())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -58,7 +69,7 @@ pub struct Running {
 
 /// Start a session whose policy is `policy` (TOML) plus short limits for
 /// tests, in a fresh temporary directory (its path replaces `{dir}` in
-/// `policy`).
+/// `policy`), which is also the home and current directory.
 pub fn start(policy: &str) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
@@ -66,17 +77,29 @@ pub fn start(policy: &str) -> Running {
         "[limits]\nrebuild_debounce_ms = 50\ndrain_timeout_ms = 2000\nshutdown_grace_ms = 300\nrestart_backoff_ms = 50\n{}",
         policy.replace("{dir}", &base.display().to_string())
     );
-    let policy = Policy::parse(&text, None, Some(&base)).unwrap();
+    start_with(&text, &base, &base, Vec::new(), dir)
+}
+
+/// Start a session with exactly this policy text, home and current
+/// directory, and command-line roots; `dir` is kept alive with it.
+pub fn start_with(
+    policy: &str,
+    home: &Path,
+    cwd: &Path,
+    cli_roots: Vec<RootInput>,
+    dir: tempfile::TempDir,
+) -> Running {
+    let policy = Policy::parse(policy, None, Some(home)).unwrap();
     let env = HostEnv {
         vars: [("PATH".to_string(), "/usr/bin:/bin".to_string())]
             .into_iter()
             .collect(),
-        home: Some(base.clone()),
-        cwd: Some(base.clone()),
+        home: Some(home.to_path_buf()),
+        cwd: Some(cwd.to_path_buf()),
     };
     let config = SessionConfig {
         policy,
-        cli_roots: Vec::new(),
+        cli_roots,
         no_host_roots: false,
         command: vec![fake_server().into()],
         env,
