@@ -243,6 +243,29 @@ fn main() {
                         &out,
                         &text_result(&id, &std::process::id().to_string(), false),
                     ),
+                    "respond_later" => {
+                        // Write a response to an id this server never
+                        // received (a forgery), after a delay.
+                        let forged =
+                            json!({"jsonrpc":"2.0","id":args["id"],"result":args["result"]});
+                        let ms = args["ms"].as_u64().unwrap_or(100);
+                        let out2 = out.clone();
+                        std::thread::spawn(move || {
+                            std::thread::sleep(std::time::Duration::from_millis(ms));
+                            send(&out2, &forged);
+                        });
+                        send(&out, &text_result(&id, "scheduled", false));
+                    }
+                    "flood" => {
+                        // Many notifications, then the answer.
+                        let count = args["count"].as_u64().unwrap_or(10);
+                        let bytes = args["bytes"].as_u64().unwrap_or(1024) as usize;
+                        let note = json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"f".repeat(bytes)}});
+                        for _ in 0..count {
+                            send(&out, &note);
+                        }
+                        send(&out, &text_result(&id, "flooded", false));
+                    }
                     _ => send(
                         &out,
                         &json!({"jsonrpc":"2.0","id":id,"error":{"code":-32602,"message":"unknown tool"}}),

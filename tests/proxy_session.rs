@@ -609,7 +609,8 @@ async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
     // roots/list was 1). The server schedules a forged answer to it,
     // naming a root of its own choosing.
     let forged = json!({"roots": [{"uri": uri(&fx.base.join("outside"))}]});
-    r.host
+    let scheduled = r
+        .host
         .call(
             2,
             "respond_later",
@@ -617,6 +618,7 @@ async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
             &roots,
         )
         .await;
+    assert_eq!(Host::text(&scheduled), "scheduled", "{scheduled}");
     r.host
         .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
         .await;

@@ -98,6 +98,14 @@ impl Session {
     }
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A failed test must not leave rootfence (and its server) running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn text(v: &Value) -> String {
     v["result"]["content"][0]["text"]
         .as_str()
@@ -200,6 +208,44 @@ fn refused_command_line_roots_are_reported_and_the_rest_enforced() {
     let roots = s.call(1, "roots", json!({}));
     let inner: Value = serde_json::from_str(&text(&roots)).unwrap();
     assert_eq!(inner["roots"].as_array().unwrap().len(), 1);
+    drop(s.stdin.take());
+    assert_eq!(s.wait_exit(), 0);
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A server that writes faster than the host reads is held back by the
+/// pipes: rootfence's memory stays bounded, and nothing is lost.
+#[test]
+fn a_flooding_server_is_held_back_and_nothing_is_lost() {
+    let (_d, base) = tree();
+    let root = base.join("root");
+    let mut s = Session::start(&["--root", root.to_str().unwrap()]);
+    s.initialize();
+    let count = 100;
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{"count":count,"bytes":1_048_576}}}));
+    // Do not read for a while: 100 MiB are waiting to be relayed.
+    std::thread::sleep(Duration::from_millis(1500));
+    let rss = rss_kib(s.child.id());
+    assert!(
+        rss < 48 * 1024,
+        "rootfence holds {rss} KiB while the host does not read"
+    );
+    let mut notes = 0;
+    loop {
+        let m = s.recv();
+        if m["method"] == "notifications/message" {
+            notes += 1;
+            continue;
+        }
+        assert_eq!(text(&m), "flooded", "{m}");
+        break;
+    }
+    assert_eq!(notes, count);
     drop(s.stdin.take());
     assert_eq!(s.wait_exit(), 0);
 }

@@ -91,8 +91,10 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
     );
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: every message crosses several tasks (host reader,
+    // session, server writer and reader, host writer), and waking a task on
+    // the same thread is far cheaper than waking another thread.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -104,22 +104,76 @@ fn memchr(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
+/// Bytes queued for a writer above which rootfence stops reading from the
+/// other side until the writer catches up (the pipes' own back-pressure
+/// then reaches the peer). One message of any size up to the limit may
+/// always be in flight.
+pub const HIGH_WATER: usize = 4 * 1024 * 1024;
+
+/// The sending side of a line writer, counting the bytes still queued.
+#[derive(Clone)]
+pub struct LineSender {
+    tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl LineSender {
+    /// Queue a line; false if the writer is gone.
+    pub fn send(&self, line: Vec<u8>) -> bool {
+        let n = line.len();
+        self.queued
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        if self.tx.send(line).is_err() {
+            self.queued
+                .fetch_sub(n, std::sync::atomic::Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Whether more than [`HIGH_WATER`] bytes wait to be written.
+    pub fn backed_up(&self) -> bool {
+        self.queued.load(std::sync::atomic::Ordering::Relaxed) > HIGH_WATER
+    }
+}
+
+/// The receiving side: hand it to [`write_all_lines`].
+pub struct LineQueue {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// A queue of lines for one writer.
+pub fn line_queue() -> (LineSender, LineQueue) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    (
+        LineSender {
+            tx,
+            queued: queued.clone(),
+        },
+        LineQueue { rx, queued },
+    )
+}
+
 /// Small messages queued together are written with one system call up to
 /// this size; larger ones are written straight from their own buffer.
 const COALESCE: usize = 64 * 1024;
 
-/// Write every message received on `rx` to `w`, each followed by a newline.
+/// Write every message queued on `q` to `w`, each followed by a newline.
 /// Messages already queued are written together; the stream is flushed
-/// whenever the queue is empty. Returns when `rx` closes (or on a write
-/// error, which is returned).
+/// whenever the queue is empty. Returns when the queue closes (or on a
+/// write error, which is returned).
 pub async fn write_all_lines<W: AsyncWrite + Unpin>(
     w: &mut W,
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    q: &mut LineQueue,
 ) -> std::io::Result<()> {
     let mut batch: Vec<u8> = Vec::with_capacity(COALESCE);
-    while let Some(first) = rx.recv().await {
+    while let Some(first) = q.rx.recv().await {
         let mut next = Some(first);
         while let Some(mut line) = next.take() {
+            q.queued
+                .fetch_sub(line.len(), std::sync::atomic::Ordering::Relaxed);
             if line.len() >= COALESCE {
                 if !batch.is_empty() {
                     w.write_all(&batch).await?;
@@ -135,7 +189,7 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
                     batch.clear();
                 }
             }
-            next = rx.try_recv().ok();
+            next = q.rx.try_recv().ok();
         }
         if !batch.is_empty() {
             w.write_all(&batch).await?;

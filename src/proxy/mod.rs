@@ -36,14 +36,16 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (out_tx, mut out_rx) = framing::line_queue();
     let writer = tokio::spawn(async move {
         let mut w = host_out;
         if let Err(e) = framing::write_all_lines(&mut w, &mut out_rx).await {
             tracing::warn!("host stdout closed: {e}");
         }
     });
-    let (srv_tx, mut srv_rx) = mpsc::unbounded_channel();
+    // Bounded: a server that writes faster than the host reads is held
+    // back by its own pipe.
+    let (srv_tx, mut srv_rx) = mpsc::channel(16);
     let (host_tx, mut host_rx) = mpsc::channel::<Event>(64);
     let reader = tokio::spawn(async move {
         let mut r = framing::LineReader::new(host_in, max);
@@ -68,12 +70,16 @@ where
     let mut extra_open = true;
     while !session.finished() {
         let deadline = session.next_deadline();
+        // While a writer is backed up, one side is not read; look again
+        // shortly (writers do not wake this loop when they catch up).
+        let paused = session.host_backed_up() || session.server_backed_up();
         tokio::select! {
-            ev = host_rx.recv(), if host_open => match ev {
+            () = tokio::time::sleep(std::time::Duration::from_millis(1)), if paused => {}
+            ev = host_rx.recv(), if host_open && !session.server_backed_up() => match ev {
                 Some(ev) => session.on_event(ev),
                 None => { host_open = false; session.on_event(Event::HostEof); }
             },
-            Some(ev) = srv_rx.recv() => session.on_event(Event::Server(ev)),
+            Some(ev) = srv_rx.recv(), if !session.host_backed_up() || session.ending().is_some() => session.on_event(Event::Server(ev)),
             ev = extra_events.recv(), if extra_open => match ev {
                 Some(ev) => session.on_event(ev),
                 None => extra_open = false,

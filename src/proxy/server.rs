@@ -9,7 +9,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
-use super::framing::{Frame, LineReader, write_all_lines};
+use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
 use crate::plan::SandboxPlan;
 
 /// How a server process ended.
@@ -115,7 +115,7 @@ pub struct Generation {
     /// Generation number (1, 2, ...).
     pub id: u64,
     /// Messages to the server's stdin.
-    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    to_server: Option<LineSender>,
     /// Ask the reaper to shut the process down.
     stop: Option<tokio::sync::oneshot::Sender<Duration>>,
     /// Process id, for logs.
@@ -128,7 +128,7 @@ impl Generation {
         id: u64,
         proc: ServerProcess,
         max_line: usize,
-        events: mpsc::UnboundedSender<ServerEvent>,
+        events: mpsc::Sender<ServerEvent>,
     ) -> Result<Generation, String> {
         let pid = Some(proc.pid);
         let pidfd = Pidfd::open(proc.pid)
@@ -136,7 +136,7 @@ impl Generation {
         let stdin = proc.stdin;
         let stdout = proc.stdout;
 
-        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (tx, mut rx) = line_queue();
         tokio::spawn(async move {
             let mut stdin = stdin;
             if let Err(e) = write_all_lines(&mut stdin, &mut rx).await {
@@ -152,7 +152,7 @@ impl Generation {
             loop {
                 match reader.next().await {
                     Ok(Some(frame)) => {
-                        if ev.send(ServerEvent::Frame(id, frame)).is_err() {
+                        if ev.send(ServerEvent::Frame(id, frame)).await.is_err() {
                             break;
                         }
                     }
@@ -163,7 +163,7 @@ impl Generation {
                     }
                 }
             }
-            let _ = ev.send(ServerEvent::Eof(id));
+            let _ = ev.send(ServerEvent::Eof(id)).await;
         });
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Duration>();
@@ -185,7 +185,7 @@ impl Generation {
             } else {
                 None
             };
-            let _ = events.send(ServerEvent::Exited(id, status));
+            let _ = events.send(ServerEvent::Exited(id, status)).await;
         });
 
         Ok(Generation {
@@ -196,11 +196,14 @@ impl Generation {
         })
     }
 
+    /// Whether too much waits to be written to the server.
+    pub fn backed_up(&self) -> bool {
+        self.to_server.as_ref().is_some_and(LineSender::backed_up)
+    }
+
     /// Send one message to the server. Returns false if it is gone.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        self.to_server
-            .as_ref()
-            .is_some_and(|tx| tx.send(line).is_ok())
+        self.to_server.as_ref().is_some_and(|tx| tx.send(line))
     }
 
     /// Shut the server down: close its stdin, wait `grace`, SIGTERM, wait

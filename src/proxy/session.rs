@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::framing::Frame;
+use super::framing::{Frame, LineSender};
 use super::guard::{self, Guard, Revision};
 use super::message::{self, Envelope, Invalid, Kind, code};
 use super::server::{Generation, Launcher, ServerEvent};
@@ -154,8 +154,8 @@ pub struct Session<L: Launcher> {
     env: HostEnv,
     roots_observer: Option<RootsObserver>,
 
-    host_out: mpsc::UnboundedSender<Vec<u8>>,
-    server_events: mpsc::UnboundedSender<ServerEvent>,
+    host_out: LineSender,
+    server_events: mpsc::Sender<ServerEvent>,
 
     phase: Phase,
     gens: HashMap<u64, GenState>,
@@ -209,8 +209,8 @@ impl<L: Launcher> Session<L> {
     pub fn new(
         config: SessionConfig,
         launcher: L,
-        host_out: mpsc::UnboundedSender<Vec<u8>>,
-        server_events: mpsc::UnboundedSender<ServerEvent>,
+        host_out: LineSender,
+        server_events: mpsc::Sender<ServerEvent>,
     ) -> Result<Self, String> {
         let spec = runtime::discover(
             &config.command,
@@ -282,6 +282,20 @@ impl<L: Launcher> Session<L> {
             .flatten()
             .chain(drains)
             .min()
+    }
+
+    /// Whether more than [`super::framing::HIGH_WATER`] bytes wait for the
+    /// host: stop reading the servers until it catches up.
+    pub fn host_backed_up(&self) -> bool {
+        self.host_out.backed_up()
+    }
+
+    /// Whether more than [`super::framing::HIGH_WATER`] bytes wait for a
+    /// server: stop reading the host until it catches up.
+    pub fn server_backed_up(&self) -> bool {
+        self.gens
+            .values()
+            .any(|g| !g.stopping && g.handle.backed_up())
     }
 
     /// Whether the session is over and every server is gone.
@@ -362,7 +376,7 @@ impl<L: Launcher> Session<L> {
     // Host side
 
     fn send_host(&self, line: Vec<u8>) {
-        let _ = self.host_out.send(line);
+        self.host_out.send(line);
     }
 
     fn alloc_id(&mut self) -> u64 {
