@@ -319,4 +319,62 @@ fn main() {
         "first launch with host roots (initialize to first answer)  {:>8.2} ms",
         first.as_secs_f64() * 1e3
     );
+
+    // 4. memory: peak RSS of the rootfence process, in fresh processes.
+    println!();
+    let policy = base.join("policy.toml");
+    let mb = 1u64 << 20;
+    std::fs::write(
+        &policy,
+        format!("[limits]\nmax_message_bytes = {}\n", 96 * mb),
+    )
+    .unwrap();
+    let pol = policy.to_str().unwrap().to_string();
+    let big = "A".repeat(64 << 20);
+    let big_call = |id: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"echo","arguments":{{"data":"{big}"}}}}}}"#
+        )
+    };
+    let mut p = Peer::spawn(fenced(&a, &["--policy", &pol]));
+    p.initialize(false, "[]");
+    let idle = peak_rss_kib(p.child.id());
+    p.send(&big_call("big"));
+    let answer_len = p.recv().len();
+    let relaying = peak_rss_kib(p.child.id());
+    p.close();
+    std::fs::write(&policy, format!("[limits]\nmax_message_bytes = {mb}\n")).unwrap();
+    let mut p = Peer::spawn(fenced(&a, &["--policy", &pol]));
+    p.initialize(false, "[]");
+    let idle_small = peak_rss_kib(p.child.id());
+    p.send(&big_call("over"));
+    let refused = p.recv().contains("exceeds the limit");
+    let oversized = peak_rss_kib(p.child.id());
+    p.close();
+    println!(
+        "peak RSS of rootfence, idle                                   {:>7.1} MiB",
+        idle as f64 / 1024.0
+    );
+    println!(
+        "peak RSS relaying a 64 MiB request and its 64 MiB answer      {:>7.1} MiB ({:.2} x one message over idle)",
+        relaying as f64 / 1024.0,
+        relaying.saturating_sub(idle) as f64 * 1024.0 / answer_len as f64
+    );
+    println!(
+        "peak RSS refusing a 64 MiB line over a 1 MiB limit ({:>7})  {:>7.1} MiB (+{:.1} MiB over idle)",
+        if refused { "refused" } else { "NOT REFUSED" },
+        oversized as f64 / 1024.0,
+        oversized.saturating_sub(idle_small) as f64 / 1024.0
+    );
+}
+
+/// The peak resident set of a process (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }

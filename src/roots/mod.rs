@@ -382,9 +382,17 @@ pub fn merge(roots: Vec<CanonicalRoot>) -> Merged {
     let mut out = Merged::default();
     // Input position of the name each kept root carries.
     let mut named_by: Vec<usize> = Vec::new();
+    // Index in `out.roots` of the kept root at each path.
+    let mut kept_at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
     for (index, root) in roots {
-        // The nearest kept root enclosing this one decides.
-        let enclosing = out.roots.iter().rposition(|kept| root.is_within(kept));
+        // The nearest kept root enclosing this one decides: look its
+        // ancestors up (itself first), so merging stays linear in the number
+        // of roots times their depth.
+        let enclosing = root.path.ancestors().find_map(|a| {
+            let &i = kept_at.get(a)?;
+            let kept: &CanonicalRoot = &out.roots[i];
+            (a == root.path || kept.kind == RootKind::Directory).then_some(i)
+        });
         match enclosing {
             Some(i) if root.access.is_covered_by(out.roots[i].access) => {
                 let outer = &mut out.roots[i];
@@ -396,6 +404,7 @@ pub fn merge(roots: Vec<CanonicalRoot>) -> Merged {
                 out.folded.push((root, into));
             }
             _ => {
+                kept_at.entry(root.path.clone()).or_insert(out.roots.len());
                 out.roots.push(root);
                 named_by.push(index);
             }

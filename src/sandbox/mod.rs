@@ -107,3 +107,11 @@ pub enum SandboxError {
     #[error("cannot start the launcher thread: {0}")]
     Launcher(std::io::Error),
 }
+
+/// Build the Landlock ruleset for `plan` on this kernel without applying
+/// it, and return how many path rules it holds. What a launch pays before
+/// `fork` for its ruleset; used by the plan-scale bench and diagnostics.
+pub fn build_ruleset(plan: &crate::plan::SandboxPlan) -> Result<usize, SandboxError> {
+    let prepared = landlock::prepare(plan, None, probe().abi())?;
+    Ok(prepared.path_rules)
+}

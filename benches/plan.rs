@@ -1,0 +1,51 @@
+//! Scale of the plan: resolving N roots, building the plan, and building
+//! the Landlock ruleset from it, for N = 1, 10, 100 and 1,000 roots.
+//!
+//!     cargo bench --bench plan
+
+use std::path::PathBuf;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use rootfence::plan;
+use rootfence::policy::Policy;
+use rootfence::roots::{Access, RootInput, resolve_all};
+use rootfence::runtime::{self, HostEnv};
+
+fn setup(n: usize) -> (tempfile::TempDir, Vec<RootInput>) {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = (0..n)
+        .map(|i| {
+            let p: PathBuf = dir.path().join(format!("root-{i:04}"));
+            std::fs::create_dir(&p).unwrap();
+            RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite)
+        })
+        .collect();
+    (dir, inputs)
+}
+
+fn bench(c: &mut Criterion) {
+    let env = HostEnv::current();
+    let policy = Policy::builtin(env.home.as_deref()).unwrap();
+    let rules = policy.root_rules(env.cwd.clone());
+    let command =
+        runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env).unwrap();
+    let mut group = c.benchmark_group("plan");
+    for n in [1usize, 10, 100, 1000] {
+        let (_dir, inputs) = setup(n);
+        group.bench_with_input(BenchmarkId::new("resolve+plan", n), &n, |b, _| {
+            b.iter(|| {
+                let (ok, refused) = resolve_all(&inputs, &rules);
+                plan::build(&policy, ok, refused, command.clone(), &env)
+            })
+        });
+        let (ok, refused) = resolve_all(&inputs, &rules);
+        let p = plan::build(&policy, ok, refused, command.clone(), &env);
+        group.bench_with_input(BenchmarkId::new("landlock-ruleset", n), &n, |b, _| {
+            b.iter(|| rootfence::sandbox::build_ruleset(&p).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
