@@ -184,6 +184,17 @@ pub fn id_key(raw: &RawValue) -> String {
 
 /// [`id_key`] for raw JSON text.
 pub fn id_key_str(raw: &str) -> String {
+    // Integers and strings without escapes are already canonical (no
+    // whitespace inside a raw value): skip the parse on the hot path.
+    let b = raw.as_bytes();
+    let plain_int = !b.is_empty()
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || (i == 0 && *c == b'-'));
+    let plain_str = b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' && !b.contains(&b'\\');
+    if (plain_int && raw != "-0") || plain_str {
+        return raw.to_string();
+    }
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(v) => v.to_string(),
         Err(_) => raw.to_string(),
