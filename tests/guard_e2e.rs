@@ -11,43 +11,11 @@
 //! (whose capability rootfence does not forward) makes the tool vanish.
 //! It starts under the default node profile: no network, no writes.
 
+mod peer;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
-
-fn peers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
-}
-
-fn python() -> PathBuf {
-    let p = peers().join(".venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh (scripts/test.sh does)",
-        p.display()
-    );
-    p
-}
-
-fn node() -> PathBuf {
-    for d in ["/usr/bin/node", "/usr/local/bin/node"] {
-        if Path::new(d).exists() {
-            return PathBuf::from(d);
-        }
-    }
-    panic!("node is required by this test: install Node.js (apt-get install nodejs)");
-}
-
-fn everything_js() -> String {
-    let p = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh",
-        p.display()
-    );
-    p.display().to_string()
-}
 
 /// A policy file in a fresh directory: the node profile plus `extra`.
 fn policy(extra: &str) -> (tempfile::TempDir, PathBuf) {
@@ -57,6 +25,12 @@ fn policy(extra: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, p)
 }
 
+fn everything_js() -> String {
+    peer::server_js("@modelcontextprotocol/server-everything")
+        .display()
+        .to_string()
+}
+
 fn command(policy: &Path) -> Vec<String> {
     vec![
         env!("CARGO_BIN_EXE_rootfence").to_string(),
@@ -64,7 +38,7 @@ fn command(policy: &Path) -> Vec<String> {
         "--policy".into(),
         policy.display().to_string(),
         "--".into(),
-        node().display().to_string(),
+        peer::node().display().to_string(),
         everything_js(),
         "stdio".into(),
     ]
@@ -73,8 +47,6 @@ fn command(policy: &Path) -> Vec<String> {
 /// Run host.py with `scenario` plus a sampling reply and an elicitation
 /// answer; returns the step results and the summary.
 fn scenario(policy: &Path, answer: Value, steps: Value) -> (Vec<Value>, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("scenario.json");
     let s = json!({
         "command": command(policy),
         "roots": null,
@@ -82,22 +54,8 @@ fn scenario(policy: &Path, answer: Value, steps: Value) -> (Vec<Value>, Value) {
         "elicitation": answer,
         "steps": steps,
     });
-    std::fs::write(&f, s.to_string()).unwrap();
-    let out = Command::new(python())
-        .arg(peers().join("host.py"))
-        .arg(&f)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
-    let mut lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let summary = lines.pop().unwrap();
-    assert_eq!(summary["summary"], true, "{stdout}");
-    assert_eq!(summary["sent"], summary["answered"], "{stdout}");
+    let (lines, summary) = peer::run_host(&s);
+    assert_eq!(summary["sent"], summary["answered"], "{summary}");
     (lines, summary)
 }
 

@@ -4,46 +4,11 @@
 //! from the lockfiles in tests/peers by `tests/peers/install.sh` (which the
 //! test command runs first).
 
+mod peer;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
-
-fn peers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
-}
-
-fn python() -> PathBuf {
-    let p = peers().join(".venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh (scripts/test.sh does)",
-        p.display()
-    );
-    p
-}
-
-fn node() -> PathBuf {
-    for d in ["/usr/bin/node", "/usr/local/bin/node"] {
-        if Path::new(d).exists() {
-            return PathBuf::from(d);
-        }
-    }
-    panic!("node is required by this test: install Node.js (apt-get install nodejs)");
-}
-
-fn server_js(package_dir: &str) -> PathBuf {
-    let p = peers()
-        .join("node_modules")
-        .join(package_dir)
-        .join("dist/index.js");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh",
-        p.display()
-    );
-    p
-}
 
 fn uri(p: &Path) -> String {
     rootfence::roots::path_to_uri(p)
@@ -86,28 +51,6 @@ fn fixture() -> Fx {
     }
 }
 
-/// Run host.py with a scenario; returns its step results and summary.
-fn scenario(s: Value) -> (Vec<Value>, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("scenario.json");
-    std::fs::write(&f, s.to_string()).unwrap();
-    let out = Command::new(python())
-        .arg(peers().join("host.py"))
-        .arg(&f)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
-    let mut lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let summary = lines.pop().unwrap();
-    assert_eq!(summary["summary"], true, "{stdout}");
-    (lines, summary)
-}
-
 fn rootfence_run(policy: &Path, extra: &[&str], server: &[&str]) -> Vec<String> {
     let mut v = vec![
         env!("CARGO_BIN_EXE_rootfence").to_string(),
@@ -132,13 +75,13 @@ fn find<'a>(steps: &'a [Value], key: &str, name: &str, nth: usize) -> &'a Value 
 #[test]
 fn filesystem_server_sees_exactly_the_enforced_roots_and_follows_changes() {
     let fx = fixture();
-    let node = node().display().to_string();
-    let js = server_js("@modelcontextprotocol/server-filesystem")
+    let node = peer::node().display().to_string();
+    let js = peer::server_js("@modelcontextprotocol/server-filesystem")
         .display()
         .to_string();
     let a = fx.base.join("a");
     let b = fx.base.join("b");
-    let (steps, summary) = scenario(json!({
+    let (steps, summary) = peer::run_host(&json!({
         "command": rootfence_run(&fx.policy, &[], &[&node, &js]),
         "roots": [[uri(&a), "A"], ["file:///usr/share", "outside the ceiling"]],
         "steps": [
@@ -196,8 +139,8 @@ fn filesystem_server_sees_exactly_the_enforced_roots_and_follows_changes() {
 #[test]
 fn old_filesystem_server_bugs_are_contained_by_the_sandbox() {
     let fx = fixture();
-    let node = node().display().to_string();
-    let js = server_js("server-filesystem-2025-3-28")
+    let node = peer::node().display().to_string();
+    let js = peer::server_js("server-filesystem-2025-3-28")
         .display()
         .to_string();
     let r = fx.base.join("r");
@@ -214,7 +157,7 @@ fn old_filesystem_server_bugs_are_contained_by_the_sandbox() {
         })
     };
     // Unconfined: the bug is real, the sibling's secret leaks.
-    let (bare, _) = scenario(steps_for(vec![node.clone(), js.clone(), r_str.clone()]));
+    let (bare, _) = peer::run_host(&steps_for(vec![node.clone(), js.clone(), r_str.clone()]));
     let leak = find(&bare, "call", "read_file", 1);
     assert_eq!(
         (leak["error"].clone(), leak["text"].clone()),
@@ -222,7 +165,7 @@ fn old_filesystem_server_bugs_are_contained_by_the_sandbox() {
         "{bare:?}"
     );
     // Through rootfence: the root works, neither escape does.
-    let (fenced, summary) = scenario(steps_for(rootfence_run(
+    let (fenced, summary) = peer::run_host(&steps_for(rootfence_run(
         &fx.policy,
         &["--root", &r_str],
         &[&node, &js, &r_str],
