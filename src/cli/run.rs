@@ -135,7 +135,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             env,
             roots_observer: observer,
         };
-        let stdin = tokio::io::BufReader::with_capacity(256 * 1024, proxy::stdio::stdin());
+        let stdin = proxy::stdio::stdin();
         // Run the session as a task, not as the `block_on` future itself:
         // waking a task is a local queue push, waking `block_on` is a
         // futex wake-up.

@@ -4,7 +4,7 @@
 //! limit, the rest of it is read and discarded, and only its first bytes are
 //! kept (to find its `id` and `method` for the error reply).
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// How much of an oversized line is kept to identify it.
 pub const OVERSIZED_HEAD: usize = 64 * 1024;
@@ -23,85 +23,162 @@ pub enum Frame {
     },
 }
 
+/// How much a reader asks the kernel for at a time.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Lines at least this long are handed over in the buffer they were read
+/// into (no copy); shorter ones are copied out of it.
+const HAND_OVER: usize = 64 * 1024;
+
 /// Reads newline-delimited frames, at most `max` bytes each.
+///
+/// Reads straight from the stream into its own buffer: a short line is
+/// copied out of it, a long one is handed over in the buffer itself, so a
+/// big message is copied once (by the kernel) on its way in.
 pub struct LineReader<R> {
     inner: R,
     max: usize,
+    /// Bytes read and not yet returned: `buf[start..]`.
     buf: Vec<u8>,
+    start: usize,
+    /// `buf[start..scanned]` holds no newline.
+    scanned: usize,
+    /// Discarding the rest of an oversized line: its length so far and
+    /// its first bytes.
+    oversized: Option<(u64, Vec<u8>)>,
+    eof: bool,
 }
 
-impl<R: AsyncBufRead + Unpin> LineReader<R> {
+impl<R: AsyncRead + Unpin> LineReader<R> {
     /// A reader whose lines may be at most `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
         LineReader {
             inner,
             max,
             buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            oversized: None,
+            eof: false,
         }
     }
 
     /// The next non-empty frame; `None` at end of stream. A final line
     /// without a newline is returned as a line.
     pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
-        let mut total: u64 = 0;
-        let mut oversized = false;
         loop {
-            let avail = self.inner.fill_buf().await?;
-            if avail.is_empty() {
-                // End of stream.
-                if total == 0 {
+            if let Some(i) = memchr(&self.buf[self.scanned..]) {
+                let end = self.scanned + i;
+                if let Some(frame) = self.take(end, 1) {
+                    return Ok(Some(frame));
+                }
+                continue;
+            }
+            self.scanned = self.buf.len();
+            let pending = self.buf.len() - self.start;
+            if let Some((len, head)) = &mut self.oversized {
+                // Past the limit: count and drop what has no newline.
+                *len += pending as u64;
+                keep_head(head, &self.buf[self.start..]);
+                self.buf.clear();
+                self.start = 0;
+                self.scanned = 0;
+            } else if pending > self.max {
+                let head = self.buf[self.start..self.start + OVERSIZED_HEAD.min(pending)].to_vec();
+                self.oversized = Some((pending as u64, head));
+                self.buf.clear();
+                self.buf.shrink_to(READ_CHUNK);
+                self.start = 0;
+                self.scanned = 0;
+            }
+            if self.eof {
+                let end = self.buf.len();
+                if end == self.start && self.oversized.is_none() {
                     return Ok(None);
                 }
-                return Ok(Some(self.finish(total, oversized)));
-            }
-            let (chunk, found) = match memchr(avail) {
-                Some(i) => (&avail[..i], true),
-                None => (avail, false),
-            };
-            let n = chunk.len();
-            total += n as u64;
-            if !oversized && total > self.max as u64 {
-                oversized = true;
-                // Keep only the head; release the rest.
-                self.buf.truncate(OVERSIZED_HEAD);
-                self.buf.shrink_to(OVERSIZED_HEAD);
-            }
-            if oversized {
-                let room = OVERSIZED_HEAD.saturating_sub(self.buf.len());
-                self.buf.extend_from_slice(&chunk[..room.min(n)]);
-            } else {
-                self.buf.extend_from_slice(chunk);
-            }
-            self.inner.consume(n + usize::from(found));
-            if found {
-                if total == 0 || (total == 1 && self.buf == b"\r") {
-                    // An empty line: skip it.
-                    self.buf.clear();
-                    total = 0;
-                    continue;
+                if let Some(frame) = self.take(end, 0) {
+                    return Ok(Some(frame));
                 }
-                return Ok(Some(self.finish(total, oversized)));
+                continue;
+            }
+            if self.start > 0 {
+                // Move the partial line to the front.
+                self.buf.drain(..self.start);
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            if self.buf.capacity() - self.buf.len() < READ_CHUNK / 2 {
+                self.buf.reserve(READ_CHUNK);
+            }
+            if self.inner.read_buf(&mut self.buf).await? == 0 {
+                self.eof = true;
             }
         }
     }
 
-    fn finish(&mut self, total: u64, oversized: bool) -> Frame {
-        if oversized {
-            let head = std::mem::take(&mut self.buf);
-            return Frame::TooLong { len: total, head };
+    /// The frame ending at `end` (exclusive), followed by `sep` separator
+    /// bytes; `None` for an empty line (skipped).
+    fn take(&mut self, end: usize, sep: usize) -> Option<Frame> {
+        let mut stop = end;
+        if let Some((len, mut head)) = self.oversized.take() {
+            let total = len + (end - self.start) as u64;
+            keep_head(&mut head, &self.buf[self.start..end]);
+            self.consume(end + sep);
+            return Some(Frame::TooLong { len: total, head });
         }
-        let mut line = std::mem::take(&mut self.buf);
-        if line.last() == Some(&b'\r') {
-            line.pop();
+        let n = end - self.start;
+        if n > self.max {
+            let head = self.buf[self.start..self.start + OVERSIZED_HEAD.min(n)].to_vec();
+            self.consume(end + sep);
+            return Some(Frame::TooLong {
+                len: n as u64,
+                head,
+            });
         }
-        // Room for the newline the writer appends.
-        line.reserve_exact(1);
-        Frame::Line(line)
+        if stop > self.start && self.buf[stop - 1] == b'\r' {
+            stop -= 1;
+        }
+        if stop == self.start {
+            self.consume(end + sep);
+            return None;
+        }
+        if self.start == 0 && stop >= HAND_OVER {
+            // Hand the buffer over; keep only what follows the line.
+            let rest = self.buf[end + sep..].to_vec();
+            let mut line = std::mem::replace(&mut self.buf, rest);
+            line.truncate(stop);
+            // Room for the newline the writer appends.
+            line.reserve_exact(1);
+            self.start = 0;
+            self.scanned = 0;
+            return Some(Frame::Line(line));
+        }
+        let mut line = Vec::with_capacity(stop - self.start + 1);
+        line.extend_from_slice(&self.buf[self.start..stop]);
+        self.consume(end + sep);
+        Some(Frame::Line(line))
+    }
+
+    /// Forget everything before `to`.
+    fn consume(&mut self, to: usize) {
+        if to >= self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        } else {
+            self.start = to;
+        }
+        self.scanned = self.start;
     }
 }
 
+/// Append to an oversized line's head what fits of `more`.
+fn keep_head(head: &mut Vec<u8>, more: &[u8]) {
+    let room = OVERSIZED_HEAD.saturating_sub(head.len());
+    head.extend_from_slice(&more[..room.min(more.len())]);
+}
+
 fn memchr(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+    memchr::memchr(b'\n', b)
 }
 
 /// Bytes queued for a writer above which rootfence stops reading from the
@@ -242,6 +319,86 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(f[2], Frame::Line(b"after".to_vec()));
+    }
+
+    /// Delivers its input in chunks of the given sizes (cycled).
+    struct Chunked {
+        data: Vec<u8>,
+        at: usize,
+        sizes: Vec<usize>,
+        turn: usize,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let size = self.sizes[self.turn % self.sizes.len()].max(1);
+            self.turn += 1;
+            let n = size.min(buf.remaining()).min(self.data.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.data[at..at + n]);
+            self.at += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What the reader must return for `input`, by a plain split.
+    fn expected(input: &[u8], max: usize) -> Vec<Frame> {
+        let mut parts: Vec<&[u8]> = input.split(|&c| c == b'\n').collect();
+        if input.last() == Some(&b'\n') {
+            parts.pop();
+        }
+        parts
+            .into_iter()
+            .filter_map(|p| {
+                if p.len() > max {
+                    let head = p[..p.len().min(OVERSIZED_HEAD)].to_vec();
+                    return Some(Frame::TooLong {
+                        len: p.len() as u64,
+                        head,
+                    });
+                }
+                let p = p.strip_suffix(b"\r").unwrap_or(p);
+                (!p.is_empty()).then(|| Frame::Line(p.to_vec()))
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_chunking_gives_the_plain_split(
+            lines in proptest::collection::vec(
+                (0usize..200_000, proptest::bool::ANY, 0u8..4), 0..12),
+            max in 1usize..150_000,
+            sizes in proptest::collection::vec(1usize..300_000, 1..6),
+        ) {
+            let mut input = Vec::new();
+            for (i, (len, cr, kind)) in lines.iter().enumerate() {
+                // Mostly short lines, some long ones, some empty.
+                let len = match kind { 0 => len % 50, 1 => len % 2000, 2 => 0, _ => *len };
+                input.extend((0..len).map(|j| b'a' + ((i + j) % 26) as u8));
+                if *cr { input.push(b'\r'); }
+                input.push(b'\n');
+            }
+            if lines.len() % 2 == 1 {
+                input.extend(b"tail without newline");
+            }
+            let want = expected(&input, max);
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let got = rt.block_on(async {
+                let src = Chunked { data: input, at: 0, sizes, turn: 0 };
+                let mut r = LineReader::new(src, max);
+                let mut out = Vec::new();
+                while let Some(f) = r.next().await.unwrap() {
+                    out.push(f);
+                }
+                out
+            });
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     #[tokio::test]

@@ -14,7 +14,7 @@ pub mod server;
 pub mod session;
 pub mod stdio;
 
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 pub use server::{Launcher, ServerProcess};
@@ -32,7 +32,7 @@ pub async fn run<L, R, W>(
 ) -> Result<Ending, String>
 where
     L: Launcher,
-    R: AsyncBufRead + Unpin + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);

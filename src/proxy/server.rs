@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
@@ -147,8 +147,7 @@ impl Generation {
 
         let ev = events.clone();
         tokio::spawn(async move {
-            let mut reader =
-                LineReader::new(BufReader::with_capacity(256 * 1024, stdout), max_line);
+            let mut reader = LineReader::new(stdout, max_line);
             loop {
                 match reader.next().await {
                     Ok(Some(frame)) => {
