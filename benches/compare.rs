@@ -96,7 +96,12 @@ fn main() {
     }
     if want("throughput") || want("throughput-1k") || want("throughput-4m") {
         eprintln!("throughput ...");
-        throughput(&a, want("throughput-1k"), want("throughput-4m"), &mut rows);
+        throughput(
+            &a,
+            want("throughput") || want("throughput-1k"),
+            want("throughput") || want("throughput-4m"),
+            &mut rows,
+        );
     }
     if want("rebuild") {
         eprintln!("rebuild ...");
