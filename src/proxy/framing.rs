@@ -110,7 +110,18 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if self.buf.capacity() - self.buf.len() < READ_CHUNK / 2 {
                 self.buf.reserve(READ_CHUNK);
             }
-            if self.inner.read_buf(&mut self.buf).await? == 0 {
+            // Near the limit, read only what can still belong to an
+            // acceptable line: an oversized one then costs at most the
+            // limit plus one read.
+            let room = (self.max + 1)
+                .saturating_sub(self.buf.len())
+                .max(READ_CHUNK);
+            if self
+                .inner
+                .read_buf(&mut bytes::BufMut::limit(&mut self.buf, room))
+                .await?
+                == 0
+            {
                 self.eof = true;
             }
         }
