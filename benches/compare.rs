@@ -151,9 +151,7 @@ fn time_status(cmd: &mut Command) -> Duration {
 
 fn launch(home: &Path, rows: &mut Vec<Row>) {
     let rootfence = env!("CARGO_BIN_EXE_rootfence");
-    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
+    let bwrap = common::bwrap();
     let (mut bare, mut fence, mut bw) = (Vec::new(), Vec::new(), Vec::new());
     // Interleaved, so a slow patch of the machine hits all three alike.
     for i in 0..550 {
@@ -163,18 +161,7 @@ fn launch(home: &Path, rows: &mut Vec<Row>) {
                 .args(["exec", "--", "/bin/true"])
                 .env("HOME", home),
         );
-        let tw = bwrap.map(|bw| {
-            time_status(Command::new(bw).args([
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "/bin/true",
-            ]))
-        });
+        let tw = bwrap.map(|bw| time_status(&mut common::bwrap_true(bw)));
         if i >= 50 {
             bare.push(tb);
             fence.push(tf);
@@ -386,7 +373,7 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
 // ---------------------------------------------------------------- plan
 
 fn plan_scale(rows: &mut Vec<Row>) {
-    use rootfence::roots::{Access, RootInput, resolve_all};
+    use rootfence::roots::resolve_all;
     use rootfence::runtime::{self, HostEnv};
     let env = HostEnv::current();
     let policy = rootfence::policy::Policy::builtin(env.home.as_deref()).unwrap();
@@ -396,14 +383,7 @@ fn plan_scale(rows: &mut Vec<Row>) {
     let mut per_root = Vec::new();
     let mut at_1000 = Duration::ZERO;
     for (n, reps) in [(1usize, 300usize), (10, 200), (100, 100), (1000, 30)] {
-        let dir = tempfile::tempdir().unwrap();
-        let inputs: Vec<RootInput> = (0..n)
-            .map(|i| {
-                let p = dir.path().join(format!("root-{i:04}"));
-                std::fs::create_dir(&p).unwrap();
-                RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite)
-            })
-            .collect();
+        let (_dir, inputs) = common::root_dirs(n);
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t = Instant::now();

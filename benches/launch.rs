@@ -17,6 +17,8 @@
 //!
 //! Results and the machine they were measured on: benches/RESULTS-launch.md.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -32,12 +34,6 @@ fn run(cmd: &mut Command) {
     assert!(status.success(), "{cmd:?} failed: {status}");
 }
 
-fn bwrap() -> Option<&'static str> {
-    ["/usr/bin/bwrap", "/bin/bwrap"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-}
-
 fn launches<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, home: &std::path::Path) {
     let rootfence = env!("CARGO_BIN_EXE_rootfence");
     g.bench_function("bare /bin/true", |b| {
@@ -50,20 +46,9 @@ fn launches<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, home: &std::path::Pat
                 .env("HOME", home))
         })
     });
-    match bwrap() {
+    match common::bwrap() {
         Some(bwrap) => g.bench_function("bwrap /bin/true", |b| {
-            b.iter(|| {
-                run(Command::new(bwrap).args([
-                    "--ro-bind",
-                    "/",
-                    "/",
-                    "--dev",
-                    "/dev",
-                    "--proc",
-                    "/proc",
-                    "/bin/true",
-                ]))
-            })
+            b.iter(|| run(&mut common::bwrap_true(bwrap)))
         }),
         None => {
             eprintln!("bwrap not found (apt-get install -y bubblewrap): not compared");

@@ -3,25 +3,13 @@
 //!
 //!     cargo bench --bench plan
 
-use std::path::PathBuf;
+mod common;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rootfence::plan;
 use rootfence::policy::Policy;
-use rootfence::roots::{Access, RootInput, resolve_all};
+use rootfence::roots::resolve_all;
 use rootfence::runtime::{self, HostEnv};
-
-fn setup(n: usize) -> (tempfile::TempDir, Vec<RootInput>) {
-    let dir = tempfile::tempdir().unwrap();
-    let inputs = (0..n)
-        .map(|i| {
-            let p: PathBuf = dir.path().join(format!("root-{i:04}"));
-            std::fs::create_dir(&p).unwrap();
-            RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite)
-        })
-        .collect();
-    (dir, inputs)
-}
 
 fn bench(c: &mut Criterion) {
     let env = HostEnv::current();
@@ -31,7 +19,7 @@ fn bench(c: &mut Criterion) {
         runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env).unwrap();
     let mut group = c.benchmark_group("plan");
     for n in [1usize, 10, 100, 1000] {
-        let (_dir, inputs) = setup(n);
+        let (_dir, inputs) = common::root_dirs(n);
         group.bench_with_input(BenchmarkId::new("resolve+plan", n), &n, |b, _| {
             b.iter(|| {
                 let (ok, refused) = resolve_all(&inputs, &rules);

@@ -289,3 +289,41 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Debian's bubblewrap, if installed.
+pub fn bwrap() -> Option<&'static str> {
+    ["/usr/bin/bwrap", "/bin/bwrap"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The bubblewrap launch compared against: `/` read-only, a minimal
+/// `/dev` and `/proc`, then `/bin/true`.
+pub fn bwrap_true(bwrap: &str) -> Command {
+    let mut c = Command::new(bwrap);
+    c.args([
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "/bin/true",
+    ]);
+    c
+}
+
+/// `n` fresh directories, as read-write command-line roots.
+pub fn root_dirs(n: usize) -> (tempfile::TempDir, Vec<rootfence::roots::RootInput>) {
+    use rootfence::roots::{Access, RootInput};
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = (0..n)
+        .map(|i| {
+            let p = dir.path().join(format!("root-{i:04}"));
+            std::fs::create_dir(&p).unwrap();
+            RootInput::command_line(p.to_str().unwrap(), Access::ReadWrite)
+        })
+        .collect();
+    (dir, inputs)
+}
