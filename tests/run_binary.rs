@@ -218,6 +218,51 @@ fn rss_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A host that sends big requests faster than the server takes them (the
+/// server blocks on its own output, which the host does not read) is held
+/// back by the pipes as well: rootfence reads only a little ahead of what
+/// it can forward, never the whole backlog, and nothing is lost.
+#[test]
+fn a_host_sending_faster_than_the_server_reads_is_held_back() {
+    let (_d, base) = tree();
+    let root = base.join("root");
+    let mut s = Session::start(&["--root", root.to_str().unwrap()]);
+    s.initialize();
+    let (n, size) = (24, 2 << 20);
+    let mut w = s.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let payload = "x".repeat(size);
+        for i in 0..n {
+            let m = json!({"jsonrpc":"2.0","id":100 + i,"method":"tools/call","params":{"name":"echo","arguments":{"text":payload}}});
+            writeln!(w, "{m}").unwrap();
+        }
+        w.flush().unwrap();
+        w
+    });
+    // Nothing is read for a while: 48 MiB each way wait to be relayed.
+    std::thread::sleep(Duration::from_millis(2000));
+    let peak = peak_rss_kib(s.child.id());
+    for i in 0..n {
+        let m = s.recv();
+        assert_eq!(m["id"], 100 + i);
+        assert_eq!(text(&m).len(), size, "answer {i} cut short");
+    }
+    drop(writer.join().unwrap());
+    assert_eq!(s.wait_exit(), 0);
+    // About a dozen messages' worth before the reads were bounded in bytes;
+    // now a few in each direction.
+    assert!(
+        peak < 40 * 1024,
+        "rootfence peaked at {peak} KiB with {n} messages of {size} bytes queued"
+    );
+}
+
 /// A server that writes faster than the host reads is held back by the
 /// pipes: rootfence's memory stays bounded, and nothing is lost.
 #[test]

@@ -23,12 +23,59 @@ pub enum Frame {
     },
 }
 
+impl Frame {
+    /// The bytes this frame holds in memory.
+    pub fn held(&self) -> usize {
+        match self {
+            Frame::Line(l) => l.len(),
+            Frame::TooLong { head, .. } => head.len(),
+        }
+    }
+}
+
 /// How much a reader asks the kernel for at a time.
 const READ_CHUNK: usize = 256 * 1024;
 
 /// Lines at least this long are handed over in the buffer they were read
 /// into (no copy); shorter ones are copied out of it.
 const HAND_OVER: usize = 64 * 1024;
+
+/// Spare buffers of big lines, at most this many kept.
+const SPARES: usize = 6;
+
+/// A spare is kept only if its capacity is at most this: buffers of bigger
+/// lines go back to the allocator.
+const SPARE_MAX: usize = 8 * 1024 * 1024 + READ_CHUNK;
+
+/// Buffers of big lines, given back by the writers once written and taken
+/// by the readers for their next line. A reader that hands a big line over
+/// needs a new buffer as big; taking a spare, already in memory, saves the
+/// page faults of fresh memory and the copies of growing a buffer again.
+/// Holds at most [`SPARES`] buffers of at most [`SPARE_MAX`] bytes.
+static SPARE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+/// Give a written line's buffer back for reuse (kept only if big, and
+/// not too big).
+pub fn recycle(mut buf: Vec<u8>) {
+    if !(HAND_OVER..=SPARE_MAX).contains(&buf.capacity()) {
+        return;
+    }
+    buf.clear();
+    if let Ok(mut spare) = SPARE.lock()
+        && spare.len() < SPARES
+    {
+        spare.push(buf);
+    }
+}
+
+/// An empty buffer for a reader: a spare if there is one.
+fn fresh_buffer() -> Vec<u8> {
+    SPARE
+        .lock()
+        .ok()
+        .and_then(|mut s| s.pop())
+        .unwrap_or_default()
+}
 
 /// Reads newline-delimited frames, at most `max` bytes each.
 ///
@@ -155,8 +202,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
         if self.start == 0 && stop >= HAND_OVER {
             // Hand the buffer over; keep only what follows the line.
-            let rest = self.buf[end + sep..].to_vec();
-            let mut line = std::mem::replace(&mut self.buf, rest);
+            let mut next = fresh_buffer();
+            next.extend_from_slice(&self.buf[end + sep..]);
+            let mut line = std::mem::replace(&mut self.buf, next);
             line.truncate(stop);
             // Room for the newline the writer appends.
             line.reserve_exact(1);
@@ -269,6 +317,7 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
                 }
                 line.push(b'\n');
                 w.write_all(&line).await?;
+                recycle(line);
             } else {
                 batch.extend_from_slice(&line);
                 batch.push(b'\n');

@@ -7,6 +7,7 @@
 //! - [`session`]: the state machine (roots, rebuilds, ids, faults);
 //! - [`guard`]: the policy on sampling and elicitation requests.
 
+pub mod flow;
 pub mod framing;
 pub mod guard;
 pub mod message;
@@ -53,11 +54,13 @@ where
     });
     // Bounded: a server that writes faster than the host reads is held
     // back by its own pipe.
-    let (srv_tx, mut srv_rx) = mpsc::channel(16);
-    let (host_tx, mut host_rx) = mpsc::channel::<Event>(64);
+    let (srv_tx, mut srv_rx) = flow::channel(16, flow::BUDGET);
+    let (host_tx, mut host_rx) = flow::channel::<Event>(64, flow::BUDGET);
     let reader = tokio::spawn(async move {
         let mut r = framing::LineReader::new(host_in, max);
         loop {
+            // Read no further ahead of the session than the budget.
+            host_tx.ready().await;
             let ev = match r.next().await {
                 Ok(Some(frame)) => Event::Host(frame),
                 Ok(None) => Event::HostEof,
@@ -67,7 +70,11 @@ where
                 }
             };
             let eof = matches!(ev, Event::HostEof);
-            if host_tx.send(ev).await.is_err() || eof {
+            let held = match &ev {
+                Event::Host(f) => f.held(),
+                _ => 0,
+            };
+            if host_tx.send(ev, held).await.is_err() || eof {
                 break;
             }
         }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 
+use super::flow;
 use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
 use crate::plan::SandboxPlan;
 
@@ -128,7 +128,7 @@ impl Generation {
         id: u64,
         proc: ServerProcess,
         max_line: usize,
-        events: mpsc::Sender<ServerEvent>,
+        events: flow::Sender<ServerEvent>,
     ) -> Result<Generation, String> {
         let pid = Some(proc.pid);
         let pidfd = Pidfd::open(proc.pid)
@@ -149,9 +149,12 @@ impl Generation {
         tokio::spawn(async move {
             let mut reader = LineReader::new(stdout, max_line);
             loop {
+                // Read no further ahead of the session than the budget.
+                ev.ready().await;
                 match reader.next().await {
                     Ok(Some(frame)) => {
-                        if ev.send(ServerEvent::Frame(id, frame)).await.is_err() {
+                        let held = frame.held();
+                        if ev.send(ServerEvent::Frame(id, frame), held).await.is_err() {
                             break;
                         }
                     }
@@ -162,7 +165,7 @@ impl Generation {
                     }
                 }
             }
-            let _ = ev.send(ServerEvent::Eof(id)).await;
+            let _ = ev.send(ServerEvent::Eof(id), 0).await;
         });
 
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Duration>();
@@ -184,7 +187,7 @@ impl Generation {
             } else {
                 None
             };
-            let _ = events.send(ServerEvent::Exited(id, status)).await;
+            let _ = events.send(ServerEvent::Exited(id, status), 0).await;
         });
 
         Ok(Generation {

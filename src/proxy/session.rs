@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+
 use tokio::time::Instant;
 
+use super::flow;
 use super::framing::{Frame, LineSender};
 use super::guard::{self, Guard, Revision};
 use super::message::{self, Envelope, Invalid, Kind, code};
@@ -155,7 +156,7 @@ pub struct Session<L: Launcher> {
     roots_observer: Option<RootsObserver>,
 
     host_out: LineSender,
-    server_events: mpsc::Sender<ServerEvent>,
+    server_events: flow::Sender<ServerEvent>,
 
     phase: Phase,
     gens: HashMap<u64, GenState>,
@@ -210,7 +211,7 @@ impl<L: Launcher> Session<L> {
         config: SessionConfig,
         launcher: L,
         host_out: LineSender,
-        server_events: mpsc::Sender<ServerEvent>,
+        server_events: flow::Sender<ServerEvent>,
     ) -> Result<Self, String> {
         let spec = runtime::discover(
             &config.command,
