@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::scan;
+
 /// JSON-RPC error codes used by rootfence.
 pub mod code {
     /// Invalid JSON.
@@ -63,19 +65,37 @@ pub enum Kind {
     Response,
 }
 
+/// A JSON value exactly as written in a line (valid JSON, no surrounding
+/// whitespace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    /// The value's text.
+    pub fn get(self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RawValue> for Raw<'a> {
+    fn from(r: &'a RawValue) -> Self {
+        Raw(r.get())
+    }
+}
+
 /// The parts of a message rootfence inspects, borrowed from the line.
 #[derive(Debug)]
 pub struct Envelope<'a> {
     /// Request, notification or response.
     pub kind: Kind,
     /// The id, as written.
-    pub id: Option<&'a RawValue>,
+    pub id: Option<Raw<'a>>,
     /// The method.
     pub method: Option<Cow<'a, str>>,
     /// The params, as written.
-    pub params: Option<&'a RawValue>,
+    pub params: Option<Raw<'a>>,
     /// The result, as written.
-    pub result: Option<&'a RawValue>,
+    pub result: Option<Raw<'a>>,
     /// Whether the response is an error.
     pub is_error: bool,
 }
@@ -96,12 +116,68 @@ pub enum Invalid {
     },
 }
 
+/// The envelope's members, from either reading.
+struct Members<'a> {
+    jsonrpc: Option<Cow<'a, str>>,
+    id: Option<Raw<'a>>,
+    method: Option<Cow<'a, str>>,
+    params: Option<Raw<'a>>,
+    result: Option<Raw<'a>>,
+    error: Option<Raw<'a>>,
+}
+
+/// The fast reading ([`scan::members`]), when it is sure; `None` leaves the
+/// line to serde.
+fn scanned(line: &[u8]) -> Option<Members<'_>> {
+    let m = scan::members(std::str::from_utf8(line).ok()?)?;
+    Some(Members {
+        jsonrpc: text(m.jsonrpc)?,
+        method: text(m.method)?,
+        id: m.id.map(Raw),
+        params: m.params.map(Raw),
+        result: m.result.map(Raw),
+        error: m.error.map(Raw),
+    })
+}
+
+/// A string member as serde reads it into `Option<Cow<str>>` (`null` is
+/// absent); `None` for another type, which is serde's error to report.
+#[allow(clippy::option_option)]
+fn text(v: Option<&str>) -> Option<Option<Cow<'_, str>>> {
+    match v {
+        None | Some("null") => Some(None),
+        Some(s) if s.starts_with('"') && !s.contains('\\') => {
+            Some(Some(Cow::Borrowed(&s[1..s.len() - 1])))
+        }
+        Some(s) if s.starts_with('"') => serde_json::from_str::<String>(s)
+            .ok()
+            .map(|s| Some(Cow::Owned(s))),
+        Some(_) => None,
+    }
+}
+
 /// Read the envelope of one line.
+///
+/// # Security
+///
+/// The fast scan reads a line only when it is certainly valid JSON with
+/// each envelope member once; every other line is read by serde, as
+/// before, so both readings agree on every line they both accept (the
+/// property `scan_agrees_with_serde` tests this).
 pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return Err(Invalid::Batch);
     }
+    let raw = match scanned(line) {
+        Some(m) => m,
+        None => parse_serde(line)?,
+    };
+    check(raw)
+}
+
+/// The envelope's members as serde reads them.
+fn parse_serde(line: &[u8]) -> Result<Members<'_>, Invalid> {
     let raw: RawEnvelope<'_> = match serde_json::from_slice(line) {
         Ok(r) => r,
         Err(e) => {
@@ -115,7 +191,19 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
             return Err(Invalid::NotJson(e.to_string()));
         }
     };
-    let (mut id, params, result, error) = (raw.id.0, raw.params.0, raw.result.0, raw.error.0);
+    Ok(Members {
+        jsonrpc: raw.jsonrpc,
+        id: raw.id.0.map(Raw::from),
+        method: raw.method,
+        params: raw.params.0.map(Raw::from),
+        result: raw.result.0.map(Raw::from),
+        error: raw.error.0.map(Raw::from),
+    })
+}
+
+/// The envelope, if the members make a JSON-RPC 2.0 message.
+fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
+    let (mut id, params, result, error) = (raw.id, raw.params, raw.result, raw.error);
     // An error response may carry `"id": null` (the request was unreadable).
     if error.is_some() && raw.method.is_none() && id.is_some_and(|i| i.get() == "null") {
         id = None;
@@ -178,7 +266,7 @@ fn valid_id(raw: &str) -> bool {
 }
 
 /// A canonical key for an id (so `"a"` and `"\u0061"` are the same id).
-pub fn id_key(raw: &RawValue) -> String {
+pub fn id_key(raw: Raw<'_>) -> String {
     id_key_str(raw.get())
 }
 
@@ -203,7 +291,7 @@ pub fn id_key_str(raw: &str) -> String {
 
 /// Byte range of `part` inside `line`. `part` must be borrowed from `line`
 /// (as every `RawValue` of an [`Envelope`] parsed from `line` is).
-pub fn span_in(line: &[u8], part: &RawValue) -> Option<std::ops::Range<usize>> {
+pub fn span_in(line: &[u8], part: Raw<'_>) -> Option<std::ops::Range<usize>> {
     let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
     let end = start.checked_add(part.get().len())?;
     (end <= line.len()).then_some(start..end)
@@ -455,11 +543,126 @@ mod tests {
     fn id_keys_are_canonical() {
         let a: Box<RawValue> = serde_json::from_str(r#""\u0061""#).unwrap();
         let b: Box<RawValue> = serde_json::from_str(r#""a""#).unwrap();
-        assert_eq!(id_key(&a), id_key(&b));
+        assert_eq!(id_key_str(a.get()), id_key_str(b.get()));
         let n: Box<RawValue> = serde_json::from_str("1").unwrap();
         assert_ne!(
-            id_key(&n),
-            id_key(&serde_json::from_str::<Box<RawValue>>(r#""1""#).unwrap())
+            id_key_str(n.get()),
+            id_key_str(
+                serde_json::from_str::<Box<RawValue>>(r#""1""#)
+                    .unwrap()
+                    .get()
+            )
         );
+    }
+
+    /// Both readings of a line, as comparable text.
+    fn members_text(m: &Members<'_>) -> [Option<String>; 6] {
+        let raw = |r: Option<Raw<'_>>| r.map(|r| r.get().to_string());
+        [
+            m.jsonrpc.as_deref().map(str::to_string),
+            m.method.as_deref().map(str::to_string),
+            raw(m.id),
+            raw(m.params),
+            raw(m.result),
+            raw(m.error),
+        ]
+    }
+
+    /// Random JSON text: values of every kind, with whitespace, escapes
+    /// and the envelope's names used as keys at any depth.
+    fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("\"jsonrpc\"".to_string()),
+            Just("\"id\"".to_string()),
+            Just("\"method\"".to_string()),
+            Just("\"params\"".to_string()),
+            Just("\"result\"".to_string()),
+            Just("\"error\"".to_string()),
+            Just("\"i\\u0064\"".to_string()),
+            "\"[a-z]{0,3}\"",
+        ];
+        // Near-valid leaves: numbers and literals with grammar-edge
+        // mistakes ("01", "1.", "1e", "tru") among the valid ones.
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            Just("tru".to_string()),
+            Just("\"2.0\"".to_string()),
+            "-?[0-9]{1,3}(\\.[0-9]{0,2})?([eE][+-]?[0-9]{0,2})?",
+            "\"([a-zA-Z0-9 /+=]|\\\\[nt\"\\\\/x]|\\\\u00[0-9a-f]{2}|é|😀){0,40}\"",
+        ];
+        let ws = prop_oneof![Just(""), Just(" "), Just("\t"), Just(" \r\n ")];
+        // Sometimes a trailing comma.
+        let object = |(members, comma): (Vec<(String, String)>, bool)| {
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(k, v)| format!("{k} : {v}"))
+                .collect();
+            format!("{{{}{}}}", members.join(" ,"), if comma { "," } else { "" })
+        };
+        let inner_key = key.clone();
+        let value = leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                (
+                    proptest::collection::vec(inner.clone(), 0..5),
+                    proptest::bool::weighted(0.1)
+                )
+                    .prop_map(|(v, comma)| format!(
+                        "[{}{}]",
+                        v.join(","),
+                        if comma { "," } else { "" }
+                    )),
+                (
+                    proptest::collection::vec((inner_key.clone(), inner), 0..5),
+                    proptest::bool::weighted(0.1)
+                )
+                    .prop_map(object),
+            ]
+        });
+        // Lines are objects, as messages are.
+        let top = (
+            proptest::collection::vec((key, value), 0..6),
+            proptest::bool::weighted(0.1),
+        )
+            .prop_map(object);
+        (top, ws).prop_map(|(v, ws)| format!("{ws}{v}{ws}"))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Whenever the fast scan reads a line, serde reads the same
+        /// members from it; lines are random JSON, then damaged.
+        #[test]
+        fn scan_agrees_with_serde(
+            text in json_text(),
+            damage in proptest::collection::vec(
+                (proptest::prelude::any::<proptest::sample::Index>(), 0u8..3, proptest::sample::select(b"0,]}\"\\:-.e[{ 1\x01\x80".to_vec())),
+                0..2,
+            ),
+        ) {
+            // Damage: replace, insert or delete a byte, the bytes that
+            // matter to JSON's grammar most often.
+            let mut line = text.into_bytes();
+            for (at, op, byte) in damage {
+                let i = at.index(line.len() + 1);
+                match op {
+                    0 if i < line.len() => line[i] = byte,
+                    1 => line.insert(i, byte),
+                    _ if i < line.len() => {
+                        line.remove(i);
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(fast) = scanned(&line) {
+                let slow = parse_serde(&line);
+                proptest::prop_assert!(slow.is_ok(), "scan read {:?}; serde refused it", String::from_utf8_lossy(&line));
+                let slow = slow.unwrap_or_else(|_| unreachable!());
+                proptest::prop_assert_eq!(members_text(&fast), members_text(&slow));
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod flow;
 pub mod framing;
 pub mod guard;
 pub mod message;
+pub mod scan;
 pub mod server;
 pub mod session;
 pub mod stdio;

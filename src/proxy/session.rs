@@ -1333,7 +1333,7 @@ impl<L: Launcher> Session<L> {
                         .params
                         .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
                     if let Some(t) = target {
-                        let orig = message::id_key(t.request_id);
+                        let orig = message::id_key(t.request_id.into());
                         let host_id = self.to_host.iter().find_map(|(k, v)| match v {
                             ToHost::Server {
                                 generation, id_raw, ..
@@ -1343,7 +1343,7 @@ impl<L: Launcher> Session<L> {
                             _ => None,
                         });
                         if let (Some(hid), Some(range)) =
-                            (host_id, message::span_in(&line, t.request_id))
+                            (host_id, message::span_in(&line, t.request_id.into()))
                         {
                             self.to_host.remove(&hid);
                             let out = message::splice(&line, range, hid.as_bytes());
@@ -1368,7 +1368,7 @@ impl<L: Launcher> Session<L> {
         &mut self,
         g: u64,
         method: &str,
-        params: Option<&RawValue>,
+        params: Option<message::Raw<'_>>,
         bytes: usize,
     ) -> guard::Verdict {
         let params: Value = params

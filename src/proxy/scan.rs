@@ -1,0 +1,292 @@
+//! A strict, fast scan of a JSON object's top-level members.
+//!
+//! [`members`] finds the members of the JSON-RPC envelope in one pass and
+//! checks that the whole line is valid JSON, without building anything:
+//! long strings (the base64 of an image, the text of a file) are crossed
+//! 64 bytes at a time. It answers only when it is sure: anything unusual
+//! (an escaped key, a `\u` escape, a repeated envelope member, deep
+//! nesting, any error) gives `None`, and the caller parses the line with
+//! serde instead, which then decides, with the same result as always.
+//!
+//! # Security
+//!
+//! The scan accepts only valid JSON (RFC 8259, as serde_json reads it),
+//! so a line it reads has one meaning for every conforming parser: the
+//! members it reports are the ones the receiver will see. The input must
+//! be valid UTF-8 (checked by the caller).
+
+/// The envelope members of a JSON object, each as its exact text.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Members<'a> {
+    /// `jsonrpc`, raw.
+    pub jsonrpc: Option<&'a str>,
+    /// `id`, raw.
+    pub id: Option<&'a str>,
+    /// `method`, raw.
+    pub method: Option<&'a str>,
+    /// `params`, raw.
+    pub params: Option<&'a str>,
+    /// `result`, raw.
+    pub result: Option<&'a str>,
+    /// `error`, raw.
+    pub error: Option<&'a str>,
+}
+
+/// Nesting deeper than this is left to serde (which has its own limit).
+const MAX_DEPTH: usize = 100;
+
+/// The top-level members of `line`, if it is certainly one valid JSON
+/// object whose envelope members appear once each; `None` if unsure.
+pub fn members(line: &str) -> Option<Members<'_>> {
+    let b = line.as_bytes();
+    let mut m = Members::default();
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let kend = string_end(b, i + 1)?;
+            let key = &b[i + 1..kend - 1];
+            if key.contains(&b'\\') {
+                return None;
+            }
+            i = ws(b, kend);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i = ws(b, i + 1);
+            let vend = value_end(b, i, 1)?;
+            let slot = match key {
+                b"jsonrpc" => Some(&mut m.jsonrpc),
+                b"id" => Some(&mut m.id),
+                b"method" => Some(&mut m.method),
+                b"params" => Some(&mut m.params),
+                b"result" => Some(&mut m.result),
+                b"error" => Some(&mut m.error),
+                _ => None,
+            };
+            if let Some(slot) = slot {
+                if slot.is_some() {
+                    return None;
+                }
+                // A value starts and ends on ASCII bytes: char boundaries.
+                *slot = Some(line.get(i..vend)?);
+            }
+            i = ws(b, vend);
+            match b.get(i) {
+                Some(b',') => i = ws(b, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (ws(b, i) == b.len()).then_some(m)
+}
+
+/// Index of the first non-whitespace byte at or after `i`.
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// End (exclusive) of the value starting at `i`.
+fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string_end(b, i + 1),
+        b'{' => container_end(b, i, b'}', depth),
+        b'[' => container_end(b, i, b']', depth),
+        b't' => literal(b, i, b"true"),
+        b'f' => literal(b, i, b"false"),
+        b'n' => literal(b, i, b"null"),
+        b'-' | b'0'..=b'9' => number_end(b, i),
+        _ => None,
+    }
+}
+
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    b[i..].starts_with(word).then_some(i + word.len())
+}
+
+/// End of the object or array opened at `i`.
+fn container_end(b: &[u8], i: usize, close: u8, depth: usize) -> Option<usize> {
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let object = close == b'}';
+    let mut j = ws(b, i + 1);
+    if b.get(j) == Some(&close) {
+        return Some(j + 1);
+    }
+    loop {
+        if object {
+            if b.get(j) != Some(&b'"') {
+                return None;
+            }
+            j = ws(b, string_end(b, j + 1)?);
+            if b.get(j) != Some(&b':') {
+                return None;
+            }
+            j = ws(b, j + 1);
+        }
+        j = ws(b, value_end(b, j, depth + 1)?);
+        match *b.get(j)? {
+            b',' => j = ws(b, j + 1),
+            c if c == close => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// How many bytes of a string are checked at a time.
+const CHUNK: usize = 64;
+
+/// Whether a chunk holds nothing that ends or interrupts a string: no
+/// quote, no backslash, no control character. (Written without early exit,
+/// so the compiler checks the whole chunk with vector instructions.)
+fn plain(chunk: &[u8; CHUNK]) -> bool {
+    let mut special = false;
+    for &c in chunk {
+        special |= (c == b'"') | (c == b'\\') | (c < 0x20);
+    }
+    !special
+}
+
+/// End (exclusive, after the closing quote) of the string whose content
+/// starts at `i`.
+fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        while let Some(chunk) = b.get(i..i + CHUNK) {
+            // CHUNK bytes by construction of the range.
+            let chunk: &[u8; CHUNK] = chunk.try_into().ok()?;
+            if !plain(chunk) {
+                break;
+            }
+            i += CHUNK;
+        }
+        match *b.get(i)? {
+            b'"' => return Some(i + 1),
+            // `\u` escapes (and surrogate pairs) are left to serde.
+            b'\\' => match b.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                _ => return None,
+            },
+            0..0x20 => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// End of the number starting at `i`: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+/// ([eE] [+-]? [0-9]+)?`.
+fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |b: &[u8], mut i: usize| {
+        let s = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        (i > s).then_some(i)
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i = digits(b, i)?,
+        _ => return None,
+    }
+    if b.get(i) == Some(&b'.') {
+        i = digits(b, i + 1)?;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        i = digits(b, i)?;
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_envelope() {
+        let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},
+            "method":"tools/call","params":{"name":"n"} } "#;
+        let m = members(line).unwrap();
+        assert_eq!(m.jsonrpc, Some(r#""2.0""#));
+        assert_eq!(m.id, Some("7"));
+        assert_eq!(m.method, Some(r#""tools/call""#));
+        assert_eq!(m.params, Some(r#"{"name":"n"}"#));
+        assert_eq!((m.result, m.error), (None, None));
+        assert_eq!(members("{}"), Some(Members::default()));
+        assert_eq!(
+            members(r#"{"result":null,"id":"a"}"#).unwrap().result,
+            Some("null")
+        );
+    }
+
+    #[test]
+    fn unsure_or_invalid_gives_none() {
+        for bad in [
+            "",
+            "[]",
+            "{",
+            "{}x",
+            "{} {}",
+            r#"{"id":1,}"#,
+            r#"{"id":1 "x":2}"#,
+            r#"{"id":01}"#,
+            r#"{"id":1.}"#,
+            r#"{"id":-}"#,
+            r#"{"id":1e}"#,
+            r#"{"id":+1}"#,
+            r#"{"id":tru}"#,
+            r#"{"id":[1,]}"#,
+            r#"{"id":{"a"}}"#,
+            r#"{"id":{1:2}}"#,
+            r#"{"id":"a\x"}"#,
+            "{\"id\":\"tab\there\"}",
+            r#"{"id":"\u0041"}"#,
+            r#"{"i\u0064":1}"#,
+            r#"{"id":1,"id":2}"#,
+            r#"{"params":{},"params":[]}"#,
+            "{\u{c}\"id\":1}",
+        ] {
+            assert_eq!(members(bad), None, "{bad:?}");
+        }
+        let deep = format!("{{\"x\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(members(&deep), None);
+        let ok = format!("{{\"x\":{}{}}}", "[".repeat(50), "]".repeat(50));
+        assert!(members(&ok).is_some());
+    }
+
+    #[test]
+    fn long_strings_are_crossed_whole() {
+        for n in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000] {
+            let s = "a".repeat(n);
+            let line = format!(r#"{{"params":{{"d":"{s}","e":"{s}\"{s}"}},"id":1}}"#);
+            let m = members(&line).unwrap();
+            assert_eq!(m.id, Some("1"), "{n}");
+            assert!(m.params.unwrap().ends_with(&format!(r#"\"{s}"}}"#)));
+            let cut = format!(r#"{{"params":"{s}"#);
+            assert_eq!(members(&cut), None);
+            let ctl = format!("{{\"params\":\"{s}\u{1}{s}\"}}");
+            assert_eq!(members(&ctl), None);
+        }
+    }
+}
