@@ -65,21 +65,29 @@ pub enum Kind {
     Response,
 }
 
-/// A JSON value exactly as written in a line (valid JSON, no surrounding
-/// whitespace).
+/// A JSON value exactly as written in a line (valid JSON in valid UTF-8,
+/// no surrounding whitespace): checked by the scan or by serde, and not
+/// checked again unless its text is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Raw<'a>(&'a str);
+pub struct Raw<'a>(&'a [u8]);
 
 impl<'a> Raw<'a> {
     /// The value's text.
     pub fn get(self) -> &'a str {
+        // Never fails: a Raw is made only from text the scan or serde
+        // found to be valid UTF-8.
+        std::str::from_utf8(self.0).unwrap_or("null")
+    }
+
+    /// The value's bytes.
+    pub fn bytes(self) -> &'a [u8] {
         self.0
     }
 }
 
 impl<'a> From<&'a RawValue> for Raw<'a> {
     fn from(r: &'a RawValue) -> Self {
-        Raw(r.get())
+        Raw(r.get().as_bytes())
     }
 }
 
@@ -129,7 +137,7 @@ struct Members<'a> {
 /// The fast reading ([`scan::members`]), when it is sure; `None` leaves the
 /// line to serde.
 fn scanned(line: &[u8]) -> Option<Members<'_>> {
-    let m = scan::members(std::str::from_utf8(line).ok()?)?;
+    let m = scan::members(line)?;
     Some(Members {
         jsonrpc: text(m.jsonrpc)?,
         method: text(m.method)?,
@@ -143,13 +151,13 @@ fn scanned(line: &[u8]) -> Option<Members<'_>> {
 /// A string member as serde reads it into `Option<Cow<str>>` (`null` is
 /// absent); `None` for another type, which is serde's error to report.
 #[allow(clippy::option_option)]
-fn text(v: Option<&str>) -> Option<Option<Cow<'_, str>>> {
+fn text(v: Option<&[u8]>) -> Option<Option<Cow<'_, str>>> {
     match v {
-        None | Some("null") => Some(None),
-        Some(s) if s.starts_with('"') && !s.contains('\\') => {
-            Some(Some(Cow::Borrowed(&s[1..s.len() - 1])))
-        }
-        Some(s) if s.starts_with('"') => serde_json::from_str::<String>(s)
+        None | Some(b"null") => Some(None),
+        Some(s) if s.first() == Some(&b'"') && !s.contains(&b'\\') => Some(Some(Cow::Borrowed(
+            std::str::from_utf8(&s[1..s.len() - 1]).ok()?,
+        ))),
+        Some(s) if s.first() == Some(&b'"') => serde_json::from_slice::<String>(s)
             .ok()
             .map(|s| Some(Cow::Owned(s))),
         Some(_) => None,
@@ -240,7 +248,7 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
         (None, _, false) => return Err(bad("neither method nor result/error")),
     };
     if let Some(p) = params {
-        let c = p.get().as_bytes().first();
+        let c = p.bytes().first();
         if !matches!(c, Some(b'{') | Some(b'[')) {
             return Err(bad("params must be an object or an array"));
         }
@@ -290,10 +298,10 @@ pub fn id_key_str(raw: &str) -> String {
 }
 
 /// Byte range of `part` inside `line`. `part` must be borrowed from `line`
-/// (as every `RawValue` of an [`Envelope`] parsed from `line` is).
+/// (as every member of an [`Envelope`] parsed from `line` is).
 pub fn span_in(line: &[u8], part: Raw<'_>) -> Option<std::ops::Range<usize>> {
-    let start = (part.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
-    let end = start.checked_add(part.get().len())?;
+    let start = (part.bytes().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.bytes().len())?;
     (end <= line.len()).then_some(start..end)
 }
 
@@ -590,6 +598,7 @@ mod tests {
             Just("false".to_string()),
             Just("tru".to_string()),
             Just("\"2.0\"".to_string()),
+            Just("\"漢字 ü\"".to_string()),
             "-?[0-9]{1,3}(\\.[0-9]{0,2})?([eE][+-]?[0-9]{0,2})?",
             "\"([a-zA-Z0-9 /+=]|\\\\[nt\"\\\\/x]|\\\\u00[0-9a-f]{2}|é|😀){0,40}\"",
         ];
@@ -639,7 +648,7 @@ mod tests {
         fn scan_agrees_with_serde(
             text in json_text(),
             damage in proptest::collection::vec(
-                (proptest::prelude::any::<proptest::sample::Index>(), 0u8..3, proptest::sample::select(b"0,]}\"\\:-.e[{ 1\x01\x80".to_vec())),
+                (proptest::prelude::any::<proptest::sample::Index>(), 0u8..3, proptest::sample::select(b"0,]}\"\\:-.e[{ 1\x01\x80\xc3\xed\xf5\xa0".to_vec())),
                 0..2,
             ),
         ) {

@@ -1,9 +1,9 @@
 //! A strict, fast scan of a JSON object's top-level members.
 //!
 //! [`members`] finds the members of the JSON-RPC envelope in one pass and
-//! checks that the whole line is valid JSON, without building anything:
-//! long strings (the base64 of an image, the text of a file) are crossed
-//! 64 bytes at a time. It answers only when it is sure: anything unusual
+//! checks that the whole line is valid JSON in valid UTF-8, without
+//! building anything: long ASCII strings (the base64 of an image) are
+//! crossed 64 bytes at a time, other text a run at a time. It answers only when it is sure: anything unusual
 //! (an escaped key, a `\u` escape, a repeated envelope member, deep
 //! nesting, any error) gives `None`, and the caller parses the line with
 //! serde instead, which then decides, with the same result as always.
@@ -12,24 +12,26 @@
 //!
 //! The scan accepts only valid JSON (RFC 8259, as serde_json reads it),
 //! so a line it reads has one meaning for every conforming parser: the
-//! members it reports are the ones the receiver will see. The input must
-//! be valid UTF-8 (checked by the caller).
+//! members it reports are the ones the receiver will see. A line it reads
+//! is valid UTF-8: outside strings only ASCII is accepted, and every
+//! string's text is checked.
 
-/// The envelope members of a JSON object, each as its exact text.
+/// The envelope members of a JSON object, each as its exact text (valid
+/// JSON in valid UTF-8).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Members<'a> {
     /// `jsonrpc`, raw.
-    pub jsonrpc: Option<&'a str>,
+    pub jsonrpc: Option<&'a [u8]>,
     /// `id`, raw.
-    pub id: Option<&'a str>,
+    pub id: Option<&'a [u8]>,
     /// `method`, raw.
-    pub method: Option<&'a str>,
+    pub method: Option<&'a [u8]>,
     /// `params`, raw.
-    pub params: Option<&'a str>,
+    pub params: Option<&'a [u8]>,
     /// `result`, raw.
-    pub result: Option<&'a str>,
+    pub result: Option<&'a [u8]>,
     /// `error`, raw.
-    pub error: Option<&'a str>,
+    pub error: Option<&'a [u8]>,
 }
 
 /// Nesting deeper than this is left to serde (which has its own limit).
@@ -37,8 +39,7 @@ const MAX_DEPTH: usize = 100;
 
 /// The top-level members of `line`, if it is certainly one valid JSON
 /// object whose envelope members appear once each; `None` if unsure.
-pub fn members(line: &str) -> Option<Members<'_>> {
-    let b = line.as_bytes();
+pub fn members(b: &[u8]) -> Option<Members<'_>> {
     let mut m = Members::default();
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -76,8 +77,7 @@ pub fn members(line: &str) -> Option<Members<'_>> {
                 if slot.is_some() {
                     return None;
                 }
-                // A value starts and ends on ASCII bytes: char boundaries.
-                *slot = Some(line.get(i..vend)?);
+                *slot = Some(&b[i..vend]);
             }
             i = ws(b, vend);
             match b.get(i) {
@@ -152,13 +152,14 @@ fn container_end(b: &[u8], i: usize, close: u8, depth: usize) -> Option<usize> {
 /// How many bytes of a string are checked at a time.
 const CHUNK: usize = 64;
 
-/// Whether a chunk holds nothing that ends or interrupts a string: no
-/// quote, no backslash, no control character. (Written without early exit,
-/// so the compiler checks the whole chunk with vector instructions.)
+/// Whether a chunk is plain ASCII text that does not end or interrupt a
+/// string: no quote, no backslash, no control character, no byte of a
+/// multi-byte character. (Written without early exit, so the compiler
+/// checks the whole chunk with vector instructions.)
 fn plain(chunk: &[u8; CHUNK]) -> bool {
     let mut special = false;
     for &c in chunk {
-        special |= (c == b'"') | (c == b'\\') | (c < 0x20);
+        special |= (c == b'"') | (c == b'\\') | !(0x20..0x80).contains(&c);
     }
     !special
 }
@@ -183,6 +184,18 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
                 _ => return None,
             },
             0..0x20 => return None,
+            0x80.. => {
+                // Text up to the next quote or backslash (ASCII, so never
+                // inside a multi-byte character) is checked at once: valid
+                // UTF-8 and no control character.
+                let end = i + memchr::memchr2(b'"', b'\\', &b[i..])?;
+                let run = &b[i..end];
+                let control = run.iter().fold(false, |a, &c| a | (c < 0x20));
+                if control || std::str::from_utf8(run).is_err() {
+                    return None;
+                }
+                i = end;
+            }
             _ => i += 1,
         }
     }
@@ -227,16 +240,16 @@ mod tests {
     fn finds_the_envelope() {
         let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},
             "method":"tools/call","params":{"name":"n"} } "#;
-        let m = members(line).unwrap();
-        assert_eq!(m.jsonrpc, Some(r#""2.0""#));
-        assert_eq!(m.id, Some("7"));
-        assert_eq!(m.method, Some(r#""tools/call""#));
-        assert_eq!(m.params, Some(r#"{"name":"n"}"#));
+        let m = members(line.as_bytes()).unwrap();
+        assert_eq!(m.jsonrpc, Some(&br#""2.0""#[..]));
+        assert_eq!(m.id, Some(&b"7"[..]));
+        assert_eq!(m.method, Some(&br#""tools/call""#[..]));
+        assert_eq!(m.params, Some(&br#"{"name":"n"}"#[..]));
         assert_eq!((m.result, m.error), (None, None));
-        assert_eq!(members("{}"), Some(Members::default()));
+        assert_eq!(members(b"{}"), Some(Members::default()));
         assert_eq!(
-            members(r#"{"result":null,"id":"a"}"#).unwrap().result,
-            Some("null")
+            members(br#"{"result":null,"id":"a"}"#).unwrap().result,
+            Some(&b"null"[..])
         );
     }
 
@@ -267,12 +280,12 @@ mod tests {
             r#"{"params":{},"params":[]}"#,
             "{\u{c}\"id\":1}",
         ] {
-            assert_eq!(members(bad), None, "{bad:?}");
+            assert_eq!(members(bad.as_bytes()), None, "{bad:?}");
         }
         let deep = format!("{{\"x\":{}{}}}", "[".repeat(200), "]".repeat(200));
-        assert_eq!(members(&deep), None);
+        assert_eq!(members(deep.as_bytes()), None);
         let ok = format!("{{\"x\":{}{}}}", "[".repeat(50), "]".repeat(50));
-        assert!(members(&ok).is_some());
+        assert!(members(ok.as_bytes()).is_some());
     }
 
     #[test]
@@ -280,13 +293,38 @@ mod tests {
         for n in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000] {
             let s = "a".repeat(n);
             let line = format!(r#"{{"params":{{"d":"{s}","e":"{s}\"{s}"}},"id":1}}"#);
-            let m = members(&line).unwrap();
-            assert_eq!(m.id, Some("1"), "{n}");
-            assert!(m.params.unwrap().ends_with(&format!(r#"\"{s}"}}"#)));
+            let m = members(line.as_bytes()).unwrap();
+            assert_eq!(m.id, Some(&b"1"[..]), "{n}");
+            assert!(
+                m.params
+                    .unwrap()
+                    .ends_with(format!(r#"\"{s}"}}"#).as_bytes())
+            );
             let cut = format!(r#"{{"params":"{s}"#);
-            assert_eq!(members(&cut), None);
+            assert_eq!(members(cut.as_bytes()), None);
             let ctl = format!("{{\"params\":\"{s}\u{1}{s}\"}}");
-            assert_eq!(members(&ctl), None);
+            assert_eq!(members(ctl.as_bytes()), None);
+        }
+    }
+
+    #[test]
+    fn text_must_be_utf8() {
+        let good = "{\"params\":\"é 😀 漢字 \\n ü\",\"id\":\"ß\"}";
+        assert_eq!(
+            members(good.as_bytes()).unwrap().id,
+            Some("\"ß\"".as_bytes())
+        );
+        for bad in [
+            &b"{\"id\":\"\xc3\"}"[..],
+            b"{\"id\":\"\xc0\x80\"}",
+            b"{\"id\":\"\xed\xa0\x80\"}",
+            b"{\"id\":\"\xf5\x80\x80\x80\"}",
+            b"{\"id\":\"\xff\"}",
+            b"{\"id\":\"\xc3\xa9\x01\"}",
+            b"{\"id\":1}\xc3\xa9",
+            b"{\"\xc3\":1}",
+        ] {
+            assert_eq!(members(bad), None, "{bad:?}");
         }
     }
 }
