@@ -240,9 +240,9 @@ pub fn calls(n: usize, size: usize) -> Vec<Vec<u8>> {
 
 /// Pipelined round trips: a writer thread sends every request while this
 /// thread reads the answers (counting lines, without parsing them), as a
-/// busy host does. Returns the elapsed time and the bytes moved (requests
-/// plus answers).
-pub fn pipelined(p: Peer, msgs: &[Vec<u8>]) -> (Duration, usize) {
+/// busy host does. Returns the elapsed time, the bytes moved (requests
+/// plus answers) and the peer's peak RSS in KiB.
+pub fn pipelined(p: Peer, msgs: &[Vec<u8>]) -> (Duration, usize, u64) {
     let n = msgs.len();
     let sent: usize = msgs.iter().map(|m| m.len() + 1).sum();
     let Peer {
@@ -275,8 +275,9 @@ pub fn pipelined(p: Peer, msgs: &[Vec<u8>]) -> (Duration, usize) {
         (writer.join().unwrap(), received)
     });
     let el = t.elapsed();
+    let peak = peak_rss_kib(child.id());
     Peer { child, w, r, buf }.close();
-    (el, sent + received)
+    (el, sent + received, peak)
 }
 
 /// The peak resident set of a process (VmHWM), in KiB.
