@@ -416,6 +416,11 @@ fn launch(
             source: e,
         },
     })?;
+    if scratch.is_some() {
+        // Scratch directories of rootfences killed before they could
+        // clean up: removed once per process, in the background.
+        super::scratch::sweep_stale();
+    }
     Ok(SandboxedChild {
         child,
         scratch,
