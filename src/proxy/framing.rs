@@ -68,6 +68,27 @@ pub fn recycle(mut buf: Vec<u8>) {
     }
 }
 
+/// Whether spare buffers are held.
+pub fn spares_held() -> bool {
+    SPARE.lock().is_ok_and(|s| !s.is_empty())
+}
+
+/// Give the spare buffers back to the system (the relay went idle).
+pub fn release_spares() {
+    let spares = SPARE.lock().map(|mut s| std::mem::take(&mut *s));
+    if let Ok(spares) = spares
+        && !spares.is_empty()
+    {
+        drop(spares);
+        // Freed heap memory stays in the process unless trimmed.
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free memory to the system.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
 /// An empty buffer for a reader: a spare if there is one.
 fn fresh_buffer() -> Vec<u8> {
     SPARE

@@ -30,6 +30,10 @@ pub use session::{Ending, Event, Session, SessionConfig};
 /// when idle.
 pub const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// After this long without traffic, the spare buffers of big lines are
+/// given back to the system, so an idle relay returns to its idle size.
+pub const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Run a session between `host_in`/`host_out` and servers launched by
 /// `launcher`, until the host closes its side or the session ends.
 /// `extra_events` carries watcher events (policy edits, roots on disk).
@@ -92,8 +96,11 @@ where
         let paused = session.host_backed_up() || session.server_backed_up();
         let spinning = !paused && last_traffic.elapsed() < SPIN;
         tokio::select! {
-            () = tokio::time::sleep(std::time::Duration::from_millis(1)), if paused => {}
+            () = sleep(std::time::Duration::from_millis(1)), if paused => {}
             () = spin(), if spinning => {}
+            () = sleep(IDLE_RELEASE), if !spinning && framing::spares_held() => {
+                framing::release_spares();
+            }
             ev = host_rx.recv(), if host_open && !session.server_backed_up() => {
                 last_traffic = std::time::Instant::now();
                 match ev {
@@ -125,6 +132,13 @@ where
 async fn spin() {
     std::thread::yield_now();
     tokio::task::yield_now().await;
+}
+
+/// `tokio::time::sleep`, but the timer (and its clock read) is made only
+/// when first polled: `select!` builds every branch's future on every turn,
+/// and polls only the enabled ones.
+async fn sleep(d: std::time::Duration) {
+    tokio::time::sleep(d).await;
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
