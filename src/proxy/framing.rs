@@ -56,7 +56,7 @@ static SPARE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new())
 
 /// Give a written line's buffer back for reuse (kept only if big, and
 /// not too big).
-pub fn recycle(mut buf: Vec<u8>) {
+fn recycle(mut buf: Vec<u8>) {
     if !(HAND_OVER..=SPARE_MAX).contains(&buf.capacity()) {
         return;
     }
@@ -69,12 +69,12 @@ pub fn recycle(mut buf: Vec<u8>) {
 }
 
 /// Whether spare buffers are held.
-pub fn spares_held() -> bool {
+pub(crate) fn spares_held() -> bool {
     SPARE.lock().is_ok_and(|s| !s.is_empty())
 }
 
 /// Give the spare buffers back to the system (the relay went idle).
-pub fn release_spares() {
+pub(crate) fn release_spares() {
     let spares = SPARE.lock().map(|mut s| std::mem::take(&mut *s));
     if let Ok(spares) = spares
         && !spares.is_empty()
