@@ -98,6 +98,37 @@ pub enum EnvSource {
     Profile,
 }
 
+/// Whether the server gets namespaces of its own (and with them a
+/// filesystem view of its grants only and a PID namespace that ends with
+/// it): `[isolation] namespaces` of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum NamespaceMode {
+    /// Where the kernel grants them; otherwise run without and say what is
+    /// lost (`doctor`, and a warning at start).
+    #[default]
+    Auto,
+    /// Refuse to start without them.
+    Require,
+    /// Never (Landlock and seccomp only).
+    Off,
+}
+
+/// A directory the server may write, with its writes going to a private
+/// layer of its own (an overlay whose upper layer lives in the scratch
+/// directory and is discarded with it): the real directory is never
+/// written. For caches whose content is run later outside the sandbox.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PrivateLayer {
+    /// The directory.
+    pub path: PathBuf,
+    /// Without namespaces (no overlay), this variable points the runtime at
+    /// an empty private directory in scratch instead.
+    pub env: Option<String>,
+    /// Why.
+    pub why: String,
+}
+
 /// Everything the sandbox will enforce for one launch.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxPlan {
@@ -125,6 +156,14 @@ pub struct SandboxPlan {
     pub env: BTreeMap<String, (String, EnvSource)>,
     /// A private scratch directory exported as `TMPDIR`.
     pub scratch: bool,
+    /// Directories written through a private layer (never for real).
+    pub private_layers: Vec<PrivateLayer>,
+    /// Whether the server may execute files from its roots
+    /// (`[runtime] exec_in_roots`); without it the roots are also mounted
+    /// `noexec` in the server's view.
+    pub exec_in_roots: bool,
+    /// Namespaces (see [`NamespaceMode`]).
+    pub namespaces: NamespaceMode,
     /// Limits.
     pub limits: LimitsSection,
     /// Things the reader should know (runtime paths dropped, ...).
@@ -238,6 +277,7 @@ pub fn build(
         });
     }
     let profile = command.profile.to_string();
+    let mut private_layers = Vec::new();
     for n in &command.needs {
         if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
             warnings.push(format!(
@@ -248,6 +288,13 @@ pub fn build(
                 rule.origin
             ));
             continue;
+        }
+        if let Some(var) = &n.private_env {
+            private_layers.push(PrivateLayer {
+                path: n.path.clone(),
+                env: Some(var.clone()),
+                why: n.why.clone(),
+            });
         }
         grants.push(Grant {
             path: n.path.clone(),
@@ -322,6 +369,9 @@ pub fn build(
         },
         env: out_env,
         scratch: policy.raw.runtime.scratch,
+        private_layers,
+        exec_in_roots,
+        namespaces: policy.raw.isolation.namespaces.into(),
         limits: policy.raw.limits.clone(),
         warnings,
     }

@@ -102,6 +102,13 @@ pub struct RuntimeNeed {
     pub why: String,
     /// Whether a missing path is fine.
     pub optional: bool,
+    /// A private layer: the server may write here, but its writes go to a
+    /// layer of its own, discarded when it ends (the real directory is
+    /// never written). Where the kernel cannot stack a private layer, this
+    /// environment variable points the runtime at an empty private
+    /// directory instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_env: Option<String>,
 }
 
 /// A command resolved for launching.
@@ -343,12 +350,14 @@ pub fn discover(
     }
 
     let mut needs = Vec::new();
+    let mut private_needs = Vec::new();
     let mut need = |path: PathBuf, rights: Rights, why: String, optional: bool| {
         needs.push(RuntimeNeed {
             path,
             rights,
             why,
             optional,
+            private_env: None,
         });
     };
 
@@ -484,15 +493,17 @@ pub fn discover(
                 );
             }
             if let Some(cache) = npm_cache(env) {
-                need(
-                    cache,
-                    Rights {
-                        exec: true,
-                        ..Rights::RW
-                    },
-                    "npm cache (npx installs packages here and runs their bins from it)".into(),
-                    true,
-                );
+                // npx runs the bins of the packages cached here, and the
+                // user's own npx runs them later outside the sandbox: the
+                // server writes only to a private layer.
+                private_needs.push(RuntimeNeed {
+                    path: cache,
+                    rights: Rights::RX,
+                    why: "npm cache (npx runs packages from it; writes go to a private layer)"
+                        .into(),
+                    optional: true,
+                    private_env: Some("npm_config_cache".into()),
+                });
             }
             if let Some(h) = home {
                 need(
@@ -555,17 +566,27 @@ pub fn discover(
                     "uv-managed pythons and tools".into(),
                     true,
                 );
-                need(h.join(".cache/uv"), Rights::RW, "uv cache".into(), true);
+                // uv hard-links cache files into environments used outside
+                // the sandbox: the server writes only to a private layer.
+                private_needs.push(RuntimeNeed {
+                    path: h.join(".cache/uv"),
+                    rights: Rights::RX,
+                    why: "uv cache (writes go to a private layer)".into(),
+                    optional: true,
+                    private_env: Some("UV_CACHE_DIR".into()),
+                });
             }
         }
     }
 
+    needs.append(&mut private_needs);
     if let Some((script, tree)) = script_tree(argv, chosen, env) {
         needs.push(RuntimeNeed {
             path: tree,
             rights: Rights::R,
             why: format!("the server's script {} and its package", script.display()),
             optional: false,
+            private_env: None,
         });
     }
 

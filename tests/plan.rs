@@ -25,6 +25,7 @@ fn need(path: &str, rights: Rights) -> RuntimeNeed {
         rights,
         why: "test".into(),
         optional: false,
+        private_env: None,
     }
 }
 

@@ -111,6 +111,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     }
 
     install_forwarding();
+    sandbox::enable_subreaper();
     let started = sandbox::spawn(&plan, StdioConfig::default());
     let started = match started {
         Err(SandboxError::CannotEnforce { missing }) if args.unconfined => {

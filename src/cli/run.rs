@@ -91,6 +91,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
     );
 
+    sandbox::enable_subreaper();
     // One thread: every message crosses several tasks (host reader,
     // session, server writer and reader, host writer), and waking a task on
     // the same thread is far cheaper than waking another thread.

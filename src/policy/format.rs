@@ -36,6 +36,44 @@ pub struct PolicyFile {
     pub elicitation: ElicitationSection,
     /// Audit log of sampling and elicitation decisions.
     pub audit: AuditSection,
+    /// Namespaces around the server.
+    pub isolation: IsolationSection,
+}
+
+/// `[isolation]`
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct IsolationSection {
+    /// Own user, mount, PID and IPC namespaces for the server (and a network
+    /// namespace when it has no network): a filesystem view holding only its
+    /// grants (metadata of everything else out of reach), and a PID
+    /// namespace whose processes all end with the server. `auto`: where the
+    /// kernel grants them, else run without and say what is lost;
+    /// `require`: refuse to start without them; `off`: never.
+    pub namespaces: NamespaceName,
+}
+
+/// `[isolation] namespaces`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NamespaceName {
+    /// Where the kernel grants them.
+    #[default]
+    Auto,
+    /// Refuse to start without them.
+    Require,
+    /// Never.
+    Off,
+}
+
+impl From<NamespaceName> for crate::plan::NamespaceMode {
+    fn from(n: NamespaceName) -> Self {
+        match n {
+            NamespaceName::Auto => crate::plan::NamespaceMode::Auto,
+            NamespaceName::Require => crate::plan::NamespaceMode::Require,
+            NamespaceName::Off => crate::plan::NamespaceMode::Off,
+        }
+    }
 }
 
 /// `[roots]`

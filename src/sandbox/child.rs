@@ -1,86 +1,125 @@
-//! What runs in the child between `fork` and `exec`.
+//! What runs in the child between `clone` and `exec`.
 //!
-//! # Why a `pre_exec` hook and not a re-exec'd helper
+//! # Why raw system calls on memory prepared in the parent
 //!
-//! rootfence applies the sandbox in the forked child, just before `exec`,
-//! from a [`std::process::Command::pre_exec`] hook. Everything that
-//! allocates or can fail in an interesting way (opening every granted path,
-//! building the Landlock ruleset and adding its rules, compiling the seccomp
-//! program, the C strings of argv and the environment) is done in the parent
-//! before `fork`. The hook then makes only raw system calls on memory
-//! prepared in advance: no allocation, no lock, no `std` I/O, nothing that
-//! could deadlock on a lock held by another thread of a multi-threaded
-//! (tokio) parent at the moment of `fork`.
+//! rootfence is a multi-threaded (tokio) process. After `clone` without
+//! `CLONE_VM` only the cloning thread exists in the child, and any lock
+//! another thread held (the allocator's, stdio's) stays locked forever.
+//! Everything that allocates or can fail in an interesting way (opening
+//! every granted path, building the Landlock ruleset, compiling the seccomp
+//! program, the C strings of argv, the environment and every mount
+//! operation) is done in the parent before `clone`. The child makes only
+//! raw system calls on that memory: no allocation, no lock, no `std` I/O.
 //!
-//! The one rule the parent cannot prepare is the server's own `/proc/self`:
-//! opened in the parent it would name rootfence's `/proc/<pid>`. The child
-//! opens `/proc/self` (`openat`, `O_PATH`) and adds it to the ruleset with a
-//! raw `landlock_add_rule` before `landlock_restrict_self`.
+//! # Two shapes
 //!
-//! A helper mode that re-executes rootfence would make the child
-//! single-threaded and free to allocate, but would cost a second `exec` and
-//! a second dynamic-loader start on every launch (launch latency is a
-//! measured target), would have to pass the plan across `exec`, and would
-//! leave a window in which the helper runs unconfined with all of
-//! rootfence's code mapped. The hook keeps one `exec`, and the restriction is
-//! applied to the very thread that calls `execve`.
+//! - **With namespaces** (the kernel grants rootfence a user namespace): the
+//!   cloned child is the first process (PID 1) of new user, mount, PID and
+//!   IPC namespaces (and a network namespace when the plan has no network).
+//!   It waits until the parent has written its uid and gid maps, builds the
+//!   filesystem view ([`super::view`]), forks the server, and stays as the
+//!   namespace's init: it reaps every process left to it, forwards the
+//!   termination signals to the server, and exits when the server does,
+//!   writing the server's wait status to the parent first. When it exits,
+//!   the kernel kills every process left in the PID namespace and its exit
+//!   completes only once they are all gone: nothing the server started
+//!   outlives it, whatever `setsid`, `fork` or `setpgid` it used.
+//! - **Without namespaces**: the cloned child is the server itself.
+//!
+//! Either way the server process applies, in this order: `setsid` (no
+//! controlling terminal), parent-death signal `SIGKILL`, `RLIMIT_CORE` 0,
+//! `no_new_privs`, the Landlock rules that can only be made in the child
+//! (the fresh `/proc`, private layers; or the server's own `/proc/self`
+//! without namespaces), `landlock_restrict_self`, the seccomp filter,
+//! capabilities dropped, every descriptor above 2 close-on-exec, signal
+//! dispositions and mask reset, `execve`.
 //!
 //! `PR_SET_DUMPABLE` is deliberately not set: `execve` resets it to 1 for
-//! an ordinary program, so it would promise protection that does not
-//! survive into the server. Core dumps are stopped by `RLIMIT_CORE` 0 (which
-//! does survive `execve`); tracing out of the sandbox is stopped by Landlock
-//! (a sandboxed process cannot trace a process outside its domain) and by
-//! the capabilities dropped.
+//! an ordinary program. Core dumps are stopped by `RLIMIT_CORE` 0 (which
+//! survives `execve`); tracing out of the sandbox is stopped by Landlock (a
+//! sandboxed process cannot trace a process outside its domain) and by the
+//! capabilities dropped.
 //!
-//! Failures are reported through the standard library's exec-error pipe: the
-//! returned `io::Error` carries the step and the errno (see [`Step`]), which
-//! the parent decodes with [`decode`].
+//! Failures are written to the error pipe as three 32-bit words: the
+//! [`Step`], a detail (the index of the mount operation) and the errno; the
+//! child then exits with 127 and nothing is run.
 
-use std::io;
+use std::ffi::CString;
 use std::os::fd::RawFd;
 
 /// A step of the child's setup, named in errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
+#[repr(u32)]
 pub enum Step {
+    /// Putting the standard streams in place.
+    Stdio = 1,
     /// `setsid`.
-    Setsid = 1,
+    Setsid = 2,
     /// `prctl(PR_SET_PDEATHSIG)`.
-    Pdeathsig = 2,
+    Pdeathsig = 3,
     /// rootfence exited before the server was started.
-    ParentGone = 3,
+    ParentGone = 4,
     /// `setrlimit(RLIMIT_CORE, 0)`.
-    CoreLimit = 4,
+    CoreLimit = 5,
     /// `prctl(PR_SET_NO_NEW_PRIVS)`.
-    NoNewPrivs = 5,
-    /// Opening `/proc/self`.
-    OpenProcSelf = 6,
-    /// `landlock_add_rule` for `/proc/self`.
-    ProcSelfRule = 7,
+    NoNewPrivs = 6,
+    /// Making the mount namespace private.
+    MountPrivate = 7,
+    /// Building the view's base (a `tmpfs` and the first `pivot_root`).
+    ViewBase = 8,
+    /// One operation of the view (the detail is its index).
+    ViewOp = 9,
+    /// A root's mounted object is not the one its handle holds.
+    RootChanged = 10,
+    /// Making the view's `/` read-only and entering it.
+    ViewEnter = 11,
+    /// `vm.memfd_noexec` for the PID namespace.
+    MemfdNoexec = 12,
+    /// Bringing up the loopback interface of the new network namespace.
+    Loopback = 13,
+    /// Starting the server under the namespace's init.
+    Fork = 14,
+    /// Opening a path ruled on in the child (`/proc`, a private layer).
+    OpenChildRule = 15,
+    /// `landlock_add_rule` for it.
+    ChildRule = 16,
     /// `landlock_restrict_self`.
-    Restrict = 8,
+    Restrict = 17,
     /// Loading the seccomp filter.
-    Seccomp = 9,
+    Seccomp = 18,
     /// Dropping capabilities.
-    DropCaps = 10,
+    DropCaps = 19,
     /// `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`.
-    CloseFds = 11,
+    CloseFds = 20,
+    /// `execve` of the server.
+    Exec = 21,
 }
 
 impl Step {
-    fn from_u8(v: u8) -> Option<Step> {
+    /// The step a number names.
+    pub fn from_u32(v: u32) -> Option<Step> {
         Some(match v {
-            1 => Step::Setsid,
-            2 => Step::Pdeathsig,
-            3 => Step::ParentGone,
-            4 => Step::CoreLimit,
-            5 => Step::NoNewPrivs,
-            6 => Step::OpenProcSelf,
-            7 => Step::ProcSelfRule,
-            8 => Step::Restrict,
-            9 => Step::Seccomp,
-            10 => Step::DropCaps,
-            11 => Step::CloseFds,
+            1 => Step::Stdio,
+            2 => Step::Setsid,
+            3 => Step::Pdeathsig,
+            4 => Step::ParentGone,
+            5 => Step::CoreLimit,
+            6 => Step::NoNewPrivs,
+            7 => Step::MountPrivate,
+            8 => Step::ViewBase,
+            9 => Step::ViewOp,
+            10 => Step::RootChanged,
+            11 => Step::ViewEnter,
+            12 => Step::MemfdNoexec,
+            13 => Step::Loopback,
+            14 => Step::Fork,
+            15 => Step::OpenChildRule,
+            16 => Step::ChildRule,
+            17 => Step::Restrict,
+            18 => Step::Seccomp,
+            19 => Step::DropCaps,
+            20 => Step::CloseFds,
+            21 => Step::Exec,
             _ => return None,
         })
     }
@@ -89,40 +128,31 @@ impl Step {
 impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Step::Stdio => "set up the standard streams",
             Step::Setsid => "start a new session (setsid)",
             Step::Pdeathsig => "set the parent-death signal",
             Step::ParentGone => "start the server: rootfence exited first",
             Step::CoreLimit => "set RLIMIT_CORE to 0",
             Step::NoNewPrivs => "set no_new_privs",
-            Step::OpenProcSelf => "open the server's /proc/self",
-            Step::ProcSelfRule => "add the Landlock rule for /proc/self",
+            Step::MountPrivate => "make its mount namespace private",
+            Step::ViewBase => "build the base of its filesystem view (tmpfs, pivot_root)",
+            Step::ViewOp => "build its filesystem view",
+            Step::RootChanged => {
+                "mount a root: the directory at the root's path is no longer the one that was checked (it was replaced while the sandbox was being built)"
+            }
+            Step::ViewEnter => "enter its filesystem view",
+            Step::MemfdNoexec => "make memfd files non-executable (vm.memfd_noexec)",
+            Step::Loopback => "bring up the loopback interface of its network namespace",
+            Step::Fork => "start the server under its namespace's init",
+            Step::OpenChildRule => "open a path ruled on in the child",
+            Step::ChildRule => "add a Landlock rule in the child",
             Step::Restrict => "apply the Landlock ruleset (landlock_restrict_self)",
             Step::Seccomp => "load the seccomp filter",
             Step::DropCaps => "drop capabilities",
             Step::CloseFds => "close inherited descriptors",
+            Step::Exec => "execute the server",
         })
     }
-}
-
-/// Marks an errno that carries a [`Step`] (bits 16..24) and an errno (bits
-/// 0..16). Real errno values are below 4096.
-const MARK: i32 = 0x4000_0000;
-
-/// The error a failed step returns: the step and the current errno.
-fn fail(step: Step) -> io::Error {
-    let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    io::Error::from_raw_os_error(MARK | (i32::from(step as u8) << 16) | (errno & 0xffff))
-}
-
-/// Split an error returned by `spawn` into the failed step and the errno,
-/// if it came from [`ChildSetup::apply`].
-pub fn decode(e: &io::Error) -> Option<(Step, io::Error)> {
-    let raw = e.raw_os_error()?;
-    if raw & MARK == 0 {
-        return None;
-    }
-    let step = Step::from_u8(((raw >> 16) & 0xff) as u8)?;
-    Some((step, io::Error::from_raw_os_error(raw & 0xffff)))
 }
 
 /// `struct landlock_path_beneath_attr` (packed, as in the kernel UAPI).
@@ -132,16 +162,45 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
+/// `struct mount_attr` (`MOUNT_ATTR_SIZE_VER0`).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_long = 1;
+/// `MOUNT_ATTR_RDONLY` and friends.
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+/// No set-user-ID.
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+/// No device files.
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+/// No execution.
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
+const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
+
+/// A Landlock rule the child makes itself: a path opened in the child (the
+/// fresh `/proc`, a private layer, or the server's own `/proc/self`).
+#[derive(Debug)]
+pub struct ChildRule {
+    /// The path, opened with `O_PATH` in the child.
+    pub path: CString,
+    /// The Landlock access rights.
+    pub access: u64,
+}
 
 /// The Landlock part of the child's setup.
 #[derive(Debug)]
 pub struct LandlockChild {
-    /// The ruleset, with every rule but `/proc/self`. The parent keeps the
-    /// owning descriptor open until `spawn` returns.
+    /// The ruleset, with every rule the parent could make. The parent keeps
+    /// the owning descriptor open until the launch is over.
     pub ruleset: RawFd,
-    /// Access rights for the `/proc/self` rule; 0 for no rule.
-    pub proc_self_access: u64,
+    /// Rules made in the child before restricting.
+    pub rules: Vec<ChildRule>,
 }
 
 /// Capabilities to drop.
@@ -155,55 +214,206 @@ pub struct DropCaps {
     pub bounding: bool,
 }
 
-/// Everything the child does between `fork` and `exec`, prepared in the
+/// One operation of the filesystem view, ready for the child: absolute
+/// paths below `/newroot` (targets) and `/oldroot` (sources).
+#[derive(Debug)]
+pub enum ViewOp {
+    /// `mkdir`.
+    Dir(CString),
+    /// An empty file (mount point).
+    File(CString),
+    /// `symlink(text, at)`.
+    Symlink {
+        /// Where.
+        at: CString,
+        /// Its text.
+        text: CString,
+    },
+    /// A recursive bind mount, then its attributes.
+    Bind {
+        /// Source, below `/oldroot`.
+        src: CString,
+        /// Target, below `/newroot`.
+        dst: CString,
+        /// `MOUNT_ATTR_*` to set (recursively).
+        attrs: u64,
+        /// For roots: the (device, inode) the mounted directory must have.
+        verify: Option<(u64, u64)>,
+    },
+    /// An overlay mount; `data` holds the lower, upper and work layers.
+    Overlay {
+        /// Target, below `/newroot`.
+        dst: CString,
+        /// The mount data.
+        data: CString,
+    },
+    /// A fresh procfs.
+    Proc {
+        /// Target, below `/newroot`.
+        dst: CString,
+    },
+    /// An empty read-only tmpfs over a directory.
+    Mask {
+        /// Target, below `/newroot`.
+        dst: CString,
+    },
+}
+
+/// The namespace part of the child's setup.
+#[derive(Debug)]
+pub struct NsChild {
+    /// Read end of the parent's go-ahead pipe (one byte once the uid and
+    /// gid maps are written; the parent holds the write end until the
+    /// launch is over, so a hang-up means rootfence died).
+    pub sync_r: RawFd,
+    /// Write end of the status pipe: the server's wait status.
+    pub status_w: RawFd,
+    /// Where the view's base `tmpfs` is mounted before the first
+    /// `pivot_root` (an existing directory).
+    pub base: CString,
+    /// The operations building the view.
+    pub ops: Vec<ViewOp>,
+    /// The working directory to enter in the view (else `/`).
+    pub cwd: Option<CString>,
+    /// Set `vm.memfd_noexec = 2` for the PID namespace.
+    pub memfd_noexec: bool,
+    /// A new network namespace: bring its loopback interface up.
+    pub loopback: bool,
+}
+
+/// The program to execute, with argv and the environment as C arrays.
+#[derive(Debug)]
+pub struct ExecImage {
+    /// The program's path.
+    pub program: CString,
+    /// Owned argv strings (the pointers below point into them).
+    _argv: Vec<CString>,
+    /// Owned environment strings.
+    _envp: Vec<CString>,
+    /// NULL-terminated pointers into `argv`.
+    pub argv_ptrs: Vec<*const libc::c_char>,
+    /// NULL-terminated pointers into `envp`.
+    pub envp_ptrs: Vec<*const libc::c_char>,
+}
+
+impl ExecImage {
+    /// Build the C arrays.
+    pub fn new(program: CString, argv: Vec<CString>, envp: Vec<CString>) -> ExecImage {
+        let argv_ptrs = argv
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        let envp_ptrs = envp
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        ExecImage {
+            program,
+            _argv: argv,
+            _envp: envp,
+            argv_ptrs,
+            envp_ptrs,
+        }
+    }
+}
+
+/// Everything the child does between `clone` and `exec`, prepared in the
 /// parent.
 #[derive(Debug)]
 pub struct ChildSetup {
-    /// rootfence's pid, to detect that it died before the parent-death
-    /// signal was armed.
+    /// rootfence's pid (without namespaces: to detect that it died before
+    /// the parent-death signal was armed).
     pub parent_pid: libc::pid_t,
+    /// The error pipe's write end (close-on-exec).
+    pub err_w: RawFd,
+    /// Descriptors (all above 2) to install as 0, 1 and 2; `None` keeps
+    /// rootfence's.
+    pub stdio: [Option<RawFd>; 3],
+    /// Namespaces, `None` without.
+    pub ns: Option<NsChild>,
     /// Landlock, `None` when running unconfined.
     pub landlock: Option<LandlockChild>,
     /// The seccomp program, `None` when running unconfined.
     pub seccomp: Option<Vec<libc::sock_filter>>,
     /// Capabilities to drop, `None` when there are none or unconfined.
     pub drop_caps: Option<DropCaps>,
+    /// What to execute.
+    pub exec: ExecImage,
 }
 
-// SAFETY: the raw descriptor and the filter are plain data; the child reads
-// them after fork, when it is the only thread.
+// SAFETY: raw descriptors, C strings and pointers into them are plain data;
+// the child reads them after clone, when it is the only thread.
 unsafe impl Send for ChildSetup {}
-// SAFETY: as above; `apply` takes `&self` and mutates nothing shared.
+// SAFETY: as above; the child takes `&self` and mutates nothing shared.
 unsafe impl Sync for ChildSetup {}
 
-/// `"/proc/self"` as a C string.
-const PROC_SELF_C: &[u8] = b"/proc/self\0";
+/// The errno of the last failed call.
+fn errno() -> i32 {
+    // SAFETY: reading the calling thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Report a failed step on the error pipe and exit 127.
+///
+/// # Safety
+///
+/// Async-signal-safe: `write` and `_exit`.
+unsafe fn fail(err_w: RawFd, step: Step, detail: u32, errno: i32) -> ! {
+    let words: [u32; 3] = [step as u32, detail, errno as u32];
+    // SAFETY: writes 12 bytes from a local array.
+    unsafe {
+        libc::write(err_w, words.as_ptr().cast(), 12);
+        libc::_exit(127)
+    }
+}
+
+/// Decode what the error pipe carried: the step, its detail, the errno.
+pub fn decode(bytes: &[u8]) -> Option<(Step, u32, std::io::Error)> {
+    let word = |i: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(
+            bytes.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
+    let step = Step::from_u32(word(0)?)?;
+    Some((
+        step,
+        word(1)?,
+        std::io::Error::from_raw_os_error(word(2)? as i32),
+    ))
+}
+
+/// `"/proc/sys/vm/memfd_noexec"` of the view being built.
+const MEMFD_NOEXEC: &[u8] = b"/newroot/proc/sys/vm/memfd_noexec\0";
 
 impl ChildSetup {
-    /// Apply the setup to the calling process, in this order: new session;
-    /// parent-death signal `SIGKILL` (and exit if rootfence is already
-    /// gone); `RLIMIT_CORE` 0; `no_new_privs`; the `/proc/self` rule and
-    /// `landlock_restrict_self`; the seccomp filter; capabilities dropped
-    /// (bounding, ambient, then effective, permitted and inheritable);
-    /// every descriptor above 2 marked close-on-exec.
+    /// Run the child: set up, then `execve` the server. Never returns.
     ///
     /// # Safety
     ///
-    /// Call only in the forked child before `exec` (it restricts the
-    /// calling thread irreversibly). It is async-signal-safe: raw system
-    /// calls on memory prepared before `fork`, no allocation, no lock.
+    /// Call only in the child of a `clone` without `CLONE_VM`, as its
+    /// first and only action. Async-signal-safe: raw system calls on memory
+    /// prepared before `clone`, no allocation, no lock.
     ///
     /// # Security
     ///
-    /// When it returns `Ok`, the calling thread is confined by the Landlock
-    /// ruleset and the seccomp filter it was given, and `exec` will not
-    /// carry any descriptor but 0, 1 and 2.
-    pub unsafe fn apply(&self) -> io::Result<()> {
-        // SAFETY (whole body): raw system calls with valid arguments; the
-        // pointers passed point to locals or to memory owned by `self`.
+    /// The server is executed only after every step succeeded; otherwise
+    /// the failed step is reported and nothing is run.
+    pub unsafe fn run(&self) -> ! {
+        let err = self.err_w;
+        // SAFETY (whole body): raw system calls with valid arguments; every
+        // pointer passed points to a local or to memory owned by `self`.
         unsafe {
+            for (i, fd) in self.stdio.iter().enumerate() {
+                if let Some(fd) = *fd
+                    && libc::dup2(fd, i as libc::c_int) < 0
+                {
+                    fail(err, Step::Stdio, i as u32, errno());
+                }
+            }
             if libc::setsid() < 0 {
-                return Err(fail(Step::Setsid));
+                fail(err, Step::Setsid, 0, errno());
             }
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
@@ -213,55 +423,100 @@ impl ChildSetup {
                 0,
             ) < 0
             {
-                return Err(fail(Step::Pdeathsig));
+                fail(err, Step::Pdeathsig, 0, errno());
             }
-            // rootfence may have died between fork and the prctl: then the
-            // signal will never come and the server would run orphaned.
-            if libc::getppid() != self.parent_pid {
-                *libc::__errno_location() = libc::ESRCH;
-                return Err(fail(Step::ParentGone));
+            match &self.ns {
+                Some(ns) => wait_for_parent(err, ns.sync_r),
+                None => {
+                    // rootfence may have died between clone and the prctl:
+                    // then the signal will never come.
+                    if libc::getppid() != self.parent_pid {
+                        fail(err, Step::ParentGone, 0, libc::ESRCH);
+                    }
+                }
             }
             let zero = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
             };
             if libc::setrlimit(libc::RLIMIT_CORE, &zero) < 0 {
-                return Err(fail(Step::CoreLimit));
+                fail(err, Step::CoreLimit, 0, errno());
             }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
-                return Err(fail(Step::NoNewPrivs));
+                fail(err, Step::NoNewPrivs, 0, errno());
             }
+            if let Some(ns) = &self.ns {
+                build_view(err, ns);
+                if ns.loopback {
+                    loopback_up(err);
+                }
+                // The init forwards these; they must not be delivered to
+                // it (a PID namespace's init ignores signals it has no
+                // handler for, so it installs one, and takes them with
+                // sigwaitinfo).
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                for s in FORWARDED.iter().chain(&[libc::SIGCHLD]) {
+                    libc::sigaddset(&mut set, *s);
+                }
+                libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                for s in FORWARDED {
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = noop as *const () as libc::sighandler_t;
+                    libc::sigaction(*s, &sa, std::ptr::null_mut());
+                }
+                let pid =
+                    libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+                if pid < 0 {
+                    fail(err, Step::Fork, 0, errno());
+                }
+                if pid > 0 {
+                    init(pid as libc::pid_t, ns.status_w, &set);
+                }
+                // The server: rootfence's death now reaches it through the
+                // init (which dies with rootfence, taking the namespace).
+            }
+            self.confine_and_exec()
+        }
+    }
+
+    /// The server's own steps: Landlock, seccomp, capabilities, descriptors,
+    /// signals, `execve`.
+    unsafe fn confine_and_exec(&self) -> ! {
+        let err = self.err_w;
+        // SAFETY (whole body): as in `run`.
+        unsafe {
             if let Some(ll) = &self.landlock {
-                if ll.proc_self_access != 0 {
+                for (i, r) in ll.rules.iter().enumerate() {
                     let fd = libc::syscall(
                         libc::SYS_openat,
                         libc::AT_FDCWD,
-                        PROC_SELF_C.as_ptr(),
-                        libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+                        r.path.as_ptr(),
+                        libc::O_PATH | libc::O_CLOEXEC,
                         0,
                     );
                     if fd < 0 {
-                        return Err(fail(Step::OpenProcSelf));
+                        fail(err, Step::OpenChildRule, i as u32, errno());
                     }
                     let fd = fd as libc::c_int;
                     let attr = PathBeneathAttr {
-                        allowed_access: ll.proc_self_access,
+                        allowed_access: r.access,
                         parent_fd: fd,
                     };
-                    let r = libc::syscall(
+                    let rc = libc::syscall(
                         libc::SYS_landlock_add_rule,
                         ll.ruleset,
                         LANDLOCK_RULE_PATH_BENEATH,
                         &attr as *const PathBeneathAttr,
                         0,
                     );
-                    if r < 0 {
-                        return Err(fail(Step::ProcSelfRule));
+                    if rc < 0 {
+                        fail(err, Step::ChildRule, i as u32, errno());
                     }
                     libc::close(fd);
                 }
                 if libc::syscall(libc::SYS_landlock_restrict_self, ll.ruleset, 0) < 0 {
-                    return Err(fail(Step::Restrict));
+                    fail(err, Step::Restrict, 0, errno());
                 }
             }
             if let Some(filter) = &self.seccomp {
@@ -276,44 +531,11 @@ impl ChildSetup {
                     &prog as *const libc::sock_fprog,
                 ) < 0
                 {
-                    return Err(fail(Step::Seccomp));
+                    fail(err, Step::Seccomp, 0, errno());
                 }
             }
             if let Some(caps) = self.drop_caps {
-                if caps.bounding {
-                    for cap in 0..=caps.last_cap {
-                        if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) < 0 {
-                            // Past the kernel's last capability: done.
-                            if cap > 0 && *libc::__errno_location() == libc::EINVAL {
-                                break;
-                            }
-                            return Err(fail(Step::DropCaps));
-                        }
-                    }
-                }
-                if libc::prctl(
-                    libc::PR_CAP_AMBIENT,
-                    libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                ) < 0
-                {
-                    return Err(fail(Step::DropCaps));
-                }
-                let mut header = CapHeader {
-                    version: LINUX_CAPABILITY_VERSION_3,
-                    pid: 0,
-                };
-                let data = [CapData::default(); 2];
-                if libc::syscall(
-                    libc::SYS_capset,
-                    &mut header as *mut CapHeader,
-                    data.as_ptr(),
-                ) < 0
-                {
-                    return Err(fail(Step::DropCaps));
-                }
+                drop_capabilities(err, caps);
             }
             if libc::syscall(
                 libc::SYS_close_range,
@@ -322,10 +544,382 @@ impl ChildSetup {
                 libc::CLOSE_RANGE_CLOEXEC,
             ) < 0
             {
-                return Err(fail(Step::CloseFds));
+                fail(err, Step::CloseFds, 0, errno());
+            }
+            // Dispositions rootfence set (the Rust runtime ignores SIGPIPE)
+            // survive execve when ignored: back to the defaults.
+            for s in 1..=64 {
+                if s == libc::SIGKILL || s == libc::SIGSTOP {
+                    continue;
+                }
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(s, &sa, std::ptr::null_mut());
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            libc::execve(
+                self.exec.program.as_ptr(),
+                self.exec.argv_ptrs.as_ptr(),
+                self.exec.envp_ptrs.as_ptr(),
+            );
+            fail(err, Step::Exec, 0, errno())
+        }
+    }
+}
+
+/// Signals the namespace's init passes on to the server.
+const FORWARDED: &[libc::c_int] = &[
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+extern "C" fn noop(_: libc::c_int) {}
+
+/// Wait for the parent's go-ahead (its uid and gid maps are written), then
+/// make sure it is still alive now that the parent-death signal is armed.
+unsafe fn wait_for_parent(err: RawFd, sync_r: RawFd) {
+    // SAFETY: raw reads and polls on our own descriptor into locals.
+    unsafe {
+        let mut b = 0u8;
+        loop {
+            let n = libc::read(sync_r, (&raw mut b).cast(), 1);
+            if n == 1 {
+                break;
+            }
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            fail(err, Step::ParentGone, 0, libc::ESRCH);
+        }
+        let mut p = libc::pollfd {
+            fd: sync_r,
+            events: 0,
+            revents: 0,
+        };
+        if libc::poll(&mut p, 1, 0) > 0 && p.revents & libc::POLLHUP != 0 {
+            fail(err, Step::ParentGone, 0, libc::ESRCH);
+        }
+        libc::close(sync_r);
+    }
+}
+
+/// Build the filesystem view and enter it.
+unsafe fn build_view(err: RawFd, ns: &NsChild) {
+    // SAFETY (whole body): raw system calls on C strings owned by `ns`.
+    unsafe {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) < 0
+        {
+            fail(err, Step::MountPrivate, 0, errno());
+        }
+        // A tmpfs on the base directory becomes `/` for a moment; the
+        // host's tree goes to /oldroot, the view is built in /newroot.
+        let tmpfs = c"tmpfs";
+        let base_ok = libc::mount(
+            tmpfs.as_ptr(),
+            ns.base.as_ptr(),
+            tmpfs.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=0700".as_ptr().cast(),
+        ) == 0
+            && libc::chdir(ns.base.as_ptr()) == 0
+            && libc::mkdir(c"newroot".as_ptr(), 0o755) == 0
+            && libc::mkdir(c"oldroot".as_ptr(), 0o755) == 0
+            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c"oldroot".as_ptr()) == 0
+            && libc::chdir(c"/".as_ptr()) == 0
+            && libc::mount(
+                tmpfs.as_ptr(),
+                c"/newroot".as_ptr(),
+                tmpfs.as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                c"mode=0755".as_ptr().cast(),
+            ) == 0;
+        if !base_ok {
+            fail(err, Step::ViewBase, 0, errno());
+        }
+        for (i, op) in ns.ops.iter().enumerate() {
+            let i = i as u32;
+            match op {
+                ViewOp::Dir(p) => {
+                    if libc::mkdir(p.as_ptr(), 0o755) < 0 && errno() != libc::EEXIST {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                }
+                ViewOp::File(p) => {
+                    let fd = libc::open(
+                        p.as_ptr(),
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                        0o644,
+                    );
+                    if fd < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    libc::close(fd);
+                }
+                ViewOp::Symlink { at, text } => {
+                    if libc::symlink(text.as_ptr(), at.as_ptr()) < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                }
+                ViewOp::Bind {
+                    src,
+                    dst,
+                    attrs,
+                    verify,
+                } => {
+                    if libc::mount(
+                        src.as_ptr(),
+                        dst.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND | libc::MS_REC,
+                        std::ptr::null(),
+                    ) < 0
+                    {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    set_attrs(err, i, dst, *attrs);
+                    if let Some((dev, ino)) = verify {
+                        let mut st: libc::stat = std::mem::zeroed();
+                        if libc::fstatat(
+                            libc::AT_FDCWD,
+                            dst.as_ptr(),
+                            &mut st,
+                            libc::AT_SYMLINK_NOFOLLOW,
+                        ) < 0
+                        {
+                            fail(err, Step::ViewOp, i, errno());
+                        }
+                        if st.st_dev != *dev || st.st_ino != *ino {
+                            fail(err, Step::RootChanged, i, libc::ESTALE);
+                        }
+                    }
+                }
+                ViewOp::Overlay { dst, data } => {
+                    let ovl = c"overlay";
+                    if libc::mount(
+                        ovl.as_ptr(),
+                        dst.as_ptr(),
+                        ovl.as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV,
+                        data.as_ptr().cast(),
+                    ) < 0
+                    {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                }
+                ViewOp::Mask { .. } => {}
+                ViewOp::Proc { dst } => {
+                    // Only the processes the reader could trace are
+                    // visible: the server sees its own, not the init.
+                    let proc = c"proc";
+                    if libc::mount(
+                        proc.as_ptr(),
+                        dst.as_ptr(),
+                        proc.as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        c"hidepid=ptraceable".as_ptr().cast(),
+                    ) < 0
+                    {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                }
             }
         }
-        Ok(())
+        // The memfd setting is written through /proc/sys before it is
+        // masked below.
+        if ns.memfd_noexec {
+            let fd = libc::open(
+                MEMFD_NOEXEC.as_ptr().cast(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 || libc::write(fd, c"2".as_ptr().cast(), 1) != 1 {
+                fail(err, Step::MemfdNoexec, 0, errno());
+            }
+            libc::close(fd);
+        }
+        for (i, op) in ns.ops.iter().enumerate() {
+            if let ViewOp::Mask { dst } = op
+                && libc::mount(
+                    tmpfs.as_ptr(),
+                    dst.as_ptr(),
+                    tmpfs.as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"size=4k,mode=0555".as_ptr().cast(),
+                ) < 0
+            {
+                fail(err, Step::ViewOp, i as u32, errno());
+            }
+        }
+        // The view's own directories are read-only; then it becomes `/`
+        // and the host's tree (stacked under it) is detached.
+        let ro = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        let entered = libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/newroot".as_ptr(),
+            0,
+            &ro as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) == 0
+            && libc::chdir(c"/newroot".as_ptr()) == 0
+            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
+            && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
+            && libc::chdir(c"/".as_ptr()) == 0;
+        if !entered {
+            fail(err, Step::ViewEnter, 0, errno());
+        }
+        if let Some(cwd) = &ns.cwd
+            && libc::chdir(cwd.as_ptr()) < 0
+        {
+            libc::chdir(c"/".as_ptr());
+        }
+    }
+}
+
+/// Set the `MOUNT_ATTR_*` bits `attrs` on the mount at `dst` and below.
+unsafe fn set_attrs(err: RawFd, i: u32, dst: &CString, attrs: u64) {
+    let a = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr reads the struct above and the C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW,
+            &a as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r < 0 {
+        // SAFETY: reporting the failure (write and _exit).
+        unsafe { fail(err, Step::ViewOp, i, errno()) }
+    }
+}
+
+/// `struct ifreq`, only the name and the flags.
+#[repr(C)]
+struct IfReq {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Bring `lo` up in the new network namespace.
+unsafe fn loopback_up(err: RawFd) {
+    // SAFETY: a socket and two ioctls on a local struct.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            fail(err, Step::Loopback, 0, errno());
+        }
+        let mut req = IfReq {
+            name: [0; 16],
+            flags: 0,
+            _pad: [0; 22],
+        };
+        req.name[..2].copy_from_slice(b"lo");
+        if libc::ioctl(s, SIOCGIFFLAGS, &mut req as *mut IfReq) < 0 {
+            fail(err, Step::Loopback, 1, errno());
+        }
+        req.flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(s, SIOCSIFFLAGS, &mut req as *mut IfReq) < 0 {
+            fail(err, Step::Loopback, 2, errno());
+        }
+        libc::close(s);
+    }
+}
+
+/// The PID namespace's init: reap everything, forward the termination
+/// signals to the server, exit when it does (writing its wait status to
+/// the parent first). The kernel then kills whatever is left in the
+/// namespace.
+unsafe fn init(server: libc::pid_t, status_w: RawFd, set: &libc::sigset_t) -> ! {
+    // SAFETY (whole body): raw system calls on locals.
+    unsafe {
+        // Keep nothing of the server's: its pipes close when it exits.
+        if status_w > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (status_w - 1) as u32, 0);
+        }
+        libc::syscall(libc::SYS_close_range, (status_w + 1) as u32, u32::MAX, 0);
+        loop {
+            let sig = libc::sigwaitinfo(set, std::ptr::null_mut());
+            if sig == libc::SIGCHLD {
+                loop {
+                    let mut status = 0;
+                    let r = libc::wait4(-1, &mut status, libc::WNOHANG, std::ptr::null_mut());
+                    if r <= 0 {
+                        break;
+                    }
+                    if r == server {
+                        libc::write(status_w, (&raw const status).cast(), 4);
+                        libc::_exit(0);
+                    }
+                }
+            } else if sig > 0 {
+                libc::kill(server, sig);
+            }
+        }
+    }
+}
+
+unsafe fn drop_capabilities(err: RawFd, caps: DropCaps) {
+    // SAFETY (whole body): prctl and capset on locals.
+    unsafe {
+        if caps.bounding {
+            for cap in 0..=caps.last_cap {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) < 0 {
+                    // Past the kernel's last capability: done.
+                    if cap > 0 && errno() == libc::EINVAL {
+                        break;
+                    }
+                    fail(err, Step::DropCaps, cap, errno());
+                }
+            }
+        }
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) < 0
+        {
+            fail(err, Step::DropCaps, 100, errno());
+        }
+        let mut header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [CapData::default(); 2];
+        if libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        ) < 0
+        {
+            fail(err, Step::DropCaps, 101, errno());
+        }
     }
 }
 
@@ -394,5 +988,215 @@ pub fn cap_state() -> CapState {
         must_drop: root || held,
         can_drop_bounding: data[0].effective & (1 << CAP_SETPCAP) != 0,
         root,
+    }
+}
+
+/// Exit codes of the probe child.
+mod probe_exit {
+    pub const OK: i32 = 0;
+    pub const NO_OVERLAY: i32 = 1;
+    pub const PARENT: i32 = 10;
+    pub const PRIVATE: i32 = 11;
+    pub const TMPFS: i32 = 12;
+    pub const PROC: i32 = 13;
+    pub const SETATTR: i32 = 14;
+}
+
+/// Find out, by a test launch, whether this process can give a server its
+/// namespaces: a child in new user, mount, PID, IPC and network namespaces
+/// makes its mounts private, mounts a `tmpfs`, a fresh `/proc` and an
+/// overlay, and sets a mount attribute.
+pub fn probe_namespaces() -> super::probe::NamespaceSupport {
+    use super::probe::NamespaceSupport;
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let no = |why: String| NamespaceSupport {
+        available: false,
+        overlay: false,
+        root,
+        why: Some(why),
+    };
+    let Ok((sync_r, sync_w)) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) else {
+        return no("cannot create a pipe".into());
+    };
+    let sync_r_raw = std::os::fd::AsRawFd::as_raw_fd(&sync_r);
+    // SAFETY: clone_args is plain data.
+    let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
+    args.flags = (libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWNET) as u64;
+    args.exit_signal = libc::SIGCHLD as u64;
+    // SAFETY: fork-like clone3; the child runs only `probe_child` (raw
+    // system calls on static strings), which never returns.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &mut args as *mut libc::clone_args,
+            std::mem::size_of::<libc::clone_args>(),
+        )
+    };
+    if pid == 0 {
+        // SAFETY: we are the clone's child.
+        unsafe { probe_child(sync_r_raw) }
+    }
+    drop(sync_r);
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        return no(format!(
+            "the kernel refused new user, mount, PID, IPC and network namespaces ({e}){}",
+            userns_hint()
+        ));
+    }
+    let pid = pid as libc::pid_t;
+    let (uid, gid) = {
+        // SAFETY: geteuid and getegid cannot fail.
+        unsafe { (libc::geteuid(), libc::getegid()) }
+    };
+    let maps = if root {
+        std::fs::write(format!("/proc/{pid}/uid_map"), "0 0 4294967295\n")
+            .and_then(|()| std::fs::write(format!("/proc/{pid}/gid_map"), "0 0 4294967295\n"))
+    } else {
+        std::fs::write(format!("/proc/{pid}/setgroups"), "deny")
+            .and_then(|()| {
+                std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1\n"))
+            })
+            .and_then(|()| {
+                std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1\n"))
+            })
+    };
+    if maps.is_ok() {
+        let _ = rustix::io::write(&sync_w, &[1u8]);
+    }
+    drop(sync_w);
+    let mut status = 0;
+    // SAFETY: reaping our own child.
+    unsafe {
+        libc::waitpid(pid, &mut status, 0);
+    }
+    if let Err(e) = maps {
+        return no(format!(
+            "cannot write the new user namespace's id maps ({e})"
+        ));
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let failed = |what: &str| {
+        no(format!(
+            "in a new user namespace, {what} failed{}",
+            userns_hint()
+        ))
+    };
+    match code {
+        probe_exit::OK => NamespaceSupport {
+            available: true,
+            overlay: true,
+            root,
+            why: None,
+        },
+        probe_exit::NO_OVERLAY => NamespaceSupport {
+            available: true,
+            overlay: false,
+            root,
+            why: None,
+        },
+        probe_exit::PRIVATE => failed("making the mounts private"),
+        probe_exit::TMPFS => failed("mounting a tmpfs"),
+        probe_exit::PROC => failed("mounting a fresh /proc"),
+        probe_exit::SETATTR => failed("mount_setattr"),
+        probe_exit::PARENT => no("the probe was not started".into()),
+        other => no(format!("the probe ended with status {other}")),
+    }
+}
+
+fn userns_hint() -> &'static str {
+    if std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+        .is_ok_and(|v| v.trim() == "1")
+    {
+        " (AppArmor restricts unprivileged user namespaces here: kernel.apparmor_restrict_unprivileged_userns = 1)"
+    } else {
+        ""
+    }
+}
+
+/// The probe's child: see [`probe_namespaces`].
+unsafe fn probe_child(sync_r: RawFd) -> ! {
+    // SAFETY (whole body): raw system calls on static C strings.
+    unsafe {
+        let mut b = 0u8;
+        if libc::read(sync_r, (&raw mut b).cast(), 1) != 1 {
+            libc::_exit(probe_exit::PARENT);
+        }
+        let null = std::ptr::null();
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            null.cast(),
+        ) < 0
+        {
+            libc::_exit(probe_exit::PRIVATE);
+        }
+        let tmpfs = c"tmpfs";
+        if libc::mount(
+            tmpfs.as_ptr(),
+            c"/tmp".as_ptr(),
+            tmpfs.as_ptr(),
+            0,
+            null.cast(),
+        ) < 0
+        {
+            libc::_exit(probe_exit::TMPFS);
+        }
+        for d in [c"/tmp/p", c"/tmp/l", c"/tmp/u", c"/tmp/w", c"/tmp/m"] {
+            libc::mkdir(d.as_ptr(), 0o755);
+        }
+        let proc = c"proc";
+        if libc::mount(
+            proc.as_ptr(),
+            c"/tmp/p".as_ptr(),
+            proc.as_ptr(),
+            0,
+            null.cast(),
+        ) < 0
+        {
+            libc::_exit(probe_exit::PROC);
+        }
+        let a = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        if libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/tmp/p".as_ptr(),
+            0,
+            &a as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) < 0
+        {
+            libc::_exit(probe_exit::SETATTR);
+        }
+        let ovl = c"overlay";
+        if libc::mount(
+            ovl.as_ptr(),
+            c"/tmp/m".as_ptr(),
+            ovl.as_ptr(),
+            0,
+            c"lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w,userxattr"
+                .as_ptr()
+                .cast(),
+        ) < 0
+        {
+            libc::_exit(probe_exit::NO_OVERLAY);
+        }
+        libc::_exit(probe_exit::OK)
     }
 }

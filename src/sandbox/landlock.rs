@@ -29,8 +29,12 @@ pub const MAX_KNOWN_ABI: u32 = 9;
 pub struct PreparedRuleset {
     /// The ruleset descriptor (close-on-exec).
     pub fd: OwnedFd,
-    /// Access rights for the child's `/proc/self` rule (0: no rule).
-    pub proc_self_access: u64,
+    /// Access rights for the child's `/proc` rule (with namespaces: the
+    /// fresh `/proc` of the server's PID namespace; without: its own
+    /// `/proc/self`); 0 for no rule.
+    pub proc_access: u64,
+    /// Access rights for the rule on a private layer (made in the child).
+    pub private_access: u64,
     /// The ABI the ruleset was built for.
     pub abi: u32,
     /// Number of path rules added (not counting `/proc/self`).
@@ -99,7 +103,9 @@ fn is_dir(fd: BorrowedFd<'_>, path: &Path) -> Result<bool, SandboxError> {
 }
 
 /// Build the ruleset for `plan` on a kernel with Landlock ABI `abi`, plus a
-/// read-write rule for the scratch directory `scratch`.
+/// read-write rule for the scratch directory `scratch`. With `namespaces`,
+/// grants under `/proc` are left to the child (the server gets a fresh
+/// `/proc` of its own PID namespace).
 ///
 /// Root grants are ruled from the handle opened when the root was resolved;
 /// every other grant is opened here with `O_PATH | O_CLOEXEC`. An absent
@@ -115,6 +121,7 @@ pub fn prepare(
     plan: &SandboxPlan,
     scratch: Option<&Path>,
     abi: u32,
+    namespaces: bool,
 ) -> Result<PreparedRuleset, SandboxError> {
     let known = abi.min(MAX_KNOWN_ABI);
     let abi_v = ABI::from(i32::try_from(known).unwrap_or(0));
@@ -153,11 +160,14 @@ pub fn prepare(
     }
     let mut created: RulesetCreated = ruleset.create().map_err(ll_err("create the ruleset"))?;
 
-    let mut proc_self_access = 0;
+    let mut proc_access = 0;
     let mut path_rules = 0;
     for g in &plan.grants {
         if g.path == Path::new(PROC_SELF) {
-            proc_self_access = access_for(g.rights, true, handled_fs, abi_v).bits();
+            proc_access = access_for(g.rights, true, handled_fs, abi_v).bits();
+            continue;
+        }
+        if namespaces && g.path.starts_with("/proc") {
             continue;
         }
         let opened;
@@ -231,9 +241,21 @@ pub fn prepare(
     let fd = fd.ok_or_else(|| SandboxError::CannotEnforce {
         missing: vec!["the kernel did not create a Landlock ruleset".into()],
     })?;
+    let private_access = access_for(
+        Rights {
+            read: true,
+            write: true,
+            exec: true,
+        },
+        true,
+        handled_fs,
+        abi_v,
+    )
+    .bits();
     Ok(PreparedRuleset {
         fd,
-        proc_self_access,
+        proc_access,
+        private_access,
         abi: known,
         path_rules,
     })

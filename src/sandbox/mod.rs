@@ -8,7 +8,10 @@
 //! - `seccomp`: the filter closing the socket families Landlock does not
 //!   rule on;
 //! - `scratch`: the private `TMPDIR`;
-//! - `child`: the async-signal-safe code run between `fork` and `exec`;
+//! - [`view`]: the server's filesystem view (its mount namespace): the
+//!   survey of the grants and the pure plan of mounts;
+//! - `child`: the async-signal-safe code run between `clone` and `exec`
+//!   (the namespaces' init, the view, the confinement);
 //! - `spawn`: [`spawn`], the one way rootfence starts a server.
 
 mod child;
@@ -17,15 +20,19 @@ mod probe;
 mod scratch;
 mod seccomp;
 mod spawn;
+pub mod view;
 
 use std::path::PathBuf;
 
 pub use child::Step;
-pub use probe::{Capabilities, LandlockStatus, Loss, losses, probe};
+pub use probe::{
+    Capabilities, LandlockStatus, Loss, NamespaceSupport, losses, probe, probe_with_namespaces,
+};
 pub use scratch::Scratch;
 pub use seccomp::SocketPolicy;
 pub use spawn::{
-    CapabilityOutcome, Confinement, SandboxedChild, StdioConfig, spawn, spawn_unconfined,
+    CapabilityOutcome, Confinement, SandboxedChild, Stdio, StdioConfig, enable_subreaper, spawn,
+    spawn_unconfined, sweep_orphans,
 };
 
 /// Why a sandboxed server could not be started.
@@ -93,13 +100,15 @@ pub enum SandboxError {
     },
     /// A step of the sandbox setup failed in the child; nothing was run.
     #[error(
-        "cannot start {program}: the sandbox could not {step}: {source}; nothing was run (run `rootfence doctor`)"
+        "cannot start {program}: the sandbox could not {step}{detail}: {source}; nothing was run (run `rootfence doctor`)"
     )]
     ChildSetup {
         /// The program.
         program: PathBuf,
         /// The step that failed.
         step: Step,
+        /// What it was working on (` (/some/path)`), or empty.
+        detail: String,
         /// The OS error.
         source: std::io::Error,
     },
@@ -112,6 +121,6 @@ pub enum SandboxError {
 /// it, and return how many path rules it holds. What a launch pays before
 /// `fork` for its ruleset; used by the plan-scale bench and diagnostics.
 pub fn build_ruleset(plan: &crate::plan::SandboxPlan) -> Result<usize, SandboxError> {
-    let prepared = landlock::prepare(plan, None, probe().abi())?;
+    let prepared = landlock::prepare(plan, None, probe().abi(), false)?;
     Ok(prepared.path_rules)
 }

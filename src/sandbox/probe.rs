@@ -34,6 +34,40 @@ pub struct Capabilities {
     /// Whether seccomp filters returning an errno can be installed (closes
     /// the UDP, raw, unix socket and TCP Fast Open gaps).
     pub seccomp: bool,
+    /// Whether rootfence can give the server namespaces of its own (found
+    /// by a test launch: only [`probe_with_namespaces`] fills it).
+    pub namespaces: Option<NamespaceSupport>,
+}
+
+/// What a test launch found about namespaces on this machine, for this
+/// user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamespaceSupport {
+    /// User, mount, PID and IPC namespaces, the filesystem view and a
+    /// fresh `/proc` all work.
+    pub available: bool,
+    /// Overlay mounts (private layers for caches) work in them.
+    pub overlay: bool,
+    /// rootfence runs as root (it can also set the PID namespace's
+    /// `vm.memfd_noexec`).
+    pub root: bool,
+    /// Why not, when not available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl NamespaceSupport {
+    /// Whether the server can get its namespaces.
+    pub fn usable(&self) -> bool {
+        self.available
+    }
+
+    /// Why the server cannot get its namespaces.
+    pub fn why_not(&self) -> String {
+        self.why
+            .clone()
+            .unwrap_or_else(|| "namespaces are not available".into())
+    }
 }
 
 impl Capabilities {
@@ -110,7 +144,25 @@ pub fn probe() -> Capabilities {
         kernel,
         landlock,
         seccomp,
+        namespaces: None,
     }
+}
+
+/// [`probe`], plus a test launch that finds whether the server can get its
+/// namespaces (a millisecond or two; `doctor` and `explain` use it, a
+/// launch finds out by trying).
+pub fn probe_with_namespaces() -> Capabilities {
+    let mut c = probe();
+    c.namespaces = Some(namespaces().clone());
+    c
+}
+
+/// Namespace support, found once per process by a test launch. A real
+/// launch does not wait for it: it tries, and (with `namespaces = "auto"`)
+/// falls back when the kernel refuses.
+pub fn namespaces() -> &'static NamespaceSupport {
+    static ONCE: std::sync::OnceLock<NamespaceSupport> = std::sync::OnceLock::new();
+    ONCE.get_or_init(super::child::probe_namespaces)
 }
 
 /// Something a plan asks for that this kernel cannot enforce.
@@ -257,6 +309,7 @@ mod tests {
                 LandlockStatus::Available { abi }
             },
             seccomp,
+            namespaces: None,
         }
     }
 

@@ -33,6 +33,21 @@
 //!   session keyring is inherited from whoever started rootfence);
 //! - on kernels without Landlock networking (ABI < 4): every `AF_INET` and
 //!   `AF_INET6` socket;
+//! - System V shared memory, message queues and semaphores, and POSIX
+//!   message queues: objects reached by key or name, not by path;
+//! - `bpf`, `perf_event_open`, `fanotify_init`;
+//! - `listen()` when the plan binds no TCP port and allows no unix socket:
+//!   `listen()` on a socket never bound binds an ephemeral TCP port, and
+//!   Landlock's bind rule does not see it;
+//! - unless the plan allows unix sockets: datagram `socketpair()` (its
+//!   `sendto()` reaches any pathname socket, and `SCM_RIGHTS` across it);
+//! - `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`: typing into a terminal the
+//!   server holds a descriptor of;
+//! - without the server's own namespaces (the fallback): `prlimit64`,
+//!   `sched_set*`, `migrate_pages` and `move_pages` on a pid other than 0,
+//!   `setpriority` and `ioprio_set` other than on the calling process, the
+//!   `setxattr`/`removexattr` family and the `chown` family (the PID
+//!   namespace and the read-only view cover these when present);
 //! - on x86_64, every x32 system call (so no rule can be bypassed through
 //!   the x32 numbers).
 //!
@@ -55,6 +70,12 @@ const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 /// `fchmodat2` (Linux 6.6), on every architecture that has the generic
 /// table number.
 const FCHMODAT2: i64 = 452;
+/// `setxattrat` and `removexattrat` (Linux 6.13).
+const SETXATTRAT: i64 = 463;
+const REMOVEXATTRAT: i64 = 466;
+/// `ioctl` requests that push input into a terminal or drive a console.
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
 
 const IPPROTO_TCP: u64 = 6;
 const NETLINK_ROUTE: u64 = 0;
@@ -80,25 +101,36 @@ fn compile_err(e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Seccomp(e.to_string())
 }
 
-/// Which socket calls the filter refuses.
+/// What the filter refuses beyond what it always refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SocketPolicy {
     /// Allow UDP, raw and other non-stream inet sockets.
     pub udp: bool,
-    /// Refuse `socket(AF_UNIX, ...)`.
+    /// Refuse `socket(AF_UNIX, ...)` and datagram `socketpair()` (whose
+    /// `sendto()` reaches any pathname socket).
     pub deny_unix: bool,
     /// Refuse every `AF_INET`/`AF_INET6` socket (Landlock < ABI 4 cannot
     /// rule on TCP ports).
     pub deny_inet: bool,
+    /// Refuse `listen()`: nothing may listen when the plan binds no TCP
+    /// port and allows no unix socket (`listen()` on a socket never bound
+    /// binds a TCP port itself, and Landlock's bind rule does not see it).
+    pub deny_listen: bool,
+    /// The server has its own namespaces (PID, mount, IPC): the rules that
+    /// stand in for them are not needed.
+    pub namespaces: bool,
 }
 
 impl SocketPolicy {
-    /// The policy for `network` on a kernel with Landlock ABI `abi`.
-    pub fn for_plan(network: &NetworkPlan, abi: u32) -> SocketPolicy {
+    /// The policy for `network` on a kernel with Landlock ABI `abi`, with
+    /// or without the server's own namespaces.
+    pub fn for_plan(network: &NetworkPlan, abi: u32, namespaces: bool) -> SocketPolicy {
         SocketPolicy {
             udp: network.udp,
             deny_unix: !network.unix_sockets && abi < 9,
             deny_inet: abi < 4,
+            deny_listen: network.tcp_bind.is_empty() && !network.unix_sockets,
+            namespaces,
         }
     }
 }
@@ -160,8 +192,103 @@ pub fn compile(p: SocketPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> 
         libc::SYS_keyctl,
         libc::SYS_add_key,
         libc::SYS_request_key,
+        // System V IPC and POSIX message queues: named objects of the IPC
+        // namespace, reached without any path.
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_shmdt,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_mq_timedsend,
+        libc::SYS_mq_timedreceive,
+        libc::SYS_mq_notify,
+        libc::SYS_mq_getsetattr,
+        // Kernel interfaces no MCP server needs.
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_fanotify_init,
     ] {
         calls.push((always, Vec::new()));
+    }
+    if p.deny_listen {
+        calls.push((libc::SYS_listen, Vec::new()));
+    }
+    if p.deny_unix {
+        let dgram = u64::try_from(libc::SOCK_DGRAM).unwrap_or(2);
+        calls.push((
+            libc::SYS_socketpair,
+            vec![rule(vec![cond(
+                1,
+                SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                dgram,
+            )?])?],
+        ));
+    }
+    // Typing into a terminal the server holds (the user's, through an
+    // inherited descriptor), or rewriting its console.
+    calls.push((
+        libc::SYS_ioctl,
+        vec![
+            rule(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])?,
+            rule(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])?,
+        ],
+    ));
+    if !p.namespaces {
+        // Without a PID namespace every process of the machine can be
+        // named: no call may act on another process's limits, priority or
+        // scheduling.
+        for (nr, arg) in [
+            (libc::SYS_prlimit64, 0),
+            (libc::SYS_sched_setaffinity, 0),
+            (libc::SYS_sched_setscheduler, 0),
+            (libc::SYS_sched_setparam, 0),
+            (libc::SYS_sched_setattr, 0),
+            (libc::SYS_migrate_pages, 0),
+            (libc::SYS_move_pages, 0),
+        ] {
+            calls.push((nr, vec![rule(vec![cond(arg, SeccompCmpOp::Ne, 0)?])?]));
+        }
+        for nr in [libc::SYS_setpriority, libc::SYS_ioprio_set] {
+            // (which, who): only "this process" (PRIO_PROCESS is 0,
+            // IOPRIO_WHO_PROCESS is 1) with who 0.
+            let this = if nr == libc::SYS_setpriority { 0 } else { 1 };
+            calls.push((
+                nr,
+                vec![
+                    rule(vec![cond(0, SeccompCmpOp::Ne, this)?])?,
+                    rule(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
+                ],
+            ));
+        }
+        // Without a read-only view, metadata of files outside the roots is
+        // only protected this far: no extended attributes (POSIX ACLs are
+        // one) and no change of owner anywhere.
+        let mut meta = vec![
+            libc::SYS_setxattr,
+            libc::SYS_lsetxattr,
+            libc::SYS_fsetxattr,
+            libc::SYS_removexattr,
+            libc::SYS_lremovexattr,
+            libc::SYS_fremovexattr,
+            SETXATTRAT,
+            REMOVEXATTRAT,
+            libc::SYS_fchown,
+            libc::SYS_fchownat,
+        ];
+        #[cfg(target_arch = "x86_64")]
+        meta.extend([libc::SYS_chown, libc::SYS_lchown]);
+        for nr in meta {
+            calls.push((nr, Vec::new()));
+        }
     }
     // The flags argument of each send call.
     for (nr, flags_arg) in [
@@ -273,16 +400,22 @@ mod tests {
     fn compiles_for_every_policy() {
         for udp in [false, true] {
             for deny_unix in [false, true] {
-                let prog = compile(SocketPolicy {
-                    udp,
-                    deny_unix,
-                    deny_inet: deny_unix,
-                })
-                .unwrap();
-                assert!(!prog.is_empty());
-                // BPF programs are limited to 4096 instructions; every
-                // system call of the server runs through this one.
-                assert!(prog.len() < 300, "{} instructions", prog.len());
+                for namespaces in [false, true] {
+                    let prog = compile(SocketPolicy {
+                        udp,
+                        deny_unix,
+                        deny_inet: deny_unix,
+                        deny_listen: deny_unix,
+                        namespaces,
+                    })
+                    .unwrap();
+                    assert!(!prog.is_empty());
+                    // BPF programs are limited to 4096 instructions. The
+                    // kernel caches the verdict of every system call whose
+                    // verdict does not depend on its arguments, so only
+                    // the calls named here run through the program.
+                    assert!(prog.len() < 600, "{} instructions", prog.len());
+                }
             }
         }
     }

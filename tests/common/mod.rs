@@ -72,9 +72,18 @@ pub struct Tree {
     pub outside: PathBuf,
     /// The fake home.
     pub home: PathBuf,
+    /// Whether the server gets its own namespaces (the default policy on
+    /// this machine), or runs with Landlock and seccomp only.
+    pub namespaces: bool,
 }
 
 pub const SECRET: &str = "TOP-SECRET-CONTENT";
+
+/// The errors that say "refused": Landlock and seccomp give `EACCES` and
+/// `EPERM`; in the server's own filesystem view what is not granted does
+/// not exist (`ENOENT`), a read-only grant is a read-only mount (`EROFS`),
+/// and renames and links across grants cross mounts (`EXDEV`).
+pub const REFUSED: &[&str] = &["EACCES", "EPERM", "EROFS", "ENOENT", "EXDEV"];
 
 impl Tree {
     pub fn new() -> Tree {
@@ -90,6 +99,7 @@ impl Tree {
             home: base.join("home"),
             base,
             _tmp: tmp,
+            namespaces: true,
         };
         for d in [&t.r, &t.ro, &t.outside, &t.home.join(".ssh")] {
             std::fs::create_dir_all(d).expect("mkdir");
@@ -102,6 +112,38 @@ impl Tree {
         std::fs::write(t.home.join(".ssh/id_rsa"), SECRET).expect("write");
         std::fs::write(t.home.join(".bashrc"), SECRET).expect("write");
         t
+    }
+
+    /// A tree whose servers run without namespaces (`[isolation]
+    /// namespaces = "off"`): Landlock and seccomp only.
+    pub fn without_namespaces() -> Tree {
+        let mut t = Tree::new();
+        t.namespaces = false;
+        t
+    }
+
+    /// Write a policy file `name` with `body` (plus, for a tree without
+    /// namespaces, the `[isolation]` section saying so) and return its path.
+    pub fn policy(&self, name: &str, body: &str) -> String {
+        let p = self.p(name);
+        let mut text = body.to_string();
+        if !self.namespaces {
+            text.push_str("\n[isolation]\nnamespaces = \"off\"\n");
+        }
+        std::fs::write(&p, text).expect("write the policy");
+        p.to_string_lossy().into_owned()
+    }
+
+    /// The arguments of `rootfence exec` for this tree's mode (the policy
+    /// turning namespaces off, for a tree without them), for tests that
+    /// launch rootfence themselves.
+    pub fn exec_args(&self) -> Vec<String> {
+        let mut a = vec!["exec".to_string()];
+        if !self.namespaces {
+            a.push("--policy".into());
+            a.push(self.policy("no-namespaces.toml", "version = 1\n"));
+        }
+        a
     }
 
     /// A path under the base directory.
@@ -123,8 +165,12 @@ impl Tree {
             .arg("--root")
             .arg(&self.r)
             .arg("--ro-root")
-            .arg(&self.ro)
-            .args(extra)
+            .arg(&self.ro);
+        if !self.namespaces && !extra.contains(&"--policy") {
+            c.arg("--policy")
+                .arg(self.policy("no-namespaces.toml", "version = 1\n"));
+        }
+        c.args(extra)
             .arg("--")
             .args(argv)
             .env_clear()
@@ -190,6 +236,13 @@ impl Probe {
         self
     }
 
+    /// Assert that check `name` was refused: an errno saying so (permission
+    /// denied, operation not permitted, read-only, not there at all, not
+    /// across mounts), never success.
+    pub fn refused(&self, name: &str) -> &Self {
+        self.expect_any(name, REFUSED)
+    }
+
     /// Assert that check `name` gave one of `wants`.
     pub fn expect_any(&self, name: &str, wants: &[&str]) -> &Self {
         let got = self.results.get(name).map(String::as_str);
@@ -214,6 +267,36 @@ impl Probe {
         assert!(self.out.status.success(), "probe failed\n{}", self.dump());
         self
     }
+}
+
+/// Processes of this machine whose command line contains `marker` (for
+/// finding what a server left running: its processes may live in a PID
+/// namespace of their own, where their pids mean nothing out here).
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(marker) {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            if !zombie {
+                out.push(pid);
+            }
+        }
+    }
+    out
 }
 
 /// The content of `p`, or a note that it is missing.

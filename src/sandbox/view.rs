@@ -1,0 +1,678 @@
+//! The server's view of the filesystem: a private mount namespace that
+//! holds only what the plan grants.
+//!
+//! Landlock decides what the server may *open*; it does not see metadata
+//! (`stat`, `chmod`, `chown`, `utimes`, extended attributes, ACLs) nor
+//! `inotify`. Where the kernel grants rootfence a user namespace, the server
+//! also gets a filesystem of its own: an empty, read-only `tmpfs` as `/`,
+//! with each granted path bind-mounted at its canonical path, read-only
+//! unless the plan grants writing, `noexec` where the server may write but
+//! not execute (and on roots unless `exec_in_roots`), and a fresh `/proc`
+//! of its own PID namespace. What is not granted does not exist there: it
+//! cannot be read, listed, watched, stat'ed, chmod'ed or touched, and the
+//! files of a read-only grant cannot have their metadata changed (the mount
+//! is read-only).
+//!
+//! This module is split like the rest of the sandbox:
+//!
+//! - [`survey`] (effectful, in the parent): resolves every grant once,
+//!   recording the symlinks met on the way, its kind and, for roots, the
+//!   identity of the object the root handle holds;
+//! - [`plan_view`] (pure): the mount operations, in order;
+//! - the child (`super::child`) carries them out with raw system calls.
+//!
+//! # Layout rules
+//!
+//! - Every grant is mounted at its canonical path (no symlink in it), so
+//!   nesting is plain path nesting. A grant inside another mounted grant
+//!   whose effective rights are the same is not mounted again (it is
+//!   visible through its ancestor).
+//! - Each symlink met while resolving a grant's path is recreated with the
+//!   same text where it lives (unless that place is already inside a
+//!   mounted grant), so the path as written resolves in the view as it does
+//!   outside.
+//! - Effective rights of a mount are the union of the rights of every grant
+//!   at or above it (as Landlock's rules combine).
+//! - Grants under `/proc` are replaced by the fresh `/proc`; `/dev/fd`,
+//!   `/dev/stdin`, `/dev/stdout`, `/dev/stderr` are symlinks into it.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// The mount attributes of one mounted grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Attrs {
+    /// Mounted read-only.
+    pub readonly: bool,
+    /// Mounted `noexec` (no `execve`, no executable mapping of its files).
+    pub noexec: bool,
+    /// Mounted `nodev` (device nodes on it cannot be opened).
+    pub nodev: bool,
+}
+
+/// What a granted path is, as the survey found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// Anything else (a regular file, a device node).
+    File,
+}
+
+/// One grant as surveyed in the parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Surveyed {
+    /// The path as the plan wrote it.
+    pub path: PathBuf,
+    /// The path with every symlink resolved.
+    pub canonical: PathBuf,
+    /// Directory or file.
+    pub kind: Kind,
+    /// Write granted.
+    pub write: bool,
+    /// Execute granted.
+    pub exec: bool,
+    /// A root (never executable from unless the plan says so).
+    pub root: bool,
+    /// For roots: (device, inode) of the object the root handle holds. The
+    /// mounted object must be that one.
+    pub verify: Option<(u64, u64)>,
+    /// Copy-on-write: the server may write, into a private upper layer.
+    pub private_layer: bool,
+    /// Symlinks met while resolving `path`: where each lives (its resolved
+    /// parent joined with its name) and its text.
+    pub symlinks: Vec<(PathBuf, OsString)>,
+}
+
+/// One operation building the view, relative to the new root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Create a directory (in the view's own `tmpfs`).
+    Dir(PathBuf),
+    /// Create an empty file (a mount point for a file).
+    File(PathBuf),
+    /// Create a symlink at `at` with this text.
+    Symlink {
+        /// Where.
+        at: PathBuf,
+        /// Its text.
+        text: OsString,
+    },
+    /// Bind-mount the host's `path` (recursively) at the same path.
+    Bind {
+        /// The canonical path.
+        path: PathBuf,
+        /// Attributes.
+        attrs: Attrs,
+        /// For roots: the (device, inode) the mounted object must have.
+        verify: Option<(u64, u64)>,
+    },
+    /// An overlay at `path`: the host's `path` as the read-only lower
+    /// layer, the upper layer in the scratch directory.
+    Overlay {
+        /// The canonical path.
+        path: PathBuf,
+        /// Index of the private layer (its directories in scratch).
+        layer: usize,
+    },
+    /// A fresh `/proc` of the server's PID namespace.
+    Proc,
+    /// An empty read-only directory over a directory of the fresh `/proc`
+    /// (`/proc/sys`: the kernel's settings are not the server's business).
+    Mask(PathBuf),
+}
+
+impl Op {
+    /// The path in the view the operation creates or mounts on.
+    pub fn target(&self) -> &Path {
+        match self {
+            Op::Dir(p) | Op::File(p) => p,
+            Op::Symlink { at, .. } => at,
+            Op::Bind { path, .. } | Op::Overlay { path, .. } => path,
+            Op::Proc => Path::new("/proc"),
+            Op::Mask(p) => p,
+        }
+    }
+}
+
+/// Effective rights of a mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Eff {
+    write: bool,
+    exec: bool,
+    root: bool,
+    private_layer: bool,
+}
+
+impl Eff {
+    fn attrs(self, path: &Path) -> Attrs {
+        Attrs {
+            readonly: !self.write,
+            noexec: !self.exec && (self.write || self.root),
+            nodev: !path.starts_with("/dev"),
+        }
+    }
+}
+
+/// The operations that build the view for `grants`, in the order they
+/// must run. `scratch` is the server's private scratch directory
+/// (read-write, never executable).
+///
+/// # Security
+///
+/// Only surveyed grants and the scratch directory are mounted; every mount
+/// is read-only unless its effective rights include write, and `noexec`
+/// when it is writable or a root without the execute right. Roots carry
+/// the identity their handle holds, which the child checks after mounting.
+pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
+    let mut items: Vec<Surveyed> = grants
+        .iter()
+        .filter(|g| !g.canonical.starts_with("/proc"))
+        .cloned()
+        .collect();
+    if let Some(s) = scratch {
+        items.push(Surveyed {
+            path: s.to_path_buf(),
+            canonical: s.to_path_buf(),
+            kind: Kind::Dir,
+            write: true,
+            exec: false,
+            root: false,
+            verify: None,
+            private_layer: false,
+            symlinks: Vec::new(),
+        });
+    }
+    items.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+
+    // Mounted paths with their effective rights, outermost first.
+    let mut mounted: Vec<(PathBuf, Eff)> = Vec::new();
+    let mut ops: Vec<Op> = Vec::new();
+    let mut made: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut layers = 0usize;
+    let mut i = 0;
+    while i < items.len() {
+        // Grants of the same canonical path combine.
+        let canonical = items[i].canonical.clone();
+        let mut own = Eff::default();
+        let mut kind = items[i].kind;
+        let mut verify = None;
+        while i < items.len() && items[i].canonical == canonical {
+            let g = &items[i];
+            own.write |= g.write;
+            own.exec |= g.exec;
+            own.root |= g.root;
+            own.private_layer |= g.private_layer;
+            if g.kind == Kind::Dir {
+                kind = Kind::Dir;
+            }
+            if g.verify.is_some() {
+                verify = g.verify;
+            }
+            i += 1;
+        }
+        let parent = mounted
+            .iter()
+            .rev()
+            .find(|(p, _)| canonical.starts_with(p))
+            .map(|(p, e)| (p.clone(), *e));
+        let eff = match parent {
+            Some((_, pe)) => Eff {
+                write: pe.write || own.write,
+                exec: pe.exec || own.exec,
+                root: pe.root || own.root,
+                private_layer: own.private_layer,
+            },
+            None => own,
+        };
+        let inside = parent.is_some();
+        if let Some((_, pe)) = parent
+            && verify.is_none()
+            && !own.private_layer
+            && pe.write == eff.write
+            && pe.exec == eff.exec
+            && pe.root == eff.root
+        {
+            // Visible through its ancestor, with the same attributes.
+            continue;
+        }
+        if !inside {
+            for a in ancestors(&canonical) {
+                if made.insert(a.clone()) {
+                    ops.push(Op::Dir(a));
+                }
+            }
+            if made.insert(canonical.clone()) {
+                ops.push(match kind {
+                    Kind::Dir => Op::Dir(canonical.clone()),
+                    Kind::File => Op::File(canonical.clone()),
+                });
+            }
+        }
+        if own.private_layer && kind == Kind::Dir {
+            ops.push(Op::Overlay {
+                path: canonical.clone(),
+                layer: layers,
+            });
+            layers += 1;
+        } else {
+            ops.push(Op::Bind {
+                path: canonical.clone(),
+                attrs: eff.attrs(&canonical),
+                verify,
+            });
+        }
+        mounted.push((canonical, eff));
+    }
+
+    // Symlinks on the way to each grant, where they are not already part
+    // of a mounted tree.
+    let mut links: Vec<(PathBuf, OsString)> = grants
+        .iter()
+        .flat_map(|g| g.symlinks.iter().cloned())
+        .collect();
+    links.sort();
+    links.dedup_by(|a, b| a.0 == b.0);
+    let in_mounted = |p: &Path| mounted.iter().any(|(m, _)| p.starts_with(m));
+    for (at, text) in links {
+        if in_mounted(&at) || made.contains(&at) || at.starts_with("/proc") {
+            continue;
+        }
+        for a in ancestors(&at) {
+            if made.insert(a.clone()) {
+                ops.push(Op::Dir(a));
+            }
+        }
+        made.insert(at.clone());
+        ops.push(Op::Symlink { at, text });
+    }
+
+    // A fresh /proc, and the /dev links into it.
+    if made.insert(PathBuf::from("/proc")) {
+        ops.push(Op::Dir(PathBuf::from("/proc")));
+    }
+    ops.push(Op::Proc);
+    ops.push(Op::Mask(PathBuf::from("/proc/sys")));
+    if !in_mounted(Path::new("/dev")) {
+        if made.insert(PathBuf::from("/dev")) {
+            ops.push(Op::Dir(PathBuf::from("/dev")));
+        }
+        for (name, text) in [
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            let at = Path::new("/dev").join(name);
+            if !made.contains(&at) {
+                made.insert(at.clone());
+                ops.push(Op::Symlink {
+                    at,
+                    text: OsString::from(text),
+                });
+            }
+        }
+    }
+    ops
+}
+
+/// The strict ancestors of an absolute path, outermost first, without `/`.
+fn ancestors(p: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = p
+        .ancestors()
+        .skip(1)
+        .filter(|a| a.as_os_str().len() > 1)
+        .map(Path::to_path_buf)
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Survey every grant of `plan` for the view: resolve it once (recording
+/// the symlinks met), tell directories from files, and for roots read the
+/// identity of the object the root's handle holds. Grants under `/proc`
+/// are left out (the view has a fresh `/proc`); absent optional grants are
+/// skipped. `private` lists the grants that get a private layer.
+pub fn survey(
+    plan: &crate::plan::SandboxPlan,
+    private: &[&Path],
+) -> Result<Vec<Surveyed>, super::SandboxError> {
+    use std::os::fd::AsFd;
+    let mut out = Vec::with_capacity(plan.grants.len());
+    for g in &plan.grants {
+        if g.path.starts_with("/proc") {
+            continue;
+        }
+        let why = || {
+            g.reasons
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let (canonical, symlinks) = match resolve_recording(&g.path) {
+            Ok(r) => r,
+            Err(e) if g.optional && absent(&e) => continue,
+            Err(e) if absent(&e) => {
+                return Err(super::SandboxError::MissingPath {
+                    path: g.path.clone(),
+                    why: why(),
+                });
+            }
+            Err(source) => {
+                return Err(super::SandboxError::OpenPath {
+                    path: g.path.clone(),
+                    why: why(),
+                    source,
+                });
+            }
+        };
+        let kind = match std::fs::metadata(&canonical) {
+            Ok(m) if m.is_dir() => Kind::Dir,
+            Ok(_) => Kind::File,
+            Err(e) if g.optional && absent(&e) => continue,
+            Err(source) => {
+                return Err(super::SandboxError::OpenPath {
+                    path: g.path.clone(),
+                    why: why(),
+                    source,
+                });
+            }
+        };
+        let verify = match &g.handle {
+            Some(h) => {
+                let st =
+                    rustix::fs::fstat(h.as_fd()).map_err(|e| super::SandboxError::OpenPath {
+                        path: g.path.clone(),
+                        why: why(),
+                        source: e.into(),
+                    })?;
+                Some((st.st_dev, st.st_ino))
+            }
+            None => None,
+        };
+        out.push(Surveyed {
+            path: g.path.clone(),
+            canonical,
+            kind,
+            write: g.rights.write,
+            exec: g.rights.exec,
+            root: g
+                .reasons
+                .iter()
+                .any(|r| matches!(r, crate::plan::GrantReason::Root { .. })),
+            verify,
+            private_layer: private.contains(&g.path.as_path()),
+            symlinks,
+        });
+    }
+    Ok(out)
+}
+
+fn absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP)
+    )
+}
+
+/// Resolve `path` the way the kernel would (following every symlink),
+/// recording each symlink met: where it lives and its text.
+///
+/// Fails like `realpath` (`ENOENT`, `ELOOP` after 40 links, `ENOTDIR`).
+pub fn resolve_recording(path: &Path) -> std::io::Result<(PathBuf, Vec<(PathBuf, OsString)>)> {
+    let mut pending: std::collections::VecDeque<OsString> = std::collections::VecDeque::new();
+    let mut cur = PathBuf::from("/");
+    let push_components =
+        |pending: &mut std::collections::VecDeque<OsString>, p: &Path, front: bool| {
+            let comps: Vec<OsString> = p
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(n) => Some(n.to_os_string()),
+                    Component::ParentDir => Some(OsString::from("..")),
+                    _ => None,
+                })
+                .collect();
+            if front {
+                for c in comps.into_iter().rev() {
+                    pending.push_front(c);
+                }
+            } else {
+                pending.extend(comps);
+            }
+        };
+    if !path.is_absolute() {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    push_components(&mut pending, path, false);
+    let mut links = Vec::new();
+    let mut hops = 0;
+    while let Some(c) = pending.pop_front() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        let md = std::fs::symlink_metadata(&next)?;
+        if md.file_type().is_symlink() {
+            hops += 1;
+            if hops > 40 {
+                return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            let text = std::fs::read_link(&next)?;
+            links.push((next, text.clone().into_os_string()));
+            if text.is_absolute() {
+                cur = PathBuf::from("/");
+            }
+            push_components(&mut pending, &text, true);
+        } else {
+            if !pending.is_empty() && !md.is_dir() {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOTDIR));
+            }
+            cur = next;
+        }
+    }
+    Ok((cur, links))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(path: &str, write: bool, exec: bool) -> Surveyed {
+        Surveyed {
+            path: path.into(),
+            canonical: path.into(),
+            kind: Kind::Dir,
+            write,
+            exec,
+            root: false,
+            verify: None,
+            private_layer: false,
+            symlinks: Vec::new(),
+        }
+    }
+
+    fn binds(ops: &[Op]) -> Vec<(String, Attrs)> {
+        ops.iter()
+            .filter_map(|o| match o {
+                Op::Bind { path, attrs, .. } => Some((path.display().to_string(), *attrs)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const RO: Attrs = Attrs {
+        readonly: true,
+        noexec: false,
+        nodev: true,
+    };
+
+    #[test]
+    fn nested_grants_with_the_same_rights_are_not_mounted_twice() {
+        let ops = plan_view(
+            &[
+                g("/usr", false, true),
+                g("/usr/lib/node", false, true),
+                g("/usr/bin/python3", false, true),
+            ],
+            None,
+        );
+        assert_eq!(
+            binds(&ops),
+            [(
+                "/usr".to_string(),
+                Attrs {
+                    readonly: true,
+                    noexec: false,
+                    nodev: true
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn a_writable_root_inside_a_read_only_tree_is_mounted_on_top() {
+        let mut root = g("/srv/data/proj", true, false);
+        root.root = true;
+        root.verify = Some((1, 2));
+        let ops = plan_view(&[g("/srv/data", false, false), root], None);
+        let b = binds(&ops);
+        assert_eq!(b[0], ("/srv/data".into(), RO));
+        assert_eq!(
+            b[1],
+            (
+                "/srv/data/proj".into(),
+                Attrs {
+                    readonly: false,
+                    noexec: true,
+                    nodev: true
+                }
+            )
+        );
+        // The nested mount point exists in the outer bind: no Dir for it.
+        assert!(!ops.contains(&Op::Dir("/srv/data/proj".into())));
+        assert!(ops.contains(&Op::Dir("/srv".into())));
+    }
+
+    #[test]
+    fn rights_flow_down_as_landlock_combines_them() {
+        // A read-only grant inside a writable root stays writable there.
+        let ops = plan_view(&[g("/w", true, false), g("/w/sub", false, false)], None);
+        assert_eq!(binds(&ops).len(), 1);
+    }
+
+    #[test]
+    fn a_root_without_exec_is_noexec_even_read_only() {
+        let mut r = g("/data/ro", false, false);
+        r.root = true;
+        let ops = plan_view(&[r], None);
+        assert!(binds(&ops)[0].1.noexec);
+        assert!(binds(&ops)[0].1.readonly);
+        // A runtime read-only tree may map its files executable.
+        let ops = plan_view(&[g("/opt/lib", false, false)], None);
+        assert!(!binds(&ops)[0].1.noexec);
+    }
+
+    #[test]
+    fn scratch_is_writable_and_never_executable() {
+        let ops = plan_view(&[], Some(Path::new("/tmp/rootfence-1-ab")));
+        assert_eq!(
+            binds(&ops),
+            [(
+                "/tmp/rootfence-1-ab".to_string(),
+                Attrs {
+                    readonly: false,
+                    noexec: true,
+                    nodev: true
+                }
+            )]
+        );
+        assert!(ops.contains(&Op::Dir("/tmp".into())));
+    }
+
+    #[test]
+    fn proc_grants_become_a_fresh_proc_and_dev_links_point_into_it() {
+        let mut null = g("/dev/null", true, false);
+        null.kind = Kind::File;
+        let ops = plan_view(&[g("/proc/cpuinfo", false, false), null], None);
+        assert!(ops.contains(&Op::Proc));
+        assert!(!binds(&ops).iter().any(|(p, _)| p.starts_with("/proc")));
+        let (_, a) = &binds(&ops)[0];
+        assert!(!a.nodev, "device files must stay usable");
+        assert!(ops.contains(&Op::File("/dev/null".into())));
+        assert!(ops.contains(&Op::Symlink {
+            at: "/dev/fd".into(),
+            text: "/proc/self/fd".into()
+        }));
+    }
+
+    #[test]
+    fn symlinks_on_the_way_are_recreated_outside_mounted_trees() {
+        let mut bin = g("/bin", false, true);
+        bin.canonical = "/usr/bin".into();
+        bin.symlinks = vec![("/bin".into(), "usr/bin".into())];
+        let mut lib = g("/usr/lib/x", false, true);
+        lib.symlinks = vec![("/usr/lib/y".into(), "x".into())];
+        let ops = plan_view(&[g("/usr", false, true), bin, lib], None);
+        assert!(ops.contains(&Op::Symlink {
+            at: "/bin".into(),
+            text: "usr/bin".into()
+        }));
+        // Inside the mounted /usr the link exists already.
+        assert!(!ops.iter().any(|o| o.target() == Path::new("/usr/lib/y")));
+        assert_eq!(binds(&ops).len(), 1);
+    }
+
+    #[test]
+    fn private_layers_are_overlays() {
+        let mut c = g("/home/u/.npm", false, true);
+        c.private_layer = true;
+        let ops = plan_view(&[c], None);
+        assert!(ops.contains(&Op::Overlay {
+            path: "/home/u/.npm".into(),
+            layer: 0
+        }));
+        assert!(binds(&ops).is_empty());
+    }
+
+    #[test]
+    fn parents_come_before_children() {
+        let mut r = g("/a/b/c", true, false);
+        r.root = true;
+        let ops = plan_view(&[r, g("/a/x", false, false)], None);
+        let pos = |p: &str| ops.iter().position(|o| o.target() == Path::new(p)).unwrap();
+        assert!(pos("/a") < pos("/a/b"));
+        assert!(pos("/a/b") < pos("/a/b/c"));
+    }
+
+    #[test]
+    fn resolving_records_every_link() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(base.join("real/inner")).unwrap();
+        std::os::unix::fs::symlink("real", base.join("l1")).unwrap();
+        std::os::unix::fs::symlink(base.join("l1/inner"), base.join("l2")).unwrap();
+        let (c, links) = resolve_recording(&base.join("l2")).unwrap();
+        assert_eq!(c, base.join("real/inner"));
+        assert_eq!(
+            links,
+            vec![
+                (base.join("l2"), base.join("l1/inner").into_os_string()),
+                (base.join("l1"), "real".into())
+            ]
+        );
+        assert_eq!(
+            resolve_recording(&base.join("missing")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        std::os::unix::fs::symlink("loop", base.join("loop")).unwrap();
+        assert_eq!(
+            resolve_recording(&base.join("loop"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ELOOP)
+        );
+    }
+}

