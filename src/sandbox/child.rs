@@ -15,7 +15,7 @@
 //!
 //! - **With namespaces** (the kernel grants rootfence a user namespace): the
 //!   cloned child is the first process (PID 1) of new user, mount, PID and
-//!   IPC namespaces (and a network namespace when the plan has no network).
+//!   IPC namespaces.
 //!   It waits until the parent has written its uid and gid maps, builds the
 //!   filesystem view ([`super::view`]), forks the server, and stays as the
 //!   namespace's init: it reaps every process left to it, forwards the
@@ -75,8 +75,6 @@ pub enum Step {
     ViewEnter = 11,
     /// `vm.memfd_noexec` for the PID namespace.
     MemfdNoexec = 12,
-    /// Bringing up the loopback interface of the new network namespace.
-    Loopback = 13,
     /// Starting the server under the namespace's init.
     Fork = 14,
     /// Opening a path ruled on in the child (`/proc`, a private layer).
@@ -111,7 +109,6 @@ impl Step {
             10 => Step::RootChanged,
             11 => Step::ViewEnter,
             12 => Step::MemfdNoexec,
-            13 => Step::Loopback,
             14 => Step::Fork,
             15 => Step::OpenChildRule,
             16 => Step::ChildRule,
@@ -142,7 +139,6 @@ impl std::fmt::Display for Step {
             }
             Step::ViewEnter => "enter its filesystem view",
             Step::MemfdNoexec => "make memfd files non-executable (vm.memfd_noexec)",
-            Step::Loopback => "bring up the loopback interface of its network namespace",
             Step::Fork => "start the server under its namespace's init",
             Step::OpenChildRule => "open a path ruled on in the child",
             Step::ChildRule => "add a Landlock rule in the child",
@@ -180,8 +176,6 @@ pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
 pub const MOUNT_ATTR_NODEV: u64 = 0x4;
 /// No execution.
 pub const MOUNT_ATTR_NOEXEC: u64 = 0x8;
-const SIOCGIFFLAGS: libc::c_ulong = 0x8913;
-const SIOCSIFFLAGS: libc::c_ulong = 0x8914;
 
 /// A Landlock rule the child makes itself: a path opened in the child (the
 /// fresh `/proc`, a private layer, or the server's own `/proc/self`).
@@ -277,8 +271,6 @@ pub struct NsChild {
     pub cwd: Option<CString>,
     /// Set `vm.memfd_noexec = 2` for the PID namespace.
     pub memfd_noexec: bool,
-    /// A new network namespace: bring its loopback interface up.
-    pub loopback: bool,
 }
 
 /// The program to execute, with argv and the environment as C arrays.
@@ -447,9 +439,6 @@ impl ChildSetup {
             }
             if let Some(ns) = &self.ns {
                 build_view(err, ns);
-                if ns.loopback {
-                    loopback_up(err);
-                }
                 // The init forwards these; they must not be delivered to
                 // it (a PID namespace's init ignores signals it has no
                 // handler for, so it installs one, and takes them with
@@ -817,39 +806,6 @@ unsafe fn set_attrs(err: RawFd, i: u32, dst: &CString, attrs: u64) {
     }
 }
 
-/// `struct ifreq`, only the name and the flags.
-#[repr(C)]
-struct IfReq {
-    name: [u8; 16],
-    flags: libc::c_short,
-    _pad: [u8; 22],
-}
-
-/// Bring `lo` up in the new network namespace.
-unsafe fn loopback_up(err: RawFd) {
-    // SAFETY: a socket and two ioctls on a local struct.
-    unsafe {
-        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if s < 0 {
-            fail(err, Step::Loopback, 0, errno());
-        }
-        let mut req = IfReq {
-            name: [0; 16],
-            flags: 0,
-            _pad: [0; 22],
-        };
-        req.name[..2].copy_from_slice(b"lo");
-        if libc::ioctl(s, SIOCGIFFLAGS, &mut req as *mut IfReq) < 0 {
-            fail(err, Step::Loopback, 1, errno());
-        }
-        req.flags |= libc::IFF_UP as libc::c_short;
-        if libc::ioctl(s, SIOCSIFFLAGS, &mut req as *mut IfReq) < 0 {
-            fail(err, Step::Loopback, 2, errno());
-        }
-        libc::close(s);
-    }
-}
-
 /// The PID namespace's init: reap everything, forward the termination
 /// signals to the server, exit when it does (writing its wait status to
 /// the parent first). The kernel then kills whatever is left in the
@@ -1003,7 +959,7 @@ mod probe_exit {
 }
 
 /// Find out, by a test launch, whether this process can give a server its
-/// namespaces: a child in new user, mount, PID, IPC and network namespaces
+/// namespaces: a child in new user, mount, PID and IPC namespaces
 /// makes its mounts private, mounts a `tmpfs`, a fresh `/proc` and an
 /// overlay, and sets a mount attribute.
 pub fn probe_namespaces() -> super::probe::NamespaceSupport {
@@ -1022,11 +978,8 @@ pub fn probe_namespaces() -> super::probe::NamespaceSupport {
     let sync_r_raw = std::os::fd::AsRawFd::as_raw_fd(&sync_r);
     // SAFETY: clone_args is plain data.
     let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
-    args.flags = (libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWNET) as u64;
+    args.flags =
+        (libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC) as u64;
     args.exit_signal = libc::SIGCHLD as u64;
     // SAFETY: fork-like clone3; the child runs only `probe_child` (raw
     // system calls on static strings), which never returns.
@@ -1045,7 +998,7 @@ pub fn probe_namespaces() -> super::probe::NamespaceSupport {
     if pid < 0 {
         let e = std::io::Error::last_os_error();
         return no(format!(
-            "the kernel refused new user, mount, PID, IPC and network namespaces ({e}){}",
+            "the kernel refused new user, mount, PID and IPC namespaces ({e}){}",
             userns_hint()
         ));
     }

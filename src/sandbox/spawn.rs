@@ -81,9 +81,8 @@ pub enum Confinement {
         sockets: SocketPolicy,
         /// What became of rootfence's capabilities.
         capabilities: CapabilityOutcome,
-        /// The server runs in its own user, mount, PID and IPC namespaces
-        /// (and network namespace when it has no network), seeing only
-        /// what the plan grants.
+        /// The server runs in its own user, mount, PID and IPC namespaces,
+        /// seeing only what the plan grants.
         namespaces: bool,
     },
     /// No sandbox (`--unconfined-i-know-this-is-unsafe`).
@@ -416,29 +415,22 @@ pub fn sweep_orphans() {
     }
 }
 
-/// The pids whose parent is `me`.
+/// The pids whose parent is a thread of `me` (each thread's `children`
+/// file; a process re-parented to a subreaper becomes the child of one of
+/// its threads).
 fn children_of(me: libc::pid_t) -> Vec<libc::pid_t> {
     let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{me}/task")) else {
         return out;
     };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+    for t in tasks.flatten() {
+        let Ok(list) = std::fs::read_to_string(t.path().join("children")) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name may hold spaces and parentheses: the fields
-        // after it start after the last ')'.
-        let ppid = stat
-            .rfind(')')
-            .and_then(|i| stat.get(i + 2..))
-            .and_then(|rest| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<libc::pid_t>().ok());
-        if ppid == Some(me) {
-            out.push(pid);
-        }
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+        );
     }
     out
 }
@@ -822,7 +814,6 @@ fn attempt(
             // it memfd files stay executable (see `doctor`).
             // SAFETY: geteuid cannot fail.
             memfd_noexec: !plan.exec_in_roots && unsafe { libc::geteuid() } == 0,
-            loopback: !plan_has_ip_network(plan),
         });
         child_ends.push(sr);
         child_ends.push(stw);
@@ -847,11 +838,6 @@ fn attempt(
     };
     let flags = if namespaces {
         (libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC) as u64
-            | if plan_has_ip_network(plan) {
-                0
-            } else {
-                libc::CLONE_NEWNET as u64
-            }
     } else {
         0
     };
@@ -916,10 +902,7 @@ fn classify(
             let target = targets.get(detail as usize);
             if mode.namespaces {
                 match (step, target) {
-                    (
-                        child::Step::MountPrivate | child::Step::ViewBase | child::Step::Loopback,
-                        _,
-                    )
+                    (child::Step::MountPrivate | child::Step::ViewBase, _)
                     | (child::Step::ViewOp, Some((_, OpKind::Proc))) => {
                         return no_ns(format!("the sandbox could not {step}: {source}"));
                     }
@@ -964,10 +947,6 @@ enum OpKind {
     Proc,
     Overlay,
     Other,
-}
-
-fn plan_has_ip_network(plan: &SandboxPlan) -> bool {
-    !plan.network.tcp_connect.is_empty() || !plan.network.tcp_bind.is_empty() || plan.network.udp
 }
 
 /// Whether a path can go into overlayfs mount options unescaped.
