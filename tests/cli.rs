@@ -150,6 +150,121 @@ fn explain_refuses_a_root_containing_the_policy_file() {
 }
 
 #[test]
+fn a_policy_linked_into_a_root_is_refused() {
+    // A second hard link inside a root would let the server rewrite the
+    // policy of the next session.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let pol = dir.path().join("p.toml");
+    std::fs::write(&pol, "version = 1\n").unwrap();
+    std::fs::hard_link(&pol, root.join("innocent.toml")).unwrap();
+    for cmd in ["explain", "exec", "check"] {
+        let mut args = vec![cmd];
+        if cmd != "check" {
+            args.extend([
+                "--policy",
+                pol.to_str().unwrap(),
+                "--root",
+                root.to_str().unwrap(),
+                "--",
+                "/bin/true",
+            ]);
+        } else {
+            args.push(pol.to_str().unwrap());
+        }
+        let out = rootfence(&args);
+        assert!(!out.status.success(), "{cmd} accepted a linked policy");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("2 hard links"), "{cmd}: {stderr}");
+    }
+}
+
+#[test]
+fn a_policy_symlink_inside_a_root_is_refused_as_a_root() {
+    // The symlink could be retargeted by the server: a root may contain
+    // neither the policy nor a symlink through which it was named.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let real = dir.path().join("real.toml");
+    std::fs::write(&real, "version = 1\n").unwrap();
+    let link = root.join("p.toml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        link.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("contains denied path"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_root_containing_the_audit_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let pol = dir.path().join("p.toml");
+    std::fs::write(
+        &pol,
+        format!(
+            "version = 1\n[audit]\nfile = \"{}/logs/audit.jsonl\"\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        pol.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("contains denied path") && stderr.contains("audit"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn roots_on_kernel_interfaces_are_refused() {
+    for (root, what) in [
+        ("/proc", "procfs"),
+        ("/proc/sys", "procfs"),
+        ("/proc/self", "procfs"),
+        ("/sys", "sysfs"),
+        ("/dev", "device filesystem"),
+        ("/dev/pts", "devpts"),
+        ("/run", "/run"),
+    ] {
+        let out = rootfence(&["explain", "--root", root, "--", "/bin/true"]);
+        assert_eq!(out.status.code(), Some(1), "{root}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("root {root} refused")) && stderr.contains(what),
+            "{root}: {stderr}"
+        );
+    }
+    // /proc/self is refused as itself, not silently turned into
+    // rootfence's own /proc/<pid>.
+    let out = rootfence(&["exec", "--root", "/proc/self", "--", "/bin/true"]);
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+}
+
+#[test]
 fn check_validates_each_file() {
     let out = rootfence(&["check", "policy/strict.toml", "policy/python-server.toml"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

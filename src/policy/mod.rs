@@ -156,8 +156,16 @@ impl Policy {
     }
 
     /// Load and validate a policy file.
+    ///
+    /// # Security
+    ///
+    /// The file is read once, through its canonical path opened without
+    /// following a symlink, and must be a regular file with a single link:
+    /// a second hard link (inside a root, say) would let the server rewrite
+    /// the policy of a later session. The path as given and its canonical
+    /// path both join the deny list, so no root may contain either.
     pub fn load(file: &Path, home: Option<&Path>) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(file).map_err(|source| PolicyError::Read {
+        let text = read_trusted(file).map_err(|source| PolicyError::Read {
             file: file.display().to_string(),
             source,
         })?;
@@ -318,10 +326,11 @@ impl Validator<'_> {
             ));
         }
         if let Some(f) = self.file {
-            let abs = std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf());
+            // The path as given (a symlink in a root could be retargeted)
+            // and, through the rule, its canonical target.
             deny.push(PathRule::new(
                 f.display().to_string(),
-                abs,
+                absolute(f),
                 Origin::PolicyFile,
             ));
         }
@@ -474,6 +483,14 @@ impl Validator<'_> {
             Some(f) => Some(self.path(f, "audit.file")?),
             None => None,
         };
+        if let Some(a) = &audit_file {
+            // rootfence appends to it: no root may contain it.
+            deny.push(PathRule::new(
+                a.display().to_string(),
+                a.clone(),
+                Origin::AuditFile,
+            ));
+        }
 
         Ok(Policy {
             file: self.file.map(Path::to_path_buf),
@@ -491,6 +508,46 @@ impl Validator<'_> {
             raw,
         })
     }
+}
+
+/// `p` made absolute against the current directory (not resolved).
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|c| c.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+/// Read a file rootfence trusts (a policy): resolve the path once, open the
+/// result without following a symlink, and require a regular file with one
+/// link.
+pub fn read_trusted(file: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let canonical = std::fs::canonicalize(file)?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&canonical)?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file",
+            canonical.display()
+        )));
+    }
+    if md.nlink() > 1 {
+        return Err(std::io::Error::other(format!(
+            "it has {} hard links; another link (inside a root, say) would let a server rewrite it. Give it a single link: cp it to a new file and mv that over it",
+            md.nlink()
+        )));
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// If `path` is inside or contains a denied path, the rule and whether it is

@@ -182,6 +182,9 @@ pub enum Origin {
     },
     /// A loaded policy file itself (policy files are never readable).
     PolicyFile,
+    /// The policy's audit file (rootfence writes it; the server never
+    /// reaches it).
+    AuditFile,
 }
 
 impl fmt::Display for Origin {
@@ -192,6 +195,7 @@ impl fmt::Display for Origin {
                 write!(f, "policy {} line {}", file.display(), line)
             }
             Origin::PolicyFile => f.write_str("policy files are never exposed"),
+            Origin::AuditFile => f.write_str("the audit file is never exposed"),
         }
     }
 }
@@ -305,6 +309,22 @@ pub enum RefusalReason {
         /// The OS error.
         message: String,
     },
+    /// On a kernel interface filesystem (procfs, sysfs, devices, cgroups,
+    /// debugfs, ...) or under `/proc`, `/sys`, `/dev`.
+    #[error(
+        "{path} is on {what}, a kernel interface rather than a directory of files: roots there are refused (through it a server could change the kernel's settings, such as the core_pattern that runs at the next crash, or reach devices and other processes); choose a directory of files"
+    )]
+    KernelInterface {
+        /// The canonical path.
+        path: PathBuf,
+        /// The filesystem.
+        what: String,
+    },
+    /// Under `/run`: sockets and state of running services.
+    #[error(
+        "{0} is under /run, the sockets and state of running services: roots there are refused; choose a directory of files"
+    )]
+    RunState(PathBuf),
     /// `/` as a root.
     #[error(
         "the filesystem root / is not allowed as a root (set roots.allow_filesystem_root = true in a policy to allow it)"

@@ -88,6 +88,7 @@ pub fn resolve(input: &RootInput, rules: &RootRules) -> Result<CanonicalRoot, Re
     let requested = requested_path(input, rules).map_err(refuse)?;
     let (fd, kind) = open_root(&requested).map_err(refuse)?;
     let path = canonical_path_of(&fd, &requested).map_err(refuse)?;
+    check_filesystem(&fd, &path).map_err(refuse)?;
     check_rules(&path, rules).map_err(refuse)?;
     let name = match &input.name {
         Some(n) => n.clone(),
@@ -212,6 +213,62 @@ fn canonical_path_of(fd: &OwnedFd, requested: &Path) -> Result<PathBuf, RefusalR
 }
 
 /// Apply the `/`, deny and ceiling rules to a canonical path.
+/// Kernel interface filesystems, by `statfs` magic: never roots.
+const KERNEL_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x9fa0, "procfs"),
+    (0x6265_6572, "sysfs"),
+    (0x1cd1, "devpts"),
+    (0x0027_e0eb, "cgroupfs"),
+    (0x6367_7270, "cgroup2fs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpffs"),
+    (0x6265_6570, "configfs"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6165_676c, "pstore"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x6573_5543, "fusectl"),
+    (0x1980_0202, "mqueue"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x6e73_6673, "nsfs"),
+    (0x9584_58f6, "hugetlbfs"),
+];
+
+/// Refuse a root on a kernel interface filesystem (checked on the open
+/// handle) or under `/proc`, `/sys`, `/dev` (devtmpfs reports itself as a
+/// tmpfs) or `/run`.
+fn check_filesystem(fd: &OwnedFd, path: &Path) -> Result<(), RefusalReason> {
+    let st = rustix::fs::fstatfs(fd).map_err(|e| RefusalReason::Io {
+        path: path.to_path_buf(),
+        message: std::io::Error::from(e).to_string(),
+    })?;
+    #[allow(clippy::unnecessary_cast)]
+    let magic = st.f_type as i64;
+    if let Some((_, name)) = KERNEL_FILESYSTEMS.iter().find(|(m, _)| *m == magic) {
+        return Err(RefusalReason::KernelInterface {
+            path: path.to_path_buf(),
+            what: (*name).to_string(),
+        });
+    }
+    for (dir, what) in [
+        ("/proc", "procfs"),
+        ("/sys", "sysfs"),
+        ("/dev", "the device filesystem"),
+    ] {
+        if path.starts_with(dir) {
+            return Err(RefusalReason::KernelInterface {
+                path: path.to_path_buf(),
+                what: what.to_string(),
+            });
+        }
+    }
+    if path.starts_with("/run") {
+        return Err(RefusalReason::RunState(path.to_path_buf()));
+    }
+    Ok(())
+}
+
 fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
     if path == Path::new("/") && !rules.allow_filesystem_root {
         return Err(RefusalReason::FilesystemRoot);

@@ -543,3 +543,62 @@ fn a_new_user_namespace_cannot_mount_over_the_sandbox() {
     .refused("chroot_read");
     assert_eq!(content(&t.outside.join("secret")), SECRET);
 }
+
+#[test]
+fn extended_attributes_acls_and_owners_outside_the_roots_stay() {
+    // chmod o+w is refused, but a POSIX ACL set through setxattr would make
+    // the file world-writable all the same; Landlock does not rule on
+    // extended attributes or owners.
+    let t = tree();
+    let secret = t.outside.join("secret");
+    set_xattr(&secret, "user.kept", b"yes");
+    let p = t.py(
+        &[],
+        &format!(
+            "import struct\n\
+             acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, perm, 0xffffffff) for tag, perm in ((1, 6), (4, 6), (0x20, 6)))\n\
+             check('acl', lambda: os.setxattr('{s}', 'system.posix_acl_access', acl))\n\
+             check('user_xattr', lambda: os.setxattr('{s}', 'user.rootfence', b'x'))\n\
+             check('remove_xattr', lambda: os.removexattr('{s}', 'user.kept'))\n\
+             check('chown_group', lambda: os.chown('{s}', -1, 65534))\n\
+             check('chown_inside', lambda: (write('{r}/mine'), os.chown('{r}/mine', -1, os.getgid())))",
+            s = secret.display(),
+            r = t.r.display()
+        ),
+    );
+    p.refused("acl")
+        .refused("user_xattr")
+        .refused("remove_xattr")
+        .refused("chown_group");
+    if t.namespaces {
+        // Inside a writable root the server's own files are its own.
+        p.expect("chown_inside", "OK");
+    }
+    let md = std::fs::metadata(&secret).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::gid(&md), 0, "the group changed");
+    assert_eq!(xattr(&secret, "system.posix_acl_access"), None, "an ACL was set");
+    assert_eq!(xattr(&secret, "user.rootfence"), None, "an attribute was set");
+    assert_eq!(xattr(&secret, "user.kept").as_deref(), Some(&b"yes"[..]));
+    assert_eq!(content(&secret), SECRET);
+}
+
+/// An extended attribute of `p`, if set.
+fn xattr(p: &std::path::Path, name: &str) -> Option<Vec<u8>> {
+    let path = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let name = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 256];
+    // SAFETY: valid C strings and a buffer of the given size.
+    let n = unsafe { libc::getxattr(path.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (n >= 0).then(|| {
+        buf.truncate(n as usize);
+        buf
+    })
+}
+
+fn set_xattr(p: &std::path::Path, name: &str, value: &[u8]) {
+    let path = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let name = std::ffi::CString::new(name).unwrap();
+    // SAFETY: valid C strings and value.
+    let r = unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    assert_eq!(r, 0, "setxattr: {}", std::io::Error::last_os_error());
+}

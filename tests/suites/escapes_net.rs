@@ -367,3 +367,157 @@ fn io_uring_keyrings_and_x32_calls_are_refused() {
     .expect("add_key", "EPERM")
     .expect("x32_socket_udp", "EPERM");
 }
+
+#[test]
+fn listen_on_a_socket_never_bound_takes_no_port() {
+    // listen() on an unbound TCP socket binds an ephemeral port itself
+    // (Landlock's bind rule does not see it) and would accept connections.
+    let t = tree();
+    let p = t.py(
+        &[],
+        "s = socket.socket()\n\
+         check('listen', lambda: s.listen())\n\
+         print('port=' + str(s.getsockname()[1]))\n\
+         s6 = socket.socket(socket.AF_INET6)\n\
+         check('listen6', lambda: s6.listen())",
+    );
+    p.refused("listen").refused("listen6").expect("port", "0");
+}
+
+/// A connected socket asked to reach another address: already connected,
+/// or the address refused or not there.
+const CONNECTED_ALREADY: &[&str] = &[
+    "EISCONN",
+    "EOPNOTSUPP",
+    "EINVAL",
+    "EPROTOTYPE",
+    "EPERM",
+    "EACCES",
+    "ENOENT",
+];
+
+#[test]
+fn a_datagram_socketpair_reaches_no_pathname_socket() {
+    // socket(AF_UNIX) is refused, but a datagram socketpair could sendto()
+    // any pathname socket, and pass descriptors to it.
+    let t = tree();
+    let path = t.outside.join("dgram.sock");
+    let outside = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    outside.set_nonblocking(true).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('dgram_pair', lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))\n\
+             a, b = socket.socketpair()\n\
+             check('stream_sendto', lambda: a.sendto(b'x', '{p}'))\n\
+             check('stream_pair', lambda: (a.send(b'ok'), b.recv(2)))\n\
+             sq, sq2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n\
+             check('seqpacket_connect', lambda: sq.connect('{p}'))",
+            p = path.display()
+        ),
+    )
+    .refused("dgram_pair")
+    .expect_any("stream_sendto", CONNECTED_ALREADY)
+    .expect_any("seqpacket_connect", CONNECTED_ALREADY)
+    .expect("stream_pair", "OK");
+    let mut buf = [0u8; 16];
+    assert!(
+        outside.recv(&mut buf).is_err(),
+        "the outside datagram socket received something"
+    );
+}
+
+/// A System V shared memory segment, message queue and semaphore set of
+/// this process, with a known content.
+struct HostIpc {
+    shm: i32,
+    msg: i32,
+    sem: i32,
+    key: i32,
+}
+
+impl HostIpc {
+    fn new() -> HostIpc {
+        let key = 0x5f00_0000 | (std::process::id() as i32 & 0xffff);
+        // SAFETY: System V calls with valid arguments; the segment is
+        // attached, written and detached here.
+        unsafe {
+            let shm = libc::shmget(key, 4096, libc::IPC_CREAT | 0o666);
+            assert!(shm >= 0, "shmget: {}", std::io::Error::last_os_error());
+            let p = libc::shmat(shm, std::ptr::null(), 0) as *mut u8;
+            std::ptr::copy_nonoverlapping(b"HOST".as_ptr(), p, 4);
+            libc::shmdt(p.cast());
+            let msg = libc::msgget(key + 1, libc::IPC_CREAT | 0o666);
+            let sem = libc::semget(key + 2, 1, libc::IPC_CREAT | 0o666);
+            assert!(msg >= 0 && sem >= 0);
+            HostIpc { shm, msg, sem, key }
+        }
+    }
+
+    fn intact(&self) -> bool {
+        // SAFETY: as above.
+        unsafe {
+            let p = libc::shmat(self.shm, std::ptr::null(), libc::SHM_RDONLY) as *const u8;
+            if p as isize == -1 {
+                return false;
+            }
+            let ok = std::slice::from_raw_parts(p, 4) == b"HOST";
+            libc::shmdt(p.cast());
+            ok && libc::msgget(self.key + 1, 0) == self.msg && libc::semget(self.key + 2, 1, 0) == self.sem
+        }
+    }
+}
+
+impl Drop for HostIpc {
+    fn drop(&mut self) {
+        // SAFETY: removing our own objects.
+        unsafe {
+            libc::shmctl(self.shm, libc::IPC_RMID, std::ptr::null_mut());
+            libc::msgctl(self.msg, libc::IPC_RMID, std::ptr::null_mut());
+            libc::semctl(self.sem, 0, libc::IPC_RMID);
+        }
+    }
+}
+
+#[test]
+fn system_v_ipc_of_the_host_is_out_of_reach() {
+    let t = tree();
+    let host = HostIpc::new();
+    t.py(
+        &[],
+        &format!(
+            "import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             libc.shmat.restype = ctypes.c_void_p\n\
+             def sc(r):\n\
+             \x20   if r == -1 or r is None or r == ctypes.c_void_p(-1).value:\n\
+             \x20       raise OSError(ctypes.get_errno(), 'call')\n\
+             \x20   return r\n\
+             check('shmget', lambda: sc(libc.shmget({k}, 0, 0)))\n\
+             check('shmat', lambda: sc(libc.shmat({shm}, None, 0)))\n\
+             check('shm_rmid', lambda: sc(libc.shmctl({shm}, 0, None)))\n\
+             check('msgget', lambda: sc(libc.msgget({k1}, 0)))\n\
+             check('msg_rmid', lambda: sc(libc.msgctl({msg}, 0, None)))\n\
+             check('semget', lambda: sc(libc.semget({k2}, 1, 0)))\n\
+             check('sem_rmid', lambda: sc(libc.semctl({sem}, 0, 0)))\n\
+             check('own_shm', lambda: sc(libc.shmget(0, 4096, 0o1600)))\n\
+             check('mq_open', lambda: sc(libc.syscall(240, b'rootfence-q', 0o100 | 2, 0o600, None)))",
+            k = host.key,
+            k1 = host.key + 1,
+            k2 = host.key + 2,
+            shm = host.shm,
+            msg = host.msg,
+            sem = host.sem,
+        ),
+    )
+    .refused("shmget")
+    .refused("shmat")
+    .refused("shm_rmid")
+    .refused("msgget")
+    .refused("msg_rmid")
+    .refused("semget")
+    .refused("sem_rmid")
+    .refused("own_shm")
+    .refused("mq_open");
+    assert!(host.intact(), "a System V object of the host was changed or removed");
+}

@@ -636,3 +636,72 @@ print('early=' + str(b'early' in seen))
     p.expect("early", "True").expect("late_prompt", "False");
     assert_eq!(common::processes_with(&marker), Vec::<u32>::new());
 }
+
+#[test]
+fn limits_priority_and_scheduling_of_outside_processes_stay_theirs() {
+    // Signals are scoped; limits, priority, affinity and I/O priority are
+    // not, by Landlock: prlimit(RLIMIT_CPU, 1 s) on an outside process
+    // would kill it.
+    let t = tree();
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = victim.id();
+    let limits_before = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "import resource, ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             def sc(r):\n\
+             \x20   if r != 0:\n\
+             \x20       raise OSError(ctypes.get_errno(), 'call')\n\
+             check('prlimit', lambda: resource.prlimit({pid}, resource.RLIMIT_CPU, (1, 1)))\n\
+             check('own_nice', lambda: os.setpriority(os.PRIO_PROCESS, 0, 5))\n\
+             check('setpriority', lambda: os.setpriority(os.PRIO_PROCESS, {pid}, 19))\n\
+             check('prio_user', lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19))\n\
+             check('affinity', lambda: os.sched_setaffinity({pid}, {{0}}))\n\
+             check('ioprio', lambda: sc(libc.syscall(251, 1, {pid}, (3 << 13))))\n\
+             check('own_prlimit', lambda: resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)))"
+        ),
+    )
+    .expect_any("prlimit", SIGNAL_REFUSED)
+    .expect_any("setpriority", SIGNAL_REFUSED)
+    .expect_any("affinity", SIGNAL_REFUSED)
+    .expect_any("ioprio", SIGNAL_REFUSED)
+    .expect("own_prlimit", "OK")
+    .expect("own_nice", "OK");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(victim.try_wait().unwrap().is_none(), "the outside process died");
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap(),
+        limits_before
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let nice: i64 = stat.rsplit(')').next().unwrap().split_whitespace().nth(16).unwrap().parse().unwrap();
+    assert_eq!(nice, 0, "the outside process's priority changed");
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[test]
+fn a_child_of_the_server_reads_its_own_proc_self() {
+    // The server's children need their own /proc/self too (runtimes read
+    // /proc/self/maps, fd, status).
+    let t = tree();
+    let out = t.run(
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            "cat /proc/self/status >/dev/null && echo self=OK; sh -c 'ls /proc/self/fd >/dev/null && echo grandchild=OK'",
+        ],
+    );
+    let s = stdout(&out);
+    if t.namespaces {
+        assert!(s.contains("self=OK") && s.contains("grandchild=OK"), "{s}\n{}", stderr(&out));
+    } else {
+        // Without a PID namespace of its own, only the server's own
+        // /proc entry is open (its children are refused theirs): the
+        // documented cost of running without namespaces.
+        assert!(!s.contains("self=OK"), "{s}");
+    }
+}

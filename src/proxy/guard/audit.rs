@@ -97,10 +97,28 @@ impl AuditLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
+        // Never through a symlink (a link planted where the audit file
+        // goes would make rootfence append to its target), and only to a
+        // regular file with a single link.
         let mut o = OpenOptions::new();
         o.create(true).append(true);
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        let f = o.open(path).map_err(err)?;
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW);
+        let f = o.open(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                err(std::io::Error::other(
+                    "it is a symlink; name the file itself in [audit] file",
+                ))
+            } else {
+                err(e)
+            }
+        })?;
+        let md = f.metadata().map_err(err)?;
+        if !md.is_file() || std::os::unix::fs::MetadataExt::nlink(&md) > 1 {
+            return Err(err(std::io::Error::other(
+                "it must be a regular file with a single link",
+            )));
+        }
         Ok(AuditLog {
             file: Some((path.to_path_buf(), f)),
         })
@@ -247,5 +265,21 @@ mod tests {
         std::fs::write(&blocker, "").unwrap();
         let e = AuditLog::with_file(&blocker.join("audit.jsonl")).unwrap_err();
         assert!(e.to_string().contains("cannot open the audit file"), "{e}");
+    }
+
+    #[test]
+    fn a_symlink_or_a_linked_file_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        let link = dir.path().join("audit.jsonl");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = AuditLog::with_file(&link).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        let hard = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&victim, &hard).unwrap();
+        let e = AuditLog::with_file(&hard).unwrap_err();
+        assert!(e.to_string().contains("single link"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
     }
 }

@@ -1,0 +1,189 @@
+//! What only the server's own filesystem view closes (with namespaces):
+//! metadata of files outside the roots and of read-only roots, watching
+//! directories that are not granted, and running code from roots through
+//! the dynamic loader or a memfd. Without namespaces these stay open
+//! (Landlock does not rule on them); `rootfence doctor` says so, and
+//! `cli.rs` checks that it does.
+
+mod common;
+
+use common::{SECRET, Tree, content, python};
+
+#[test]
+fn metadata_outside_the_roots_cannot_be_changed() {
+    let t = Tree::new();
+    let key = t.home.join(".ssh/id_rsa");
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let secret = t.outside.join("secret");
+    let before = std::fs::metadata(&secret).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('chmod_key', lambda: os.chmod('{key}', 0o644))\n\
+             check('stat_key', lambda: os.stat('{key}'))\n\
+             check('utime', lambda: os.utime('{s}', (0, 0)))\n\
+             check('chmod_outside', lambda: os.chmod('{s}', 0o640))\n\
+             check('chmod_inside', lambda: (write('{r}/tool', '#!/bin/sh'), os.chmod('{r}/tool', 0o755)))\n\
+             check('utime_inside', lambda: os.utime('{r}/tool', (0, 0)))",
+            key = key.display(),
+            s = secret.display(),
+            r = t.r.display()
+        ),
+    )
+    .refused("chmod_key")
+    .refused("stat_key")
+    .refused("utime")
+    .refused("chmod_outside")
+    .expect("chmod_inside", "OK")
+    .expect("utime_inside", "OK");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&key).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the key's mode changed");
+    let after = std::fs::metadata(&secret).unwrap();
+    assert_eq!(
+        (
+            before.modified().unwrap(),
+            std::os::unix::fs::PermissionsExt::mode(&before.permissions())
+        ),
+        (
+            after.modified().unwrap(),
+            std::os::unix::fs::PermissionsExt::mode(&after.permissions())
+        )
+    );
+}
+
+#[test]
+fn a_read_only_root_keeps_its_modes_and_times() {
+    let t = Tree::new();
+    let f = t.ro.join("file");
+    let before = std::fs::metadata(&f).unwrap();
+    t.py(
+        &[],
+        &format!(
+            "check('chmod', lambda: os.chmod('{f}', 0o777))\n\
+             check('utime', lambda: os.utime('{f}', (0, 0)))\n\
+             check('read', lambda: read('{f}'))",
+            f = f.display()
+        ),
+    )
+    .refused("chmod")
+    .refused("utime")
+    .expect("read", "OK");
+    let after = std::fs::metadata(&f).unwrap();
+    assert_eq!(before.permissions(), after.permissions());
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+}
+
+#[test]
+fn directories_that_are_not_granted_cannot_be_watched() {
+    // inotify reports the names of files created in a watched directory;
+    // Landlock does not rule on inotify_add_watch.
+    let t = Tree::new();
+    t.py(
+        &[],
+        &format!(
+            "import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             fd = libc.inotify_init1(0)\n\
+             def watch(p):\n\
+             \x20   if libc.inotify_add_watch(fd, p.encode(), 0x100) < 0:\n\
+             \x20       raise OSError(ctypes.get_errno(), 'watch')\n\
+             check('ssh', lambda: watch('{ssh}'))\n\
+             check('outside', lambda: watch('{o}'))\n\
+             check('home', lambda: watch('{h}'))\n\
+             check('root', lambda: watch('{r}'))",
+            ssh = t.home.join(".ssh").display(),
+            o = t.outside.display(),
+            h = t.home.display(),
+            r = t.r.display()
+        ),
+    )
+    .refused("ssh")
+    .refused("outside")
+    .refused("home")
+    .expect("root", "OK");
+}
+
+#[test]
+fn code_in_a_root_cannot_be_run_through_the_loader_or_a_memfd() {
+    // exec_in_roots = false (the default): execve of a file in a root is
+    // refused by Landlock; the dynamic loader mapping it, and a memfd
+    // executed with execveat, are refused by the view (noexec mounts and
+    // vm.memfd_noexec).
+    let t = Tree::new();
+    std::fs::copy("/bin/true", t.r.join("prog")).unwrap();
+    std::fs::set_permissions(
+        t.r.join("prog"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let ld = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("the dynamic loader of this machine");
+    let p = t.py(
+        &[],
+        &format!(
+            "import subprocess\n\
+             def run(argv):\n\
+             \x20   r = subprocess.run(argv, capture_output=True)\n\
+             \x20   if r.returncode != 0:\n\
+             \x20       raise OSError(13, r.stderr.decode())\n\
+             check('exec', lambda: run(['{r}/prog']))\n\
+             check('ld_so', lambda: run(['{ld}', '{r}/prog']))\n\
+             def memfd():\n\
+             \x20   fd = os.memfd_create('x', 0)\n\
+             \x20   os.write(fd, open('/bin/true', 'rb').read())\n\
+             \x20   pid = os.fork()\n\
+             \x20   if pid == 0:\n\
+             \x20       try:\n\
+             \x20           os.execve(fd, ['x'], {{}})\n\
+             \x20       except OSError as e:\n\
+             \x20           os._exit(e.errno)\n\
+             \x20   _, st = os.waitpid(pid, 0)\n\
+             \x20   if os.waitstatus_to_exitcode(st) != 0:\n\
+             \x20       raise OSError(os.waitstatus_to_exitcode(st), 'memfd exec')\n\
+             check('memfd', memfd)\n\
+             check('system', lambda: run(['/bin/true']))",
+            r = t.r.display()
+        ),
+    );
+    p.refused("exec").expect("system", "OK");
+    assert_ne!(p.value("ld_so"), "OK", "the loader mapped code from a root");
+    // vm.memfd_noexec needs root's uid; as another user the memfd stays
+    // executable (doctor says so).
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_ne!(p.value("memfd"), "OK", "a memfd was executed");
+    }
+}
+
+#[test]
+fn the_view_shows_the_grants_and_nothing_else() {
+    let t = Tree::new();
+    let out = t.run(
+        &[],
+        &[
+            python().to_str().unwrap(),
+            "-c",
+            &format!(
+                "import os\n\
+                 print('root_in_view=' + str(os.path.isdir('{r}')))\n\
+                 print('outside_in_view=' + str(os.path.exists('{o}')))\n\
+                 print('home_in_view=' + str(os.path.exists('{h}')))\n\
+                 print('etc_shadow=' + str(os.path.exists('/etc/shadow')))\n\
+                 print('usr=' + str(os.path.isdir('/usr/bin')))",
+                r = t.r.display(),
+                o = t.outside.display(),
+                h = t.home.display()
+            ),
+        ],
+    );
+    let p = common::Probe::new(out);
+    p.expect("root_in_view", "True")
+        .expect("outside_in_view", "False")
+        .expect("home_in_view", "False")
+        .expect("etc_shadow", "False")
+        .expect("usr", "True");
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+}
