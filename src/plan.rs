@@ -129,6 +129,21 @@ pub struct PrivateLayer {
     pub why: String,
 }
 
+/// A path inside a read-write root that the server's view mounts
+/// read-only (`[roots] vcs = "read-only"`): version-control and editor
+/// metadata that tools outside run unasked.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Protected {
+    /// The path.
+    pub path: PathBuf,
+    /// Mounted read-only. When false, the path is only pinned: mounted on
+    /// itself, read-write, so that it cannot be renamed or removed (and a
+    /// forged one put in its place).
+    pub readonly: bool,
+    /// Why.
+    pub why: String,
+}
+
 /// Everything the sandbox will enforce for one launch.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxPlan {
@@ -164,6 +179,8 @@ pub struct SandboxPlan {
     pub exec_in_roots: bool,
     /// Namespaces (see [`NamespaceMode`]).
     pub namespaces: NamespaceMode,
+    /// Control files inside read-write roots, read-only in the view.
+    pub protected: Vec<Protected>,
     /// Limits.
     pub limits: LimitsSection,
     /// Things the reader should know (runtime paths dropped, ...).
@@ -259,6 +276,8 @@ pub fn build(
             });
         }
     }
+
+    let (enforced, protected) = control_files(policy, enforced, &mut refused, &mut warnings);
 
     let mut grants: Vec<Grant> = Vec::new();
     let exec_in_roots = policy.raw.runtime.exec_in_roots;
@@ -372,9 +391,104 @@ pub fn build(
         private_layers,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
+        protected,
         limits: policy.raw.limits.clone(),
         warnings,
     }
+}
+
+/// Apply `[roots] vcs` to the control files found in read-write roots:
+/// the roots kept, and the paths the view mounts read-only.
+fn control_files(
+    policy: &Policy,
+    roots: Vec<CanonicalRoot>,
+    refused: &mut Vec<Refusal>,
+    warnings: &mut Vec<String>,
+) -> (Vec<CanonicalRoot>, Vec<Protected>) {
+    use crate::policy::VcsMode;
+    use crate::roots::control::ControlKind;
+    let mode = policy.raw.roots.vcs;
+    let mut kept = Vec::with_capacity(roots.len());
+    let mut protected = Vec::new();
+    for r in roots {
+        let (found, truncated) = &r.control;
+        if r.access != Access::ReadWrite || (found.is_empty() && !truncated) {
+            kept.push(r);
+            continue;
+        }
+        let names: Vec<String> = found
+            .iter()
+            .map(|c| {
+                c.path.strip_prefix(&r.path).map_or_else(
+                    |_| c.path.display().to_string(),
+                    |p| p.display().to_string(),
+                )
+            })
+            .collect();
+        let list = names.join(", ");
+        if *truncated {
+            warnings.push(format!(
+                "root {} has more than {} subdirectories: only the first were looked into for version-control and editor metadata",
+                r.uri,
+                crate::roots::control::MAX_SCANNED_DIRS
+            ));
+        }
+        if found.is_empty() {
+            kept.push(r);
+            continue;
+        }
+        match mode {
+            VcsMode::Refuse => refused.push(Refusal {
+                input: r.input.clone(),
+                from: r.source,
+                reason: RefusalReason::ControlFiles {
+                    found: list,
+                    origin: policy.name(),
+                },
+            }),
+            VcsMode::Warn => {
+                warnings.push(format!(
+                    "root {} is writable and holds {list}: the server can change what tools outside run unasked (git status runs .git/config's core.fsmonitor, editors run workspace tasks); set [roots] vcs = \"read-only\" or \"refuse\", or give the root read-only",
+                    r.uri
+                ));
+                kept.push(r);
+            }
+            VcsMode::ReadOnly => {
+                for c in found {
+                    let why = format!("{} in root {}", c.kind.name(), r.uri);
+                    let mut add = |path: PathBuf, readonly: bool| {
+                        protected.push(Protected {
+                            path,
+                            readonly,
+                            why: why.clone(),
+                        })
+                    };
+                    match c.kind {
+                        ControlKind::GitDir => {
+                            add(c.path.clone(), false);
+                            for f in ["config", "hooks", "info"] {
+                                add(c.path.join(f), true);
+                            }
+                        }
+                        ControlKind::Hg => {
+                            add(c.path.clone(), false);
+                            add(c.path.join("hgrc"), true);
+                        }
+                        ControlKind::GitFile
+                        | ControlKind::Envrc
+                        | ControlKind::Vscode
+                        | ControlKind::Idea => add(c.path.clone(), true),
+                    }
+                }
+                warnings.push(format!(
+                    "root {} holds {list}: mounted read-only in the server's view (with namespaces); metadata the server creates where there was none is not protected",
+                    r.uri
+                ));
+                kept.push(r);
+            }
+        }
+    }
+    (kept, protected)
 }
 
 /// Combine grants for the same path (union of rights, all reasons kept),

@@ -187,3 +187,68 @@ fn the_view_shows_the_grants_and_nothing_else() {
         .expect("usr", "True");
     assert_eq!(content(&t.outside.join("secret")), SECRET);
 }
+
+/// `git` with a fixed identity, no global configuration, in `dir`.
+fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git is required: apt-get install -y git")
+}
+
+#[test]
+fn version_control_and_editor_metadata_in_a_root_stays_the_users() {
+    // A writable root holding a git repository: `git status` outside runs
+    // .git/config's core.fsmonitor; hooks run on commit; editors run
+    // .vscode tasks; direnv loads .envrc. The server may still commit.
+    let t = Tree::new();
+    assert!(git(&t.r, &["init", "-q"]).status.success());
+    std::fs::create_dir_all(t.r.join(".vscode")).unwrap();
+    std::fs::write(t.r.join(".vscode/settings.json"), "{}").unwrap();
+    std::fs::write(t.r.join(".envrc"), "").unwrap();
+    std::fs::write(t.r.join("tracked"), "v1").unwrap();
+    assert!(git(&t.r, &["add", "tracked"]).status.success());
+    let marker = t.outside.join("fsmonitor-ran");
+    let config_before = std::fs::read_to_string(t.r.join(".git/config")).unwrap();
+    let r = t.r.display().to_string();
+    let p = t.py(
+        &[],
+        &format!(
+            "import subprocess\n\
+             check('config', lambda: write('{r}/.git/config', '[core]\\n\\tfsmonitor = touch {m}\\n', 'a'))\n\
+             check('hook', lambda: write('{r}/.git/hooks/post-checkout', '#!/bin/sh\\ntouch {m}\\n'))\n\
+             check('rename_git', lambda: os.rename('{r}/.git', '{r}/.git-old'))\n\
+             check('vscode', lambda: write('{r}/.vscode/settings.json', '{{\"x\": 1}}'))\n\
+             check('envrc', lambda: write('{r}/.envrc', 'touch {m}'))\n\
+             def commit():\n\
+             \x20   r = subprocess.run(['git', '-c', 'user.name=s', '-c', 'user.email=s@example.com', 'commit', '-qm', 'by the server'], cwd='{r}', capture_output=True, env={{'PATH': '/usr/bin:/bin', 'HOME': '{r}', 'GIT_CONFIG_NOSYSTEM': '1'}})\n\
+             \x20   if r.returncode != 0:\n\
+             \x20       raise OSError(1, r.stderr.decode())\n\
+             check('commit', commit)\n\
+             check('work', lambda: write('{r}/tracked', 'v2'))",
+            m = marker.display()
+        ),
+    );
+    p.refused("config")
+        .refused("hook")
+        .expect_any("rename_git", &["EBUSY", "EACCES", "EPERM", "EROFS"])
+        .refused("vscode")
+        .refused("envrc")
+        .expect("commit", "OK")
+        .expect("work", "OK");
+    assert_eq!(
+        std::fs::read_to_string(t.r.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(git(&t.r, &["status", "--short"]).status.success());
+    assert!(
+        !marker.exists(),
+        "a command planted by the server ran outside"
+    );
+    let log = git(&t.r, &["log", "--oneline"]);
+    assert!(String::from_utf8_lossy(&log.stdout).contains("by the server"));
+}

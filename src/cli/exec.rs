@@ -112,7 +112,16 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
 
     install_forwarding();
     sandbox::enable_subreaper();
-    let started = sandbox::spawn(&plan, StdioConfig::default());
+    // A terminal is never handed to the server: it could keep reading and
+    // writing it after rootfence returned, or change its modes. Streams that
+    // are terminals go through pipes that rootfence relays while the server
+    // runs.
+    let stdio = StdioConfig {
+        stdin: relayed_if_tty(0),
+        stdout: relayed_if_tty(1),
+        stderr: relayed_if_tty(2),
+    };
+    let started = sandbox::spawn(&plan, stdio);
     let started = match started {
         Err(SandboxError::CannotEnforce { missing }) if args.unconfined => {
             eprintln!(
@@ -120,7 +129,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
                 plan.command.program.display(),
                 missing.join("; ")
             );
-            sandbox::spawn_unconfined(&plan, StdioConfig::default())
+            sandbox::spawn_unconfined(&plan, stdio)
         }
         other => other,
     };
@@ -139,6 +148,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let relays = relay(&mut child);
     CHILD.store(i32::try_from(child.pid()).unwrap_or(0), Ordering::SeqCst);
     let pending = PENDING.swap(0, Ordering::SeqCst);
     if pending != 0 {
@@ -147,6 +157,11 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     tracing::info!("started pid {}: {}", child.pid(), child.confinement());
     let status = child.wait();
     CHILD.store(0, Ordering::SeqCst);
+    // Everything the server wrote reaches the terminal before rootfence
+    // returns (its pipes are at end of file: nothing of it is left).
+    for r in relays {
+        let _ = r.join();
+    }
     match status {
         Ok(st) => ExitCode::from(exit_code(st)),
         Err(e) => {
@@ -154,6 +169,60 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
             ExitCode::from(EXIT_ROOTFENCE)
         }
     }
+}
+
+/// Pipe standard stream `fd` when it is a terminal, else inherit it.
+fn relayed_if_tty(fd: i32) -> sandbox::Stdio {
+    // SAFETY: isatty has no memory arguments.
+    if unsafe { libc::isatty(fd) } == 1 {
+        sandbox::Stdio::Piped
+    } else {
+        sandbox::Stdio::Inherit
+    }
+}
+
+/// Copy between rootfence's terminal and the server's pipes. The output
+/// copies end when the server's side is closed (every process of it gone);
+/// the input copy ends with rootfence.
+fn relay(child: &mut sandbox::SandboxedChild) -> Vec<std::thread::JoinHandle<()>> {
+    use std::io::{Read, Write};
+    fn copy(mut from: impl Read, mut to: impl Write) {
+        let mut buf = [0u8; 8192];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(stdin) = child.take_stdin() {
+        // Not joined: it may wait on the terminal until rootfence exits.
+        let _ = std::thread::Builder::new()
+            .name("rootfence-stdin".into())
+            .spawn(move || copy(std::io::stdin(), stdin));
+    }
+    if let Some(stdout) = child.take_stdout()
+        && let Ok(h) = std::thread::Builder::new()
+            .name("rootfence-stdout".into())
+            .spawn(move || copy(stdout, std::io::stdout()))
+    {
+        out.push(h);
+    }
+    if let Some(stderr) = child.take_stderr()
+        && let Ok(h) = std::thread::Builder::new()
+            .name("rootfence-stderr".into())
+            .spawn(move || copy(stderr, std::io::stderr()))
+    {
+        out.push(h);
+    }
+    out
 }
 
 /// A shell's exit code for `status`: the exit code, or 128 + the signal.

@@ -145,6 +145,39 @@ pub fn render(plan: &SandboxPlan) -> String {
             "  rw-  <scratch dir>                          private TMPDIR, mode 0700, removed at exit"
         );
     }
+    for l in &plan.private_layers {
+        let _ = writeln!(
+            s,
+            "  r-x  {:<40} writes go to a private layer, discarded at exit ({})",
+            l.path.display(),
+            l.why
+        );
+    }
+    for p in &plan.protected {
+        let _ = writeln!(
+            s,
+            "  {}  {:<40} {}: {}",
+            if p.readonly { "r--" } else { "rw-" },
+            p.path.display(),
+            if p.readonly {
+                "read-only in the view"
+            } else {
+                "pinned in place in the view"
+            },
+            p.why
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nisolation: namespaces {}",
+        match plan.namespaces {
+            plan::NamespaceMode::Auto =>
+                "where the kernel grants them (own user, mount, PID, IPC namespaces; a view holding only the paths above); `rootfence doctor` tells whether it does",
+            plan::NamespaceMode::Require =>
+                "required (own user, mount, PID, IPC namespaces; a view holding only the paths above)",
+            plan::NamespaceMode::Off => "off: Landlock and seccomp only",
+        }
+    );
     let n = &plan.network;
     let ports = |p: &[u16]| {
         if p.is_empty() {
@@ -215,7 +248,7 @@ pub fn render(plan: &SandboxPlan) -> String {
 
 pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
     let env = HostEnv::current();
-    let caps = sandbox::probe();
+    let caps = sandbox::probe_with_namespaces();
     let policy = match load_policy(policy_file, &env) {
         Ok(p) => p,
         Err(e) => {
@@ -231,8 +264,11 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         ro_roots: vec![],
         command: vec!["/bin/true".into()],
     };
-    let losses = match plan_for(&args, &policy, &env) {
-        Ok(plan) => sandbox::losses(&plan, &caps),
+    let (losses, coverage) = match plan_for(&args, &policy, &env) {
+        Ok(plan) => (
+            sandbox::losses(&plan, &caps),
+            sandbox::coverage(&plan, &caps),
+        ),
         Err(e) => {
             eprintln!("rootfence: {e}");
             return ExitCode::from(2);
@@ -245,8 +281,10 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             "landlock": caps.landlock,
             "seccomp": caps.seccomp,
             "features": caps.features().iter().map(|(abi, name, ok)| serde_json::json!({"abi": abi, "feature": name, "available": ok})).collect::<Vec<_>>(),
+            "namespaces": caps.namespaces,
             "policy": policy.name(),
             "losses": losses,
+            "coverage": coverage,
             "can_run": can_run,
         });
         println!("{v:#}");
@@ -272,9 +310,37 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
                 "not available"
             }
         );
+        match &caps.namespaces {
+            Some(n) if n.available => println!(
+                "namespaces: available (user, mount, PID, IPC){}",
+                if n.overlay {
+                    ", with overlay mounts"
+                } else {
+                    "; overlay mounts are not (caches get empty private copies)"
+                }
+            ),
+            Some(n) => println!("namespaces: NOT available: {}", n.why_not()),
+            None => {}
+        }
         println!("\nLandlock features:");
         for (abi, name, ok) in caps.features() {
             println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
+        }
+        println!(
+            "\nescape classes, and what closes each here (policy {}):",
+            policy.name()
+        );
+        for c in &coverage {
+            println!(
+                "  [{}] {}: {}",
+                match c.closed {
+                    sandbox::Closed::Yes => "closed",
+                    sandbox::Closed::Partly => "partly",
+                    sandbox::Closed::No => "OPEN  ",
+                },
+                c.class,
+                c.how
+            );
         }
         println!("\nwith policy {}:", policy.name());
         if losses.is_empty() {

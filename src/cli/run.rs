@@ -40,10 +40,21 @@ impl Launcher for SandboxLauncher {
         for w in &plan.warnings {
             tracing::warn!("{w}");
         }
-        let mut child = sandbox::spawn(plan, StdioConfig::piped()).map_err(|e| e.to_string())?;
+        // stderr too: the server never holds rootfence's own (which may be
+        // a terminal); its lines are relayed to rootfence's stderr.
+        let mut child =
+            sandbox::spawn(plan, StdioConfig::all_piped()).map_err(|e| e.to_string())?;
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
         let stdin = child.take_stdin().ok_or("server stdin is not piped")?;
         let stdout = child.take_stdout().ok_or("server stdout is not piped")?;
+        if let Some(stderr) = child.take_stderr() {
+            let _ = std::thread::Builder::new()
+                .name("rootfence-server-stderr".into())
+                .spawn(move || {
+                    let mut from = stderr;
+                    let _ = std::io::copy(&mut from, &mut std::io::stderr());
+                });
+        }
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);

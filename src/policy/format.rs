@@ -97,6 +97,26 @@ pub struct RootsSection {
     #[serde(rename = "static")]
     #[schemars(with = "Vec<StaticRoot>")]
     pub static_roots: Vec<Spanned<StaticRoot>>,
+    /// Version-control and editor metadata (`.git`, `.hg`, `.envrc`,
+    /// `.vscode`, `.idea`) in a read-write root or its direct
+    /// subdirectories: tools outside the sandbox run it unasked.
+    pub vcs: VcsMode,
+}
+
+/// `[roots] vcs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VcsMode {
+    /// Mounted read-only in the server's view (`.git/config`, `.git/hooks`,
+    /// `.git/info`, `.hg/hgrc`, `.envrc`, `.vscode`, `.idea`); the rest of
+    /// `.git` stays writable, so commits still work. Needs namespaces;
+    /// without them, as `warn`.
+    #[default]
+    ReadOnly,
+    /// Only warn.
+    Warn,
+    /// Refuse such roots read-write.
+    Refuse,
 }
 
 impl Default for RootsSection {
@@ -108,6 +128,7 @@ impl Default for RootsSection {
             host_access: AccessName::ReadWrite,
             max_roots: 256,
             static_roots: Vec::new(),
+            vcs: VcsMode::ReadOnly,
         }
     }
 }

@@ -16,6 +16,7 @@
 //! read-write root inside a read-only one) is kept. Exact duplicates keep the
 //! widest access and the first name given.
 
+pub mod control;
 mod resolve;
 mod uri;
 
@@ -156,6 +157,9 @@ pub struct CanonicalRoot {
     pub input: String,
     /// The handle opened when the root was resolved.
     pub handle: RootHandle,
+    /// Version-control and editor metadata found in it (see
+    /// [`control`]), and whether the scan stopped early.
+    pub control: (Vec<control::ControlPath>, bool),
 }
 
 impl CanonicalRoot {
@@ -319,6 +323,17 @@ pub enum RefusalReason {
         path: PathBuf,
         /// The filesystem.
         what: String,
+    },
+    /// A read-write root holding version-control or editor metadata, with
+    /// `[roots] vcs = "refuse"`.
+    #[error(
+        "contains {found}, which tools outside the sandbox run unasked (git status runs .git/config's core.fsmonitor); a writable root may not hold them under [roots] vcs = \"refuse\" ({origin}): give it read-only, or choose a root without them"
+    )]
+    ControlFiles {
+        /// What was found.
+        found: String,
+        /// Where the rule was written.
+        origin: String,
     },
     /// Under `/run`: sockets and state of running services.
     #[error(

@@ -97,7 +97,13 @@ pub fn resolve(input: &RootInput, rules: &RootRules) -> Result<CanonicalRoot, Re
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "/".to_string()),
     };
+    let handle = RootHandle { fd: Arc::new(fd) };
+    let control = match (kind, handle.dir()) {
+        (RootKind::Directory, Ok(d)) => super::control::scan(&d, &path),
+        _ => (Vec::new(), false),
+    };
     Ok(CanonicalRoot {
+        control,
         uri: path_to_uri(&path),
         path,
         name,
@@ -105,7 +111,7 @@ pub fn resolve(input: &RootInput, rules: &RootRules) -> Result<CanonicalRoot, Re
         kind,
         source: input.source,
         input: input.raw.clone(),
-        handle: RootHandle { fd: Arc::new(fd) },
+        handle,
     })
 }
 

@@ -26,7 +26,8 @@ use std::path::PathBuf;
 
 pub use child::Step;
 pub use probe::{
-    Capabilities, LandlockStatus, Loss, NamespaceSupport, losses, probe, probe_with_namespaces,
+    Capabilities, Closed, Coverage, LandlockStatus, Loss, NamespaceSupport, coverage, losses,
+    probe, probe_with_namespaces,
 };
 pub use scratch::Scratch;
 pub use seccomp::SocketPolicy;

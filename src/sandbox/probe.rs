@@ -266,15 +266,173 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
             fatal: !caps.seccomp,
         });
     }
-    out.push(Loss {
-        wants: "no changes to the metadata of files outside the roots".into(),
-        missing: if caps.seccomp {
-            "not covered by Landlock at any ABI: chmod, chown and timestamps of files the server's user owns stay possible; seccomp refuses setuid, setgid and world-writable modes".into()
-        } else {
-            "not covered by Landlock at any ABI: chmod, chown and timestamps of files the server's user owns stay possible".into()
-        },
-        fatal: false,
+    if caps.namespaces.as_ref().is_some_and(|n| !n.usable())
+        && plan.namespaces != crate::plan::NamespaceMode::Off
+    {
+        out.push(Loss {
+            wants: "the server's own namespaces (filesystem view, PID namespace)".into(),
+            missing: format!(
+                "{}; the server runs with Landlock and seccomp only (see the classes below)",
+                caps.namespaces
+                    .as_ref()
+                    .map(NamespaceSupport::why_not)
+                    .unwrap_or_default()
+            ),
+            fatal: plan.namespaces == crate::plan::NamespaceMode::Require,
+        });
+    }
+    out
+}
+
+/// How well a class of escape is closed on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Closed {
+    /// Closed.
+    Yes,
+    /// Closed in part (what stays open is said).
+    Partly,
+    /// Open.
+    No,
+}
+
+/// One class of escape, and what closes it here.
+#[derive(Debug, Clone, Serialize)]
+pub struct Coverage {
+    /// The class.
+    pub class: &'static str,
+    /// How well it is closed.
+    pub closed: Closed,
+    /// The layers that close it, and what stays open.
+    pub how: String,
+}
+
+/// Every class of escape of the threat model, with the layer that closes it
+/// for `plan` on a machine with `caps` (`caps.namespaces` should be probed:
+/// see [`probe_with_namespaces`]; unprobed counts as unavailable).
+pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
+    use crate::plan::NamespaceMode;
+    let abi = caps.abi();
+    let ns = plan.namespaces != NamespaceMode::Off
+        && caps
+            .namespaces
+            .as_ref()
+            .is_some_and(NamespaceSupport::usable);
+    let overlay = ns && caps.namespaces.as_ref().is_some_and(|n| n.overlay);
+    let root = caps.namespaces.as_ref().is_some_and(|n| n.root);
+    let c = |class, closed, how: &str| Coverage {
+        class,
+        closed,
+        how: how.to_string(),
+    };
+    let mut out = Vec::new();
+    out.push(if abi > 0 {
+        c(
+            "reading and writing files outside the roots",
+            Closed::Yes,
+            "Landlock (every filesystem right of the running ABI handled)",
+        )
+    } else {
+        c(
+            "reading and writing files outside the roots",
+            Closed::No,
+            "Landlock is not available",
+        )
     });
+    out.push(if ns {
+        c("metadata outside the roots and of read-only roots (chmod, chown, times, extended attributes, ACLs)", Closed::Yes, "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts")
+    } else {
+        c("metadata outside the roots and of read-only roots (chmod, chown, times, extended attributes, ACLs)", Closed::Partly, "seccomp refuses extended attributes (POSIX ACLs), chown and setuid/setgid/world-writable modes; other mode bits and timestamps of files the server's user owns stay changeable (needs namespaces)")
+    });
+    out.push(if ns {
+        c(
+            "existence and names of files outside the roots (stat, inotify)",
+            Closed::Yes,
+            "the server's own filesystem view",
+        )
+    } else {
+        c(
+            "existence and names of files outside the roots (stat, inotify)",
+            Closed::No,
+            "Landlock does not rule on stat or inotify_add_watch (needs namespaces)",
+        )
+    });
+    out.push(if ns {
+        c("processes outliving the server, its generation or the session", Closed::Yes, "PID namespace: when the server exits its init exits and the kernel ends every process in it, before rootfence sees the exit")
+    } else {
+        c("processes outliving the server, its generation or the session", Closed::Partly, "rootfence is the subreaper of everything the server starts and ends what is left when the server exits; if rootfence itself is killed with SIGKILL, processes that left the server's process group survive (needs namespaces)")
+    });
+    out.push(c("the user's terminal", Closed::Yes, "exec relays a terminal through pipes (the server never holds it); run gives the server pipes only; seccomp refuses TIOCSTI and TIOCLINUX"));
+    out.push(if abi >= 4 && caps.seccomp {
+        if plan.network.tcp_bind.is_empty() {
+            c("network", Closed::Yes, "Landlock TCP connect and bind by port; seccomp refuses UDP, raw and other families, MSG_FASTOPEN, and listen() without a bind port")
+        } else {
+            c("network", Closed::Partly, "Landlock TCP connect and bind by port; seccomp refuses UDP, raw and other families and MSG_FASTOPEN; with tcp_bind ports granted, listen() on a socket never bound takes an ephemeral port (Landlock does not see it)")
+        }
+    } else {
+        c("network", Closed::Partly, "Landlock before ABI 4 cannot rule on TCP ports: every TCP/IP socket is refused by seccomp")
+    });
+    out.push(c(
+        "System V IPC and POSIX message queues",
+        if caps.seccomp {
+            Closed::Yes
+        } else {
+            Closed::No
+        },
+        if ns {
+            "seccomp refuses every call; the server also has its own IPC namespace"
+        } else {
+            "seccomp refuses every call"
+        },
+    ));
+    out.push(if abi >= 6 {
+        c(
+            "signals and abstract unix sockets outside the sandbox",
+            Closed::Yes,
+            if ns {
+                "Landlock scopes (ABI 6); the PID namespace also hides every outside process"
+            } else {
+                "Landlock scopes (ABI 6)"
+            },
+        )
+    } else {
+        c(
+            "signals and abstract unix sockets outside the sandbox",
+            Closed::No,
+            "needs Landlock ABI 6",
+        )
+    });
+    out.push(c("pathname unix sockets outside the roots", if abi >= 9 || caps.seccomp { Closed::Yes } else { Closed::No }, if abi >= 9 { "Landlock resolve_unix (ABI 9)" } else { "seccomp refuses socket(AF_UNIX) and datagram socketpair() (unless the policy allows unix sockets)" }));
+    out.push(if ns {
+        c("limits, priority and scheduling of other processes", Closed::Yes, "PID namespace: no outside process can be named")
+    } else {
+        c("limits, priority and scheduling of other processes", Closed::Yes, "seccomp refuses prlimit64, sched_set*, ioprio_set and setpriority on any process but the caller")
+    });
+    out.push(if ns {
+        c("other processes in /proc", Closed::Yes, "a /proc of the server's own PID namespace (hidepid=ptraceable), /proc/sys masked")
+    } else {
+        c("other processes in /proc", Closed::Partly, "Landlock grants only the server's own /proc/self (its children get none); pids of other processes can be probed with stat or kill(pid, 0)")
+    });
+    out.push(if overlay {
+        c("shared caches run later outside (npm, uv)", Closed::Yes, "written only through a private overlay layer, discarded with the scratch directory; npx and uvx still run what the cache holds")
+    } else {
+        c("shared caches run later outside (npm, uv)", Closed::Yes, "read-only; the runtime gets an empty private cache instead (npx -y and uvx then need the network for packages)")
+    });
+    out.push(match ns {
+        true => c("version-control and editor metadata in writable roots", Closed::Partly, "existing .git/config, .git/hooks, .git/info, .hg/hgrc, .envrc, .vscode and .idea (in a root and its direct subdirectories) are read-only in the view; metadata the server creates where there was none is not protected ([roots] vcs = \"refuse\" closes it)"),
+        false => c("version-control and editor metadata in writable roots", Closed::No, "Landlock cannot make part of a granted tree read-only: warned at start; [roots] vcs = \"refuse\" closes it"),
+    });
+    out.push(if ns {
+        c("running code from roots (exec_in_roots = false)", Closed::Partly, &format!("Landlock refuses execve; roots and writable grants are mounted noexec (no loader tricks){}; code the server writes into its own memory (an interpreter, a JIT) is not a boundary, and stays confined", if root { ", memfds are not executable (vm.memfd_noexec = 2)" } else { "; memfds stay executable (vm.memfd_noexec needs rootfence to run as root)" }))
+    } else {
+        c("running code from roots (exec_in_roots = false)", Closed::Partly, "Landlock refuses execve only: the dynamic loader and memfd execution still run code from roots (it stays confined)")
+    });
+    out.push(c("files rootfence trusts (policy, audit file)", Closed::Yes, "denied as roots under every name, read and appended without following symlinks, refused with more than one link"));
+    out.push(c(
+        "kernel interfaces as roots (/proc, /sys, /dev, cgroups, debugfs, ...)",
+        Closed::Yes,
+        "refused by filesystem type on the open handle and by path",
+    ));
     out
 }
 

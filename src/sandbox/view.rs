@@ -80,6 +80,10 @@ pub struct Surveyed {
     pub verify: Option<(u64, u64)>,
     /// Copy-on-write: the server may write, into a private upper layer.
     pub private_layer: bool,
+    /// Mounted (read-only when `readonly`), whatever the rights around it:
+    /// a protected control file inside a writable root, or one pinned in
+    /// place (see [`crate::plan::Protected`]).
+    pub protect: Option<bool>,
     /// Symlinks met while resolving `path`: where each lives (its resolved
     /// parent joined with its name) and its text.
     pub symlinks: Vec<(PathBuf, OsString)>,
@@ -181,6 +185,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             root: false,
             verify: None,
             private_layer: false,
+            protect: None,
             symlinks: Vec::new(),
         });
     }
@@ -198,6 +203,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         let mut own = Eff::default();
         let mut kind = items[i].kind;
         let mut verify = None;
+        let mut protect: Option<bool> = None;
         while i < items.len() && items[i].canonical == canonical {
             let g = &items[i];
             own.write |= g.write;
@@ -210,6 +216,9 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             if g.verify.is_some() {
                 verify = g.verify;
             }
+            if let Some(ro) = g.protect {
+                protect = Some(protect.unwrap_or(false) || ro);
+            }
             i += 1;
         }
         let parent = mounted
@@ -217,7 +226,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             .rev()
             .find(|(p, _)| canonical.starts_with(p))
             .map(|(p, e)| (p.clone(), *e));
-        let eff = match parent {
+        let mut eff = match parent {
             Some((_, pe)) => Eff {
                 write: pe.write || own.write,
                 exec: pe.exec || own.exec,
@@ -226,9 +235,18 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             },
             None => own,
         };
+        if protect == Some(true) {
+            eff = Eff {
+                write: false,
+                exec: false,
+                root: true,
+                private_layer: false,
+            };
+        }
         let inside = parent.is_some();
         if let Some((_, pe)) = parent
             && verify.is_none()
+            && protect.is_none()
             && !own.private_layer
             && pe.write == eff.write
             && pe.exec == eff.exec
@@ -404,7 +422,33 @@ pub fn survey(
                 .any(|r| matches!(r, crate::plan::GrantReason::Root { .. })),
             verify,
             private_layer: private.contains(&g.path.as_path()),
+            protect: None,
             symlinks,
+        });
+    }
+    for p in &plan.protected {
+        // Only a real file or directory at its own canonical path inside a
+        // granted tree: never through a symlink (which would put whatever
+        // it points at into the view).
+        let Ok(md) = std::fs::symlink_metadata(&p.path) else {
+            continue;
+        };
+        if md.file_type().is_symlink()
+            || std::fs::canonicalize(&p.path).ok().as_ref() != Some(&p.path)
+        {
+            continue;
+        }
+        out.push(Surveyed {
+            path: p.path.clone(),
+            canonical: p.path.clone(),
+            kind: if md.is_dir() { Kind::Dir } else { Kind::File },
+            write: !p.readonly,
+            exec: false,
+            root: true,
+            verify: None,
+            private_layer: false,
+            protect: Some(p.readonly),
+            symlinks: Vec::new(),
         });
     }
     Ok(out)
@@ -490,6 +534,7 @@ mod tests {
             root: false,
             verify: None,
             private_layer: false,
+            protect: None,
             symlinks: Vec::new(),
         }
     }
@@ -623,6 +668,26 @@ mod tests {
         // Inside the mounted /usr the link exists already.
         assert!(!ops.iter().any(|o| o.target() == Path::new("/usr/lib/y")));
         assert_eq!(binds(&ops).len(), 1);
+    }
+
+    #[test]
+    fn protected_control_files_are_read_only_inside_a_writable_root() {
+        let mut root = g("/w", true, false);
+        root.root = true;
+        let mut git = g("/w/.git", true, false);
+        git.protect = Some(false);
+        let mut config = g("/w/.git/config", false, false);
+        config.kind = Kind::File;
+        config.protect = Some(true);
+        let ops = plan_view(&[root, git, config], None);
+        let b = binds(&ops);
+        assert_eq!(b.len(), 3, "{ops:?}");
+        assert!(!b[0].1.readonly);
+        // The .git directory is pinned: mounted on itself, still writable.
+        assert_eq!(b[1].0, "/w/.git");
+        assert!(!b[1].1.readonly);
+        assert_eq!(b[2].0, "/w/.git/config");
+        assert!(b[2].1.readonly && b[2].1.noexec);
     }
 
     #[test]

@@ -705,3 +705,58 @@ fn a_child_of_the_server_reads_its_own_proc_self() {
         assert!(!s.contains("self=OK"), "{s}");
     }
 }
+
+#[test]
+fn the_server_never_holds_the_users_terminal() {
+    // rootfence's streams are a terminal: the server gets pipes relayed by
+    // rootfence, so it can neither keep the terminal after rootfence
+    // returns nor change its modes; what it reads and writes still flows.
+    let t = tree();
+    let launcher = r#"
+import os, pty, subprocess, sys, time
+m, s = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, start_new_session=True)
+os.close(s)
+os.write(m, b"typed line\n")
+seen = b''
+deadline = time.time() + 20
+while time.time() < deadline and b'done' not in seen:
+    try:
+        chunk = os.read(m, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+p.wait()
+sys.stdout.write(seen.decode(errors='replace').replace('\r', ''))
+"#;
+    let probe = "import os, sys, termios\n\
+         print('ttys=' + ''.join('1' if os.isatty(fd) else '0' for fd in (0, 1, 2)))\n\
+         def setattr():\n\
+         \x20   termios.tcsetattr(1, termios.TCSANOW, termios.tcgetattr(1))\n\
+         try:\n\
+         \x20   setattr(); print('tcsetattr=OK')\n\
+         except termios.error as e:\n\
+         \x20   print('tcsetattr=refused')\n\
+         print('read=' + sys.stdin.readline().strip())\n\
+         print('done', flush=True)";
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(launcher)
+        .arg(rootfence())
+        .args(t.exec_args())
+        .arg("--")
+        .arg(python())
+        .arg("-c")
+        .arg(probe)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    common::Probe::new(out)
+        .expect("ttys", "000")
+        .expect("tcsetattr", "refused")
+        .expect("read", "typed line");
+}

@@ -1,0 +1,159 @@
+//! Control files in a root: version-control and editor metadata that tools
+//! outside the sandbox run unasked (`git status` runs `.git/config`'s
+//! `core.fsmonitor`; editors run workspace tasks and settings; `direnv`
+//! loads `.envrc`). Landlock cannot make a subtree of a granted tree
+//! read-only; the server's filesystem view can (see
+//! [`crate::plan::Protected`]).
+//!
+//! Found through the root's capability handle (cap-std), never by path.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What a control path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControlKind {
+    /// A `.git` directory.
+    GitDir,
+    /// A `.git` file (a worktree or submodule pointing at its git dir).
+    GitFile,
+    /// A `.hg` directory.
+    Hg,
+    /// A `.envrc` file (direnv).
+    Envrc,
+    /// A `.vscode` directory (tasks, settings, launch configurations).
+    Vscode,
+    /// An `.idea` directory (JetBrains run configurations).
+    Idea,
+}
+
+impl ControlKind {
+    /// The entry name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ControlKind::GitDir | ControlKind::GitFile => ".git",
+            ControlKind::Hg => ".hg",
+            ControlKind::Envrc => ".envrc",
+            ControlKind::Vscode => ".vscode",
+            ControlKind::Idea => ".idea",
+        }
+    }
+}
+
+/// A control path found in a root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ControlPath {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: ControlKind,
+}
+
+/// Most subdirectories of a root looked into (the scan is the root and its
+/// direct subdirectories).
+pub const MAX_SCANNED_DIRS: usize = 1024;
+
+/// The control paths in the root `dir` (at `root`) and in its direct
+/// subdirectories; and whether the scan stopped early (more than
+/// [`MAX_SCANNED_DIRS`] subdirectories).
+pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
+    let mut found = Vec::new();
+    scan_one(dir, root, &mut found);
+    let mut truncated = false;
+    let Ok(entries) = dir.entries() else {
+        return (found, false);
+    };
+    let mut scanned = 0;
+    for e in entries.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if !ft.is_dir() {
+            continue;
+        }
+        let name = e.file_name();
+        if name.to_str().is_some_and(|n| kind_of(n, true).is_some()) {
+            continue;
+        }
+        scanned += 1;
+        if scanned > MAX_SCANNED_DIRS {
+            truncated = true;
+            break;
+        }
+        if let Ok(sub) = e.open_dir() {
+            scan_one(&sub, &root.join(&name), &mut found);
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    (found, truncated)
+}
+
+fn kind_of(name: &str, is_dir: bool) -> Option<ControlKind> {
+    Some(match (name, is_dir) {
+        (".git", true) => ControlKind::GitDir,
+        (".git", false) => ControlKind::GitFile,
+        (".hg", true) => ControlKind::Hg,
+        (".envrc", false) => ControlKind::Envrc,
+        (".vscode", true) => ControlKind::Vscode,
+        (".idea", true) => ControlKind::Idea,
+        _ => return None,
+    })
+}
+
+fn scan_one(dir: &cap_std::fs::Dir, at: &Path, found: &mut Vec<ControlPath>) {
+    for name in [".git", ".hg", ".envrc", ".vscode", ".idea"] {
+        // Not following a symlink: a link named .git is not a repository.
+        let Ok(md) = dir.symlink_metadata(name) else {
+            continue;
+        };
+        if md.is_symlink() {
+            continue;
+        }
+        if let Some(kind) = kind_of(name, md.is_dir()) {
+            found.push(ControlPath {
+                path: at.join(name),
+                kind,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_metadata_in_the_root_and_its_subdirectories_only() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        std::fs::create_dir_all(r.join(".git/hooks")).unwrap();
+        std::fs::write(r.join(".envrc"), "").unwrap();
+        std::fs::create_dir_all(r.join("app/.vscode")).unwrap();
+        std::fs::create_dir_all(r.join("wt")).unwrap();
+        std::fs::write(r.join("wt/.git"), "gitdir: ../x").unwrap();
+        std::fs::create_dir_all(r.join("deep/er/.git")).unwrap();
+        std::fs::create_dir_all(r.join("linked")).unwrap();
+        std::os::unix::fs::symlink("/tmp", r.join("linked/.idea")).unwrap();
+        let dir = cap_std::fs::Dir::open_ambient_dir(r, cap_std::ambient_authority()).unwrap();
+        let (found, truncated) = scan(&dir, r);
+        assert!(!truncated);
+        let got: Vec<(String, ControlKind)> = found
+            .iter()
+            .map(|c| {
+                (
+                    c.path.strip_prefix(r).unwrap().display().to_string(),
+                    c.kind,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (".envrc".to_string(), ControlKind::Envrc),
+                (".git".to_string(), ControlKind::GitDir),
+                ("app/.vscode".to_string(), ControlKind::Vscode),
+                ("wt/.git".to_string(), ControlKind::GitFile),
+            ]
+        );
+    }
+}
