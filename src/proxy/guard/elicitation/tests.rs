@@ -610,7 +610,7 @@ fn url_mode() {
     }
     // The message of a URL request is not checked for sensitive terms: URL
     // mode is where secrets belong.
-    let pw = json!({"mode":"url","message":"Set your password","elicitationId":"e2","url":"https://example.com"});
+    let pw = json!({"mode":"url","message":"Set your password","elicitationId":"e2","url":"https://example.com/"});
     assert!(matches!(
         check(&url_on, &pw, NEW),
         ElicitDecision::Url { .. }
