@@ -22,10 +22,10 @@
 //!   plus `"inputResponses":{KEY:RESULT}` and `"requestState":S` echoed
 //!   exactly (absent when the result had none).
 //!
-//! The Python SDK host reads a result with `inputRequests` and no
-//! `resultType` as `input_required` too, in the handshake era as well
-//! (a 2025-11-25 `tools/call` result with `content` and `inputRequests`
-//! passes its validation and its client runs the input requests). So
+//! The Python SDK host reads a 2026-07-28 result with `inputRequests` and
+//! no `resultType` as `input_required` too (its `InputRequiredResult`
+//! defaults the tag). In the handshake era it drops those fields from a
+//! result before reading it, but another host may not: so
 //! [`Guard::on_input_required`] judges every result that carries
 //! `inputRequests` or says `input_required`, in every revision.
 //!

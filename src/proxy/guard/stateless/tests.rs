@@ -78,7 +78,8 @@ fn which_results_are_judged() {
         r#"{"resultType":"input_required","requestState":"x"}"#,
         // No resultType: the Python SDK reads it as input_required.
         r#"{"inputRequests":{"a":{"method":"roots/list"}}}"#,
-        // A handshake-era tools/call result the Python SDK host still runs.
+        // A handshake-era tools/call result with input requests: judged in
+        // every revision (the Python SDK host drops them there; others may not).
         r#"{"content":[],"inputRequests":{"a":{"method":"roots/list"}}}"#,
         r#"{"resultType":"complete","content":[],"inputRequests":{"a":{"method":"roots/list"}}}"#,
         r#"{"resultType":"input_\u0072equired"}"#,
