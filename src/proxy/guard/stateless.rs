@@ -151,10 +151,30 @@ pub fn host_capabilities(params: &str) -> Value {
 /// Whether a result (raw JSON) is one the guard must judge with
 /// [`Guard::on_input_required`]: it says `"resultType":"input_required"`
 /// or carries `inputRequests`.
+///
+/// One pass over the result, which skips every other member (tool results
+/// can be megabytes). A result serde cannot read that way (a repeated
+/// member, a `resultType` that is not a string) is judged: fail closed.
+/// A result that is not an object carries no input requests.
 pub fn needs_judging(result: &str) -> bool {
-    message::member(result, "resultType")
-        .is_some_and(|r| serde_json::from_str::<String>(r).is_ok_and(|s| s == "input_required"))
-        || message::member(result, "inputRequests").is_some_and(|v| v != "null")
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(rename = "resultType", default, borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+        #[serde(rename = "inputRequests", default, borrow)]
+        input_requests: Option<&'a serde_json::value::RawValue>,
+    }
+    // Only an object can carry input requests.
+    if !result.trim_start().starts_with('{') {
+        return false;
+    }
+    match serde_json::from_str::<Peek<'_>>(result) {
+        Ok(p) => {
+            p.result_type.as_deref() == Some("input_required")
+                || p.input_requests.is_some_and(|v| v.get() != "null")
+        }
+        Err(_) => true,
+    }
 }
 
 /// What the guard needs to judge one `input_required` result.

@@ -83,6 +83,9 @@ fn which_results_are_judged() {
         r#"{"content":[],"inputRequests":{"a":{"method":"roots/list"}}}"#,
         r#"{"resultType":"complete","content":[],"inputRequests":{"a":{"method":"roots/list"}}}"#,
         r#"{"resultType":"input_\u0072equired"}"#,
+        // Read another way by another parser: judged.
+        r#"{"content":[],"inputRequests":null,"inputRequests":{"a":{"method":"roots/list"}}}"#,
+        r#"{"resultType":7,"content":[]}"#,
     ] {
         assert!(needs_judging(r), "{r}");
     }
@@ -91,6 +94,8 @@ fn which_results_are_judged() {
         r#"{"resultType":"complete","content":[]}"#,
         r#"{"inputRequests":null,"content":[]}"#,
         "{}",
+        "null",
+        "[{\"inputRequests\":{}}]",
     ] {
         assert!(!needs_judging(r), "{r}");
     }
