@@ -365,6 +365,90 @@ pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The members of a JSON object, in order, each value exactly as written.
+struct RawMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawMembers<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = RawMembers<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+                    let v: &'de RawValue = m.next_value()?;
+                    out.push((k, v));
+                }
+                Ok(RawMembers(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// The raw text of member `key` of the JSON object `object` (the last one
+/// if it is repeated, as serde reads it); `None` when `object` is not an
+/// object or has no such member.
+pub fn member<'a>(object: &'a str, key: &str) -> Option<&'a str> {
+    let m: RawMembers<'a> = serde_json::from_str(object).ok()?;
+    m.0.into_iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.get())
+}
+
+/// `object` (a JSON object's text) with members replaced, added or
+/// removed: for each `(key, Some(raw))` the member is set to the raw JSON
+/// `raw` (added at the end if absent), for each `(key, None)` it is
+/// removed. Every other member keeps its place and its exact text. `None`
+/// when `object` is not a JSON object.
+pub fn edit_members(object: &str, edits: &[(&str, Option<&str>)]) -> Option<String> {
+    let m: RawMembers<'_> = serde_json::from_str(object).ok()?;
+    let mut out = String::with_capacity(object.len() + 64);
+    out.push('{');
+    let mut first = true;
+    let mut put = |out: &mut String, k: &str, v: &str| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        // A string always serializes.
+        out.push_str(&serde_json::Value::String(k.to_string()).to_string());
+        out.push(':');
+        out.push_str(v);
+    };
+    let mut done = vec![false; edits.len()];
+    for (k, v) in &m.0 {
+        match edits.iter().position(|(e, _)| *e == k.as_ref()) {
+            None => put(&mut out, k, v.get()),
+            Some(i) => {
+                // A repeated member is written once, where it first was.
+                if !done[i] {
+                    done[i] = true;
+                    if let Some(new) = edits[i].1 {
+                        put(&mut out, k, new);
+                    }
+                }
+            }
+        }
+    }
+    for (i, (k, v)) in edits.iter().enumerate() {
+        if !done[i]
+            && let Some(v) = v
+        {
+            put(&mut out, k, v);
+        }
+    }
+    out.push('}');
+    Some(out)
+}
+
 /// Best-effort look at the start of a message too long to parse: the
 /// top-level `id` (raw JSON) and `method`, when they appear in `head`.
 pub fn sniff(head: &[u8]) -> (Option<String>, Option<String>) {
@@ -470,6 +554,37 @@ fn value_end(b: &[u8], i: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn edit_members_keeps_every_other_member_byte_for_byte() {
+        let o = r#"{"name":"x","arguments":{"n":1.50,"big":123456789012345678901234567890},"_meta":{"a":1}}"#;
+        let e = edit_members(
+            o,
+            &[
+                ("inputResponses", Some(r#"{"k":{"roots":[]}}"#)),
+                ("requestState", Some(r#""s\u0041""#)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            e,
+            r#"{"name":"x","arguments":{"n":1.50,"big":123456789012345678901234567890},"_meta":{"a":1},"inputResponses":{"k":{"roots":[]}},"requestState":"s\u0041"}"#
+        );
+        // Replace in place, remove, and repeated members written once.
+        let o = r#"{"a":1,"requestState":"x","b":2,"requestState":"y"}"#;
+        assert_eq!(
+            edit_members(o, &[("requestState", Some("\"z\"")), ("b", None)]).unwrap(),
+            r#"{"a":1,"requestState":"z"}"#
+        );
+        assert_eq!(edit_members("[1]", &[]), None);
+        assert_eq!(edit_members("{}", &[("k", None)]).unwrap(), "{}");
+        assert_eq!(member(r#"{"a":{"b":[1, 2]},"a":3}"#, "a"), Some("3"));
+        assert_eq!(
+            member(r#"{"a":{"b":[1, 2]}}"#, "a"),
+            Some(r#"{"b":[1, 2]}"#)
+        );
+        assert_eq!(member("{}", "a"), None);
+    }
     use super::*;
 
     #[test]

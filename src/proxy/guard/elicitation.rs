@@ -221,8 +221,12 @@ fn check_form(
     };
     if policy.refuse_sensitive {
         let terms = Terms::new(&policy.sensitive_terms);
-        for (place, text) in sensitive_texts(message, raw) {
-            if let Some(hit) = terms.find(&text) {
+        for (place, text, kind) in sensitive_texts(message, raw) {
+            let hit = match kind {
+                Text::Free => terms.find(&text),
+                Text::TypedFieldName => terms.find_field_name(&text),
+            };
+            if let Some(hit) = hit {
                 let family = if hit.family == "policy" {
                     "a term in elicitation.sensitive_terms".to_string()
                 } else {
@@ -248,20 +252,45 @@ fn check_form(
     ElicitDecision::Form { schema, summary }
 }
 
-/// The texts checked for sensitive terms, each with where it is.
-fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String)> {
-    let mut out = vec![("the message".to_string(), message.to_string())];
+/// What a checked text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Text {
+    /// A message, title, description or option label.
+    Free,
+    /// The name of a field whose value is typed in (a string or a number,
+    /// not a choice or a yes/no): short secret names (`pw`, `pin`) count.
+    TypedFieldName,
+}
+
+/// The texts checked for sensitive terms, each with where it is and what
+/// it is.
+fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String, Text)> {
+    let mut out = vec![("the message".to_string(), message.to_string(), Text::Free)];
     for k in ["title", "description"] {
         if let Some(t) = schema.get(k).and_then(Value::as_str) {
-            out.push((format!("the form's {k}"), t.to_string()));
+            out.push((format!("the form's {k}"), t.to_string(), Text::Free));
         }
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, p) in props {
-            out.push((format!("field {name:?}"), name.clone()));
+            let typed = match p.get("type").and_then(Value::as_str) {
+                Some("string") => p.get("enum").is_none() && p.get("oneOf").is_none(),
+                Some("number" | "integer") => true,
+                _ => false,
+            };
+            let kind = if typed {
+                Text::TypedFieldName
+            } else {
+                Text::Free
+            };
+            out.push((format!("field {name:?}"), name.clone(), kind));
             for k in ["title", "description"] {
                 if let Some(t) = p.get(k).and_then(Value::as_str) {
-                    out.push((format!("the {k} of field {name:?}"), t.to_string()));
+                    out.push((
+                        format!("the {k} of field {name:?}"),
+                        t.to_string(),
+                        Text::Free,
+                    ));
                 }
             }
             // Option labels: `enumNames` and titled options.
@@ -277,7 +306,11 @@ fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String)> {
                         .or_else(|| v.get("title").and_then(Value::as_str))
                 });
             for l in labels {
-                out.push((format!("an option label of field {name:?}"), l.to_string()));
+                out.push((
+                    format!("an option label of field {name:?}"),
+                    l.to_string(),
+                    Text::Free,
+                ));
             }
         }
     }

@@ -9,7 +9,13 @@
 //!   form schema of each revision, the check of the host's answer;
 //! - [`sensitive`]: the sensitive-term detector for forms;
 //! - [`url`]: the URL check for URL-mode elicitation;
-//! - [`audit`]: the audit trail.
+//! - [`audit`]: the audit trail;
+//! - [`route`]: which server messages the guard must see (by method,
+//!   whatever the message's shape);
+//! - [`stateless`]: the 2026-07-28 era: capabilities in each request's
+//!   `_meta`, `input_required` results judged, the host's retries;
+//! - [`version`]: protocol versions the guard does not know are never
+//!   offered.
 //!
 //! The decisions are pure functions; [`Guard`] is the session-owned state
 //! (rate limiter, audit file, task-augmented elicitations awaiting their
@@ -20,9 +26,12 @@
 
 pub mod audit;
 pub mod elicitation;
+pub mod route;
 pub mod sampling;
 pub mod sensitive;
+pub mod stateless;
 pub mod url;
+pub mod version;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -238,6 +247,9 @@ pub struct Guard {
     /// checked too.
     tasks: HashMap<String, FormSchema>,
     task_order: VecDeque<String>,
+    /// `input_required` results awaiting the host's retry, by the token
+    /// rootfence gave the host as `requestState`.
+    pending: stateless::PendingInputs,
 }
 
 impl Guard {
@@ -279,9 +291,43 @@ impl Guard {
         bytes: usize,
         now: Instant,
     ) -> Verdict {
+        self.judge(ctx, method, params, bytes, now, "")
+    }
+
+    /// The server sent `method`, a server → host request method, as a
+    /// notification ([`route::ServerRoute::Drop`]): record that it was
+    /// dropped.
+    pub fn on_dropped_notification(&mut self, generation: u64, method: &str) {
+        self.record(
+            generation,
+            method,
+            Decision::Refused,
+            Some("guard.notification"),
+            "sent as a notification",
+            Some("a server -> host request without an id cannot be judged and answered: dropped"),
+        );
+    }
+
+    /// [`Guard::on_request`] for a request that came as `via` (`""` for a
+    /// JSON-RPC request, else the input-request key of an
+    /// `input_required` result).
+    fn judge(
+        &mut self,
+        ctx: Context<'_>,
+        method: &str,
+        params: &Value,
+        bytes: usize,
+        now: Instant,
+        via: &str,
+    ) -> Verdict {
+        let via = if via.is_empty() {
+            ""
+        } else {
+            " via=input_required"
+        };
         match method {
-            "sampling/createMessage" => self.on_sampling(ctx, params, bytes, now),
-            "elicitation/create" => self.on_elicitation(ctx, params),
+            "sampling/createMessage" => self.on_sampling(ctx, params, bytes, now, via),
+            "elicitation/create" => self.on_elicitation(ctx, params, via),
             "tasks/result" => {
                 let schema = params
                     .get("taskId")
@@ -316,6 +362,7 @@ impl Guard {
         params: &Value,
         bytes: usize,
         now: Instant,
+        via: &str,
     ) -> Verdict {
         let req = SamplingRequest {
             params,
@@ -330,6 +377,7 @@ impl Guard {
         let decision = sampling::check(&ctx.policy.raw.sampling, req, &mut self.limiter, now);
         match decision {
             SamplingDecision::Forward { summary } => {
+                let summary = format!("{summary}{via}");
                 self.record(
                     ctx.generation,
                     method,
@@ -344,7 +392,7 @@ impl Guard {
                 }
             }
             SamplingDecision::Clamp { asked, to, summary } => {
-                let summary = format!("{summary} clampedFrom={asked}");
+                let summary = format!("{summary} clampedFrom={asked}{via}");
                 self.record(
                     ctx.generation,
                     method,
@@ -363,7 +411,7 @@ impl Guard {
                 }
             }
             SamplingDecision::Refuse(r) => {
-                let summary = format!("bytes={bytes}");
+                let summary = format!("bytes={bytes}{via}");
                 self.record(
                     ctx.generation,
                     method,
@@ -377,11 +425,11 @@ impl Guard {
         }
     }
 
-    fn on_elicitation(&mut self, ctx: Context<'_>, params: &Value) -> Verdict {
+    fn on_elicitation(&mut self, ctx: Context<'_>, params: &Value, via: &str) -> Verdict {
         let method = "elicitation/create";
         let policy = &ctx.policy.raw.elicitation;
         let task = params.get("task").is_some_and(|t| !t.is_null());
-        let task_note = if task { " task" } else { "" };
+        let task_note = format!("{}{via}", if task { " task" } else { "" });
         match elicitation::check(policy, params, ctx.revision) {
             ElicitDecision::Form { schema, summary } => {
                 let summary = format!("mode=form fields={summary}{task_note}");

@@ -21,10 +21,32 @@
 //!   harmless ("max tokens", "token count": sampling budgets, not
 //!   credentials).
 //!
-//! Deliberately not terms: "pin" alone (the reference MCP server's own
-//! description says "do not give us your phone number, pin, ..."), "key"
-//! alone (keyboard, key points), "pass" alone (passport, boarding pass).
-//! "PIN code", "PIN number", "api key", "private key" are terms.
+//! Text and terms are folded the same way before they are compared, so that
+//! what looks like a term to a person matches it ([`fold`]):
+//!
+//! - invisible characters are dropped before words are split: format
+//!   characters (General Category Cf: zero-width space and joiners, soft
+//!   hyphen, word joiner, BOM, bidi controls, tag characters), nonspacing
+//!   and enclosing marks, unassigned code points (`pass\u{200B}word` is
+//!   "password");
+//! - NFKC (`unicode-normalization`): fullwidth, mathematical and circled
+//!   letters become plain ones (`ｐａｓｓｗｏｒｄ`);
+//! - each word is lowercased, mapped to its confusables skeleton (Unicode
+//!   TS #39, `unicode-security`: Cyrillic `раssword`, Greek `ΡΑSSWΟRD`,
+//!   the digit in `passw0rd`), stripped of the marks the skeleton
+//!   decomposed (`pässwörd`), and lowercased again.
+//!
+//! Deliberately not terms of free text: "pin" alone (the reference MCP
+//! server's own description says "do not give us your phone number, pin,
+//! ..."), "key" alone (keyboard, key points), "pass" alone (passport,
+//! boarding pass). "PIN code", "PIN number", "api key", "private key" are
+//! terms. Short names that mean a secret (`pw`, `pin`, `otp`, `2fa`, `cvv`,
+//! `ssn`, ...) are terms of form field names only, as whole words of the
+//! identifier ([`Terms::find_field_name`]): `userPin` and `user_pw` match,
+//! `pinned` and `spinner` do not.
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// How a term is matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +216,25 @@ const BUILTIN: &[Builtin] = &[
     w("bank account", "sort code"),
 ];
 
+/// Short names that mean a secret when they are a whole word of a form
+/// field's name (never matched in free text, where "pin this note" and
+/// "enable 2FA?" are harmless).
+const SHORT_NAMES: &[(&str, &str)] = &[
+    ("password", "pw"),
+    ("password", "pwd"),
+    ("password", "passwd"),
+    ("one-time code", "pin"),
+    ("one-time code", "otp"),
+    ("one-time code", "totp"),
+    ("one-time code", "hotp"),
+    ("one-time code", "2fa"),
+    ("one-time code", "mfa"),
+    ("payment card", "cvv"),
+    ("payment card", "ccv"),
+    ("payment card", "cvc"),
+    ("national id", "ssn"),
+];
+
 /// Every built-in term with its family, for documentation and tests.
 pub fn builtin_terms() -> impl Iterator<Item = (&'static str, &'static str)> {
     BUILTIN.iter().map(|b| (b.family, b.term))
@@ -228,13 +269,42 @@ impl Terms {
         }
     }
 
-    /// The first sensitive term in `text`, if any.
+    /// The first sensitive term in the name of a form field whose value is
+    /// typed in (a string or a number): the terms of [`Terms::find`], and the
+    /// short names that mean a secret (`pw`, `pin`, `2fa`, ...) as whole
+    /// words of the identifier.
+    pub fn find_field_name(&self, name: &str) -> Option<Hit> {
+        if let Some(h) = self.find(name) {
+            return Some(h);
+        }
+        let tw = folded_words(name);
+        SHORT_NAMES
+            .iter()
+            .find(|(_, term)| !matches(&tw, term, false).is_empty())
+            .map(|(family, term)| Hit {
+                term: term.to_string(),
+                family,
+            })
+    }
+
+    /// The first sensitive term in `text`, if any. Text and terms are
+    /// compared folded (see the module docs).
+    ///
+    /// # Security
+    ///
+    /// Invisible characters, compatibility forms (fullwidth, mathematical
+    /// letters) and look-alike letters of other scripts do not hide a term.
+    /// The cost is linear in the length of `text`.
     pub fn find(&self, text: &str) -> Option<Hit> {
-        let tw = words(text);
+        let prepared = prepare(text);
+        let mut tw = split(&prepared);
         if tw.is_empty() {
             return None;
         }
-        let folded = text.to_lowercase();
+        for w in &mut tw {
+            w.text = fold_word(&w.text);
+        }
+        let folded = fold_word(&prepared);
         for b in BUILTIN {
             let found = match b.mode {
                 Mode::Words | Mode::WordsOrSuffix => {
@@ -249,8 +319,11 @@ impl Terms {
                             .any(|r| !r.into_iter().all(|i| harmless[i]))
                     }
                 }
-                Mode::Prefix => tw.iter().any(|w| w.text.starts_with(b.term)),
-                Mode::Substring => folded.contains(b.term),
+                Mode::Prefix => {
+                    let term = fold(b.term);
+                    tw.iter().any(|w| w.text.starts_with(term.as_str()))
+                }
+                Mode::Substring => folded.contains(fold(b.term).as_str()),
             };
             if found {
                 return Some(Hit {
@@ -261,7 +334,7 @@ impl Terms {
         }
         for term in &self.extra {
             let found = if term.chars().any(spaceless_script) {
-                folded.contains(&term.to_lowercase())
+                folded.contains(fold(term).as_str())
             } else {
                 !matches(&tw, term, false).is_empty()
             };
@@ -274,6 +347,103 @@ impl Terms {
         }
         None
     }
+}
+
+/// Characters that do not show, or show only as part of another: dropped
+/// before words are split. Format characters (Cf), nonspacing and
+/// enclosing marks (Mn, Me: NFKC has already composed the letters that
+/// have a precomposed form), and unassigned code points (Cn, among them
+/// the reserved default-ignorable ones).
+fn invisible(c: char) -> bool {
+    matches!(
+        c.general_category(),
+        GeneralCategory::Format
+            | GeneralCategory::NonspacingMark
+            | GeneralCategory::EnclosingMark
+            | GeneralCategory::Unassigned
+    )
+}
+
+/// `text` without invisible characters, in NFKC; case is kept (word
+/// splitting reads it).
+fn prepare(text: &str) -> String {
+    // ASCII is its own NFKC and has no invisible characters.
+    if text.is_ascii() {
+        return text.to_string();
+    }
+    text.chars()
+        .filter(|c| !invisible(*c))
+        .nfkc()
+        .filter(|c| !invisible(*c))
+        .collect()
+}
+
+/// The folded form of one word (as written, case kept): each character is
+/// replaced by its TS #39 confusables prototype (the skeleton, which also
+/// drops default-ignorable code points), marks are dropped, and the result
+/// is lowercased.
+///
+/// The skeleton is case-sensitive (`I` is confusable with `l`, `i` is not;
+/// `m` with `rn`, `M` is not), and matching here is not. So an ASCII
+/// character is lowercased before its skeleton is taken, a character of
+/// another script after (Greek `Ι` and `Μ` look like `I` and `M`, not like
+/// `ι` and `μ`), and in the result `l` and `i` are one letter: `ΑΡΙ`, `API`,
+/// `APl` and `api` all fold to the same word.
+fn fold_word(word: &str) -> String {
+    let table = ascii_folds();
+    let mut out = String::with_capacity(word.len());
+    for c in word.chars() {
+        if c.is_ascii() {
+            out.push_str(&table[c as usize]);
+            continue;
+        }
+        for x in unicode_security::skeleton(c.encode_utf8(&mut [0; 4])) {
+            if x.is_ascii() {
+                out.push_str(&table[x as usize]);
+            } else if !matches!(
+                x.general_category(),
+                GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+            ) {
+                out.extend(x.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// The fold of each ASCII character, computed once from the skeleton
+/// (lowercased first, then `l` read as `i`: see [`fold_word`]).
+fn ascii_folds() -> &'static [String] {
+    static TABLE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0u8..128)
+            .map(|b| {
+                let lower = char::from(b).to_ascii_lowercase();
+                unicode_security::skeleton(lower.encode_utf8(&mut [0; 4]))
+                    .map(|x| match x.to_ascii_lowercase() {
+                        'l' => 'i',
+                        x => x,
+                    })
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+/// `text` folded as a whole, for terms matched as substrings: invisible
+/// characters dropped, NFKC, then [`fold_word`].
+pub fn fold(text: &str) -> String {
+    fold_word(&prepare(text))
+}
+
+/// The words of `text` after [`prepare`], split as [`words`] splits them,
+/// each folded by [`fold_word`].
+fn folded_words(text: &str) -> Vec<Word> {
+    let mut w = split(&prepare(text));
+    for x in &mut w {
+        x.text = fold_word(&x.text);
+    }
+    w
 }
 
 /// Characters of scripts that do not separate words with spaces.
@@ -303,6 +473,15 @@ pub struct Word {
 /// `_` and `-` separate words inside one chunk; anything else that is not
 /// alphanumeric also ends the chunk.
 pub fn words(text: &str) -> Vec<Word> {
+    let mut w = split(text);
+    for x in &mut w {
+        x.text = x.text.to_lowercase();
+    }
+    w
+}
+
+/// [`words`], with each word as written (case kept).
+fn split(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut chunk = 0usize;
@@ -335,7 +514,7 @@ pub fn words(text: &str) -> Vec<Word> {
                 push(&mut cur, chunk);
             }
         }
-        cur.extend(c.to_lowercase());
+        cur.push(c);
     }
     push(&mut cur, chunk);
     out
@@ -346,7 +525,7 @@ pub fn words(text: &str) -> Vec<Word> {
 /// chunk that glued together spell the glued term (plural too), or, with
 /// `suffix`, one word that ends with the glued term.
 fn matches(tw: &[Word], term: &str, suffix: bool) -> Vec<std::ops::Range<usize>> {
-    let term: Vec<String> = words(term).into_iter().map(|w| w.text).collect();
+    let term: Vec<String> = folded_words(term).into_iter().map(|w| w.text).collect();
     let glued: String = term.concat();
     if glued.is_empty() {
         return Vec::new();
@@ -615,6 +794,12 @@ mod tests {
         let mut bad = harmless.clone();
         bad.push_str("and the admin token");
         assert_eq!(hit(&bad).as_deref(), Some("token"));
+        // Text that is not ASCII takes the slower folding path.
+        let foreign = "ｍａｘ tokens имя\u{200B}пользователя ".repeat(4_000);
+        assert_eq!(hit(&foreign), None);
+        let mut bad = foreign;
+        bad.push_str("and the admin ｔｏｋｅｎ");
+        assert_eq!(hit(&bad).as_deref(), Some("token"));
         assert!(
             t.elapsed() < std::time::Duration::from_secs(10),
             "{:?}",
@@ -636,5 +821,169 @@ mod tests {
         assert_eq!(t.find("あなたの社員番号").unwrap().term, "社員番号");
         assert!(t.find("account name").is_none());
         assert!(Terms::new(&[]).find("accountNumber").is_none());
+    }
+
+    // -----------------------------------------------------------------
+    // Text folded before matching: invisible characters, width and
+    // compatibility forms, look-alike letters.
+
+    fn field(name: &str) -> Option<String> {
+        Terms::new(&[]).find_field_name(name).map(|h| h.term)
+    }
+
+    #[test]
+    fn invisible_characters_do_not_hide_a_term() {
+        for text in [
+            "pass\u{200B}word",         // zero-width space
+            "pass\u{AD}word",           // soft hyphen
+            "pass\u{2060}word",         // word joiner
+            "pass\u{200C}word",         // zero-width non-joiner
+            "pass\u{200D}word",         // zero-width joiner
+            "pass\u{FEFF}word",         // zero-width no-break space (BOM)
+            "pass\u{202E}word",         // right-to-left override
+            "pass\u{2066}word\u{2069}", // isolates
+            "pass\u{E0041}word",        // a tag character
+            "pass\u{180E}word",         // Mongolian vowel separator
+            "pass\u{3164}word",         // Hangul filler
+            "pass\u{034F}word",         // combining grapheme joiner
+            "Your pass\u{AD}word, please",
+            "api\u{200B}Key",
+            "tok\u{2060}en",
+            "s\u{200B}e\u{200B}c\u{200B}r\u{200B}e\u{200B}t",
+        ] {
+            assert!(hit(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn width_and_compatibility_forms_do_not_hide_a_term() {
+        for text in [
+            "ｐａｓｓｗｏｒｄ",
+            "ＰＡＳＳＷＯＲＤ",
+            "ａｐｉＫｅｙ",
+            "𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝",
+            "𝖕𝖆𝖘𝖘𝖜𝖔𝖗𝖉",
+            "ⓟⓐⓢⓢⓦⓞⓡⓓ",
+            "Your ｔｏｋｅｎ",
+            "ＳＳＮ",
+        ] {
+            assert!(hit(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn look_alike_letters_do_not_hide_a_term() {
+        for (text, term) in [
+            ("раssword", "password"),     // Cyrillic р, а
+            ("pаsswоrd", "password"),     // Cyrillic а, о
+            ("ΡΑSSWΟRD", "password"),     // Greek capitals Ρ, Α, Ο
+            ("ραsswοrd", "password"),     // Greek ρ, α, ο
+            ("userРassword", "password"), // Cyrillic capital Р in camelCase
+            ("ѕесrеt", "secret"),         // Cyrillic ѕ, е, с
+            ("tоkеn", "token"),
+            ("ΑΡΙ_ΚΕΥ", "api key"),          // Greek capitals
+            ("passw0rd", "password"),        // digit zero for o
+            ("pa\u{301}ssword", "password"), // a combining accent
+            ("pässwörd", "password"),
+        ] {
+            assert_eq!(hit(text).as_deref(), Some(term), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn dodges_combined() {
+        for text in [
+            "p\u{AD}ａ\u{200B}ѕｓ\u{2060}wоrd",
+            "Please enter the ａｄｍｉｎ раѕѕ\u{200B}wоrd",
+            "ΑΡΙ\u{200D}_ｋｅу",
+        ] {
+            assert!(hit(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn folding_keeps_native_terms_and_harmless_words() {
+        // Native-script terms still match after folding.
+        for text in [
+            "Введите пароль",
+            "请输入密码",
+            "パスワードを入力",
+            "비밀번호",
+        ] {
+            assert_eq!(
+                Terms::new(&[]).find(text).map(|h| h.family),
+                Some("password"),
+                "{text}"
+            );
+        }
+        // And folding makes no new false positives of ordinary words.
+        for text in [
+            "Your full name",
+            "Pick a color",
+            "passage",
+            "Compass heading",
+            "Mnemosyne",
+            "Наполеон",
+            "Имя пользователя",
+            "ｅｍａｉｌ",
+        ] {
+            assert_eq!(hit(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn short_secret_field_names() {
+        for (name, term) in [
+            ("pw", "pw"),
+            ("PW", "pw"),
+            ("userPw", "pw"),
+            ("user_pw", "pw"),
+            ("pwd", "pwd"),
+            ("passwd", "passwd"),
+            ("pin", "pin"),
+            ("PIN", "pin"),
+            ("cardPin", "pin"),
+            ("bank-pin", "pin"),
+            ("otp", "otp"),
+            ("2fa", "2fa"),
+            ("mfa", "mfa"),
+            ("totp", "totp"),
+            ("cvv", "cvv"),
+            ("cvv2", "cvv"),
+            ("ccv", "ccv"),
+            ("ssn", "ssn"),
+            ("user_ssn", "ssn"),
+            ("ｐｗ", "pw"),
+            ("р\u{200B}w", "pw"),
+            ("pin\u{AD}", "pin"),
+        ] {
+            assert_eq!(field(name).as_deref(), Some(term), "{name:?}");
+        }
+        // Ordinary identifiers that contain the letters are not secrets.
+        for name in [
+            "pinned",
+            "spinner",
+            "pinnacle",
+            "username",
+            "email",
+            "passage",
+            "passenger",
+            "compass",
+            "pwa",
+            "power",
+            "otpauth_enabled",
+            "ops",
+            "lesson",
+            "name",
+            "pinyin",
+        ] {
+            assert_eq!(field(name), None, "{name:?}");
+        }
+        // The full list applies to field names too.
+        assert_eq!(field("apiKey").as_deref(), Some("api key"));
+        // Short names are identifiers, not words of a sentence.
+        for text in ["Pin this note?", "Enable 2FA?", "Pinned tabs"] {
+            assert_eq!(hit(text), None, "{text}");
+        }
     }
 }

@@ -1,27 +1,42 @@
 //! The URL check for URL-mode elicitation (2025-11-25): the host will open
-//! the URL in a browser, so it is judged the way a browser would read it.
+//! the URL in a browser, so it is read the way a browser reads it, by the
+//! `url` crate (the WHATWG URL standard), never by a parser of our own.
 //!
-//! Accepted: `https://host[:port][/path][?query][#fragment]` where `host` is
-//! a domain name (IDN allowed). Refused:
-//! - any other scheme, and the forms browsers repair (`https:/x`, `https:x`,
-//!   backslashes, whitespace, control characters);
-//! - userinfo (`https://user:pw@host`, also `https://good.com@evil.com`);
-//! - IP-literal hosts unless `url_allow_ip`: `[::1]`, dotted quads, and
-//!   every host a browser reads as IPv4 (`127.1`, `2130706433`,
-//!   `0x7f.0.0.1`, a trailing dot): a host whose last label is a number;
+//! Accepted: `https://host[:port]/[path][?query][#fragment]` where `host` is
+//! a domain name, written exactly as the URL standard serializes it.
+//! Refused:
+//! - any other scheme (`elicitation.url.https`);
+//! - userinfo (`https://user:pw@host`, also `https://good.com@evil.com`
+//!   and `https://good.com%2F@evil.com`: `elicitation.url.userinfo`);
+//! - IP hosts unless `url_allow_ip`: every host the standard reads as an
+//!   address (`[::1]`, `127.0.0.1`, `127.1`, `2130706433`, `0x7f.1`,
+//!   fullwidth digits, ideographic full stops);
 //! - `localhost`, `localhost.` and `*.localhost` unless
-//!   `url_allow_localhost`;
-//! - percent-encoded hosts and hosts written with Unicode compatibility
-//!   characters that browsers fold to ASCII (fullwidth `ｌｏｃａｌｈｏｓｔ`,
-//!   ideographic full stops, invisible characters), since those could hide
-//!   an IP address or localhost.
+//!   `url_allow_localhost` (also when written with characters IDNA folds to
+//!   them: `ｌｏｃａｌｈｏｓｔ`, `local\u{AD}host`);
+//! - any URL that is not equal to its own serialization
+//!   (`elicitation.url.syntax`): upper case in the scheme or host, a
+//!   default or empty port, a missing `/` path, backslashes, whitespace or
+//!   controls, percent-encoding the browser would change, dot segments,
+//!   a Unicode host (its serialization is punycode). What the user is
+//!   shown is then exactly what the browser opens;
+//! - punycode labels that imitate another name (`elicitation.url.homograph`):
+//!   a label whose decoded letters mix scripts beyond what Unicode TS #39
+//!   calls highly restrictive (`xn--pple-43d`, Cyrillic `а` in `apple`), or
+//!   whose letters, all from another script, have an ASCII confusables
+//!   skeleton (`xn--80ak6aa92e`, Cyrillic `аррӏе`);
+//! - what the standard cannot parse at all (`elicitation.url.syntax`).
+
+use unicode_security::{RestrictionLevel, RestrictionLevelDetection};
+use url::{Host, Position, Url};
 
 /// What a URL check found wrong, with the rule that refuses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlRefusal {
     /// The rule id (see `policy/README.md`).
     pub rule: &'static str,
-    /// What is wrong.
+    /// What is wrong (never the path, query or userinfo, which may carry
+    /// secrets).
     pub detail: String,
 }
 
@@ -41,173 +56,147 @@ fn refuse(rule: &'static str, detail: impl Into<String>) -> UrlRefusal {
     }
 }
 
-/// Check `url`; on success returns its host (for the audit log: never the
-/// path or query, which may carry tokens).
+/// Check `url`; on success returns its host as serialized (for the audit
+/// log: never the path or query, which may carry tokens).
+///
+/// # Security
+///
+/// The host judged is the host a browser opens: the URL is parsed by the
+/// WHATWG URL standard and must equal its own serialization, so no other
+/// reading of it exists.
 pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
-    if let Some(c) = url
-        .chars()
-        .find(|c| c.is_whitespace() || c.is_control() || *c == '\\')
-    {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            format!("the URL contains {c:?}, which browsers rewrite"),
-        ));
-    }
-    let scheme_end = url.find(':').ok_or_else(|| {
-        refuse(
-            "elicitation.url.https",
-            "the URL has no scheme; only https URLs are allowed",
-        )
-    })?;
-    let scheme = &url[..scheme_end];
-    if !scheme.eq_ignore_ascii_case("https") {
-        return Err(refuse(
-            "elicitation.url.https",
-            format!("only https URLs are allowed, this one is {scheme:?}"),
-        ));
-    }
-    let Some(rest) = url[scheme_end + 1..].strip_prefix("//") else {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            "an https URL must start with https://, browsers repair other forms",
-        ));
+    let parsed = match Url::parse(url) {
+        Ok(u) => u,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            return Err(refuse(
+                "elicitation.url.https",
+                "the URL has no scheme; only https URLs are allowed",
+            ));
+        }
+        Err(e) => {
+            return Err(refuse(
+                "elicitation.url.syntax",
+                format!("browsers cannot open this URL: {e}"),
+            ));
+        }
     };
-    let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..auth_end];
-    if authority.contains('@') {
+    if parsed.scheme() != "https" {
+        return Err(refuse(
+            "elicitation.url.https",
+            format!(
+                "only https URLs are allowed, this one is {:?}",
+                parsed.scheme()
+            ),
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() || raw_userinfo(url) {
         return Err(refuse(
             "elicitation.url.userinfo",
             "the URL carries user information, user:password@",
         ));
     }
-    let (host, port) = split_host_port(authority)?;
-    if let Some(p) = port
-        && !(p.is_empty() || (p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()))
-    {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            format!("the port {p:?} is not a port number"),
-        ));
-    }
-    if host.is_empty() {
-        return Err(refuse("elicitation.url.syntax", "the URL has no host"));
-    }
-    if host.starts_with('[') {
-        if rules.allow_ip {
-            return Ok(host.to_string());
-        }
-        return Err(refuse(
-            "elicitation.url_allow_ip",
-            format!("the host {host} is an IP address"),
-        ));
-    }
-    if host.contains('%') {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            "the host is percent-encoded (browsers decode it); write it plainly",
-        ));
-    }
-    if let Some(c) = host.chars().find(|c| folds_to_ascii(*c)) {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            format!(
-                "the host contains U+{:04X}, a character browsers rewrite; write the host in its normal form",
-                c as u32
-            ),
-        ));
-    }
-    let lower = host.to_lowercase();
-    let bare = lower.strip_suffix('.').unwrap_or(&lower);
-    if bare.is_empty() || bare.split('.').any(str::is_empty) {
-        return Err(refuse(
-            "elicitation.url.syntax",
-            format!("the host {host:?} has an empty label"),
-        ));
-    }
-    if ends_in_a_number(bare) {
-        if rules.allow_ip {
-            return Ok(lower);
-        }
-        return Err(refuse(
-            "elicitation.url_allow_ip",
-            format!(
-                "the host {host} is an IP address: browsers read a host ending in a number as IPv4"
-            ),
-        ));
-    }
-    if (bare == "localhost" || bare.ends_with(".localhost")) && !rules.allow_localhost {
-        return Err(refuse(
-            "elicitation.url_allow_localhost",
-            format!("the host {host} is localhost"),
-        ));
-    }
-    Ok(lower)
-}
-
-/// Split an authority into host and optional port text.
-fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), UrlRefusal> {
-    if authority.starts_with('[') {
-        let Some(close) = authority.find(']') else {
+    let host = match parsed.host() {
+        None => return Err(refuse("elicitation.url.syntax", "the URL has no host")),
+        Some(Host::Ipv4(a)) if !rules.allow_ip => {
             return Err(refuse(
-                "elicitation.url.syntax",
-                "unterminated IPv6 address in the host",
+                "elicitation.url_allow_ip",
+                format!("the host is the IP address {a}"),
             ));
-        };
-        let host = &authority[..=close];
-        let after = &authority[close + 1..];
-        return match after.strip_prefix(':') {
-            Some(p) => Ok((host, Some(p))),
-            None if after.is_empty() => Ok((host, None)),
-            None => Err(refuse(
-                "elicitation.url.syntax",
-                "unexpected text after the IPv6 address",
-            )),
-        };
+        }
+        Some(Host::Ipv6(a)) if !rules.allow_ip => {
+            return Err(refuse(
+                "elicitation.url_allow_ip",
+                format!("the host is the IP address [{a}]"),
+            ));
+        }
+        Some(Host::Domain(d)) => {
+            let bare = d.strip_suffix('.').unwrap_or(d);
+            if bare.is_empty() || bare.split('.').any(str::is_empty) {
+                return Err(refuse(
+                    "elicitation.url.syntax",
+                    format!("the host {d:?} has an empty label"),
+                ));
+            }
+            if (bare == "localhost" || bare.ends_with(".localhost")) && !rules.allow_localhost {
+                return Err(refuse(
+                    "elicitation.url_allow_localhost",
+                    format!("the host {d} is localhost"),
+                ));
+            }
+            if let Some(label) = bare.split('.').find(|l| imitates(l)) {
+                return Err(refuse(
+                    "elicitation.url.homograph",
+                    format!(
+                        "the host label {label} spells a name with letters that imitate others (mixed scripts or look-alikes)"
+                    ),
+                ));
+            }
+            d.to_string()
+        }
+        Some(h) => h.to_string(),
+    };
+    if parsed.as_str() != url {
+        return Err(refuse(
+            "elicitation.url.syntax",
+            format!(
+                "the URL is not written the way browsers serialize it (its {} would be rewritten); send the serialized form",
+                first_difference(url, &parsed)
+            ),
+        ));
     }
-    Ok(match authority.rsplit_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (authority, None),
-    })
+    Ok(host)
 }
 
-/// The WHATWG URL standard's "ends in a number": the last label (after
-/// dropping one trailing dot) is all digits, or `0x` followed by hex
-/// digits. Such a host is parsed as IPv4 by browsers.
-fn ends_in_a_number(host: &str) -> bool {
-    let last = host.rsplit('.').next().unwrap_or(host);
-    if !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) {
+/// Whether the authority as written (up to the first `/`, `\`, `?` or
+/// `#` after `//`) holds an `@`, even one the standard drops
+/// (`https://@host`, `https://:@host`).
+fn raw_userinfo(url: &str) -> bool {
+    let rest = url
+        .split_once("://")
+        .map_or("", |(_, r)| r.trim_start_matches(['/', '\\']));
+    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    rest[..end].contains('@')
+}
+
+/// The part of `parsed`'s serialization where `url` first differs from it.
+fn first_difference(url: &str, parsed: &Url) -> &'static str {
+    let ser = parsed.as_str();
+    let at = url
+        .bytes()
+        .zip(ser.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(url.len().min(ser.len()));
+    [
+        (Position::AfterScheme, "scheme"),
+        (Position::BeforeHost, "separator after the scheme"),
+        (Position::AfterHost, "host"),
+        (Position::AfterPort, "port"),
+        (Position::AfterPath, "path"),
+        (Position::AfterQuery, "query"),
+    ]
+    .into_iter()
+    .find(|(p, _)| at < parsed[..*p].len())
+    .map_or("fragment", |(_, name)| name)
+}
+
+/// Whether a punycode label decodes to letters that imitate another name:
+/// scripts mixed beyond TS #39's highly restrictive level, or a label of
+/// another script whose confusables skeleton is ASCII.
+fn imitates(label: &str) -> bool {
+    let Some(encoded) = label.strip_prefix("xn--") else {
+        return false;
+    };
+    let Some(decoded) = idna::punycode::decode(encoded) else {
+        // The URL parser accepted it, so this does not happen; refuse if
+        // it ever does.
+        return true;
+    };
+    let letters: String = decoded.into_iter().filter(|c| *c != '-').collect();
+    if letters.detect_restriction_level() > RestrictionLevel::HighlyRestrictive {
         return true;
     }
-    match last.strip_prefix("0x") {
-        Some(hex) => hex.bytes().all(|b| b.is_ascii_hexdigit()),
-        None => false,
-    }
-}
-
-/// Characters that IDNA mapping (UTS #46, NFKC) turns into ASCII letters,
-/// digits or dots, or removes: hosts using them are refused rather than
-/// mapped here.
-fn folds_to_ascii(c: char) -> bool {
-    matches!(c as u32,
-        0x00AA | 0x00B2 | 0x00B3 | 0x00B9 | 0x00BA | 0x00AD // ª ² ³ ¹ º, soft hyphen
-        | 0x034F                // combining grapheme joiner
-        | 0x180B..=0x180F       // Mongolian variation selectors
-        | 0x200B..=0x200F       // zero-width characters
-        | 0x2024                // one dot leader
-        | 0x2060..=0x2064       // word joiner, invisible operators
-        | 0x2070..=0x209F       // superscripts and subscripts
-        | 0x2100..=0x214F       // letterlike symbols
-        | 0x2150..=0x218F       // number forms (Roman numerals)
-        | 0x2460..=0x24FF       // enclosed alphanumerics
-        | 0x3002                // ideographic full stop
-        | 0xFE00..=0xFE0F       // variation selectors
-        | 0xFE50..=0xFE6F       // small form variants
-        | 0xFEFF                // zero-width no-break space
-        | 0xFF00..=0xFFEF       // fullwidth and halfwidth forms
-        | 0x1D400..=0x1D7FF     // mathematical alphanumeric symbols
-        | 0x1F100..=0x1F1FF     // enclosed alphanumeric supplement
-        | 0xE0000..=0xE0FFF     // tags, variation selectors supplement
-    )
+    let skeleton: String = unicode_security::skeleton(&letters).collect();
+    !letters.is_ascii() && skeleton.is_ascii()
 }
 
 #[cfg(test)]
@@ -218,30 +207,37 @@ mod tests {
         allow_ip: false,
         allow_localhost: false,
     };
+    const OPEN: UrlRules = UrlRules {
+        allow_ip: true,
+        allow_localhost: true,
+    };
 
     fn rule(url: &str) -> Option<&'static str> {
         check(url, STRICT).err().map(|r| r.rule)
     }
 
+    fn rule_with(url: &str, rules: UrlRules) -> Option<&'static str> {
+        check(url, rules).err().map(|r| r.rule)
+    }
+
     #[test]
     fn plain_https_urls_pass() {
         for (url, host) in [
-            ("https://example.com", "example.com"),
             ("https://example.com/", "example.com"),
-            ("HTTPS://Example.COM/Path?q=1#f", "example.com"),
+            ("https://example.com/Path?q=1#f", "example.com"),
             (
                 "https://auth.example.com:8443/oauth?state=x",
                 "auth.example.com",
             ),
-            ("https://example.com.", "example.com."),
-            ("https://bücher.example/", "bücher.example"),
-            ("https://例え.テスト/", "例え.テスト"),
+            ("https://example.com./", "example.com."),
             ("https://xn--bcher-kva.example/", "xn--bcher-kva.example"),
+            ("https://xn--r8jz45g.xn--zckzah/", "xn--r8jz45g.xn--zckzah"),
             ("https://127.0.0.1.nip.io/", "127.0.0.1.nip.io"),
             ("https://localhost.example.com/", "localhost.example.com"),
             ("https://mylocalhost/", "mylocalhost"),
             ("https://1password.com/", "1password.com"),
-            ("https://example.com:/", "example.com"),
+            ("https://example.com/@user?a=b@c", "example.com"),
+            ("https://example.com/%7e/a%20b", "example.com"),
         ] {
             assert_eq!(check(url, STRICT).as_deref(), Ok(host), "{url}");
         }
@@ -254,37 +250,91 @@ mod tests {
             "javascript:alert(1)",
             "file:///etc/passwd",
             "data:text/html,hi",
-            "ftp://example.com",
+            "ftp://example.com/",
+            "wss://example.com/",
             "example.com",
             "//example.com",
+            "/path",
         ] {
             assert_eq!(rule(url), Some("elicitation.url.https"), "{url}");
         }
     }
 
+    /// URLs a browser would rewrite before opening: refused, whatever the
+    /// IP and localhost rules, because what the user is shown is not what
+    /// the browser opens.
     #[test]
-    fn forms_browsers_repair_are_refused() {
+    fn urls_not_in_their_serialized_form_are_refused() {
         for url in [
-            "https:/example.com",
-            "https:example.com",
-            "https:\\\\example.com",
-            "https://example.com\\@evil.com",
-            "https://exa mple.com",
-            " https://example.com",
+            // Case, default port, missing path: what every browser
+            // rewrites.
+            "HTTPS://example.com/",
+            "https://EXAMPLE.com/",
+            "https://Example.COM/Path",
+            "https://example.com:443/",
+            "https://example.com:/",
+            "https://example.com",
+            "https://example.com?q=1",
+            "https://example.com.",
+            // Slashes browsers repair.
+            "https:/example.com/",
+            "https:example.com/",
+            "https:\\\\example.com/",
+            "https:/\\evil.com/",
+            "https:///example.com/",
+            "https://example.com\\path",
+            // Whitespace and controls, which browsers strip or encode.
+            " https://example.com/",
+            "https://example.com/ ",
+            "https://exa\tmple.com/",
             "https://example.com/\n",
+            "https://exa\nmple.com/",
+            "https://example.com/a b",
+            "https://example.com/\u{7}",
+            // Percent-encoding browsers decode (host) or add (path).
+            "https://exa%6dple.com/",
+            "https://example.com/ä",
+            // Dot segments.
+            "https://example.com/a/../b",
+            "https://example.com/./b",
+            // Unicode hosts: the serialized form is punycode.
+            "https://bücher.example/",
+            "https://例え.テスト/",
+            "https://ｅｘａｍｐｌｅ.com/",
+        ] {
+            for rules in [STRICT, OPEN] {
+                assert_eq!(
+                    rule_with(url, rules),
+                    Some("elicitation.url.syntax"),
+                    "{url:?}: {:?}",
+                    check(url, rules)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn unparsable_urls_are_refused() {
+        for url in [
             "https://",
-            "https:///path",
+            "https://exa mple.com/",
             "https://example.com:99999/",
             "https://example.com:8x/",
-            "https://exa%6dple.com/",
             "https://a..b/",
             "https://[::1/",
+            "https://[fe80::1%25eth0]/",
+            "https://example.0x/",
+            "https://foo.123/",
+            "https://ex<ample.com/",
         ] {
-            assert!(
-                matches!(rule(url), Some("elicitation.url.syntax")),
-                "{url}: {:?}",
-                check(url, STRICT)
-            );
+            for rules in [STRICT, OPEN] {
+                assert_eq!(
+                    rule_with(url, rules),
+                    Some("elicitation.url.syntax"),
+                    "{url:?}: {:?}",
+                    check(url, rules)
+                );
+            }
         }
     }
 
@@ -296,77 +346,170 @@ mod tests {
             "https://example.com@evil.com/",
             "https://:@example.com/",
             "https://@example.com/",
+            // A hand-written parser reads good.com as the host; browsers
+            // read evil.com.
+            "https://good.com%2F@evil.com/",
+            "https://good.com%5C@evil.com/",
         ] {
-            assert_eq!(rule(url), Some("elicitation.url.userinfo"), "{url}");
+            for rules in [STRICT, OPEN] {
+                assert_eq!(
+                    rule_with(url, rules),
+                    Some("elicitation.url.userinfo"),
+                    "{url}"
+                );
+            }
         }
-        // An @ in the path or query is not userinfo.
-        assert!(check("https://example.com/@user?a=b@c", STRICT).is_ok());
+    }
+
+    /// Where a hand-written parser and a browser disagree on the host, the
+    /// browser's reading decides.
+    #[test]
+    fn hosts_are_read_the_way_browsers_read_them() {
+        for (url, want) in [
+            // The backslash ends the authority: the host is evil.com.
+            ("https://evil.com\\@good.com/", "elicitation.url.syntax"),
+            ("https://0x7f.1/", "elicitation.url_allow_ip"),
+            ("https://[::1]/", "elicitation.url_allow_ip"),
+            ("https://127.0.0.1./", "elicitation.url_allow_ip"),
+            ("https://localhost./", "elicitation.url_allow_localhost"),
+            (
+                "https://ｌｏｃａｌｈｏｓｔ/",
+                "elicitation.url_allow_localhost",
+            ),
+            (
+                "https://local\u{AD}host/",
+                "elicitation.url_allow_localhost",
+            ),
+            ("https://１２７.０.０.１/", "elicitation.url_allow_ip"),
+            ("https://127。0。0。1/", "elicitation.url_allow_ip"),
+            ("https://①②⑦.0.0.1/", "elicitation.url_allow_ip"),
+        ] {
+            assert_eq!(rule(url), Some(want), "{url:?}: {:?}", check(url, STRICT));
+        }
+        // Its serialized form, which passes, shows the host browsers open.
+        assert_eq!(
+            check("https://evil.com/@good.com/", STRICT).as_deref(),
+            Ok("evil.com")
+        );
     }
 
     #[test]
     fn ip_literals_are_refused_unless_allowed() {
+        let ip_only = UrlRules {
+            allow_ip: true,
+            allow_localhost: false,
+        };
+        // In their serialized form they pass with url_allow_ip.
         for url in [
             "https://127.0.0.1/",
             "https://127.0.0.1:8080/x",
-            "https://10.0.0.1",
-            "https://[::1]",
+            "https://10.0.0.1/",
             "https://[::1]/",
-            "https://[::1]:443/",
-            "https://[::ffff:127.0.0.1]/",
-            "https://[fe80::1%25eth0]/",
+            "https://[::1]:8443/",
+            "https://[::ffff:7f00:1]/",
+        ] {
+            assert_eq!(rule(url), Some("elicitation.url_allow_ip"), "{url}");
+            assert!(check(url, ip_only).is_ok(), "{url} with url_allow_ip");
+        }
+        // Every other spelling of an IPv4 address is one for the browser:
+        // refused as an IP, and with url_allow_ip as not serialized.
+        for url in [
             "https://127.1/",
             "https://2130706433/",
             "https://0x7f.0.0.1/",
             "https://0x7f000001/",
             "https://017700000001/",
             "https://1.2.3.4./",
-            "https://example.0x/",
-            "https://foo.123/",
+            "https://[::ffff:127.0.0.1]/",
+            "https://[0:0:0:0:0:0:0:1]/",
+            "https://[::1]:443/",
         ] {
             assert_eq!(rule(url), Some("elicitation.url_allow_ip"), "{url}");
-            let allowed = UrlRules {
-                allow_ip: true,
-                allow_localhost: false,
-            };
-            assert!(check(url, allowed).is_ok(), "{url} with url_allow_ip");
+            assert_eq!(
+                rule_with(url, ip_only),
+                Some("elicitation.url.syntax"),
+                "{url} with url_allow_ip"
+            );
         }
     }
 
     #[test]
     fn localhost_is_refused_unless_allowed() {
+        let local_only = UrlRules {
+            allow_ip: false,
+            allow_localhost: true,
+        };
         for url in [
             "https://localhost/",
-            "https://LOCALHOST:3000/",
+            "https://localhost:3000/",
             "https://localhost./",
-            "https://localhost.",
-            "https://LocalHost.:8080",
             "https://foo.localhost/",
             "https://a.b.localhost./x",
         ] {
             assert_eq!(rule(url), Some("elicitation.url_allow_localhost"), "{url}");
-            let allowed = UrlRules {
-                allow_ip: false,
-                allow_localhost: true,
-            };
             assert!(
-                check(url, allowed).is_ok(),
+                check(url, local_only).is_ok(),
+                "{url} with url_allow_localhost"
+            );
+        }
+        for url in [
+            "https://LOCALHOST:3000/",
+            "https://LocalHost.:8080",
+            "https://localhost.",
+        ] {
+            assert_eq!(rule(url), Some("elicitation.url_allow_localhost"), "{url}");
+            assert_eq!(
+                rule_with(url, local_only),
+                Some("elicitation.url.syntax"),
                 "{url} with url_allow_localhost"
             );
         }
     }
 
     #[test]
-    fn hosts_hidden_by_compatibility_characters() {
+    fn idn_homographs_are_refused() {
         for url in [
-            "https://ｌｏｃａｌｈｏｓｔ/",
-            "https://１２７.０.０.１/",
-            "https://127。0。0。1/",
-            "https://local\u{AD}host/",
-            "https://local\u{200B}host/",
-            "https://𝐥𝐨𝐜𝐚𝐥𝐡𝐨𝐬𝐭/",
-            "https://①②⑦.0.0.1/",
+            // аррӏе.com: Cyrillic letters only, looks like apple.com.
+            "https://xn--80ak6aa92e.com/",
+            // аpple.com: one Cyrillic letter among Latin ones.
+            "https://xn--pple-43d.com/",
+            // gооgle.com, раypal.com.
+            "https://xn--ggle-55da.com/",
+            "https://www.xn--ypal-43d9g.com/login",
         ] {
-            assert_eq!(rule(url), Some("elicitation.url.syntax"), "{url}");
+            for rules in [STRICT, OPEN] {
+                assert_eq!(
+                    rule_with(url, rules),
+                    Some("elicitation.url.homograph"),
+                    "{url}: {:?}",
+                    check(url, rules)
+                );
+            }
+        }
+        // Their Unicode spelling is read as the same punycode host, and
+        // refused the same way.
+        assert_eq!(
+            rule("https://аррӏе.com/"),
+            Some("elicitation.url.homograph")
+        );
+        assert_eq!(
+            rule("https://раypal.com/"),
+            Some("elicitation.url.homograph")
+        );
+        // Real internationalized names pass in their serialized form.
+        assert!(check("https://xn--bcher-kva.example/", STRICT).is_ok());
+        assert!(check("https://xn--r8jz45g.xn--zckzah/", STRICT).is_ok());
+    }
+
+    #[test]
+    fn refusals_never_quote_the_path_or_query() {
+        for url in [
+            "https://Example.com/reset?token=s3cr3t-value",
+            "https://example.com:443/reset?token=s3cr3t-value",
+            "https://user:s3cr3t-value@example.com/",
+        ] {
+            let r = check(url, STRICT).unwrap_err();
+            assert!(!r.detail.contains("s3cr3t"), "{}", r.detail);
         }
     }
 }

@@ -453,6 +453,84 @@ fn sensitive_fields_are_refused_wherever_they_appear() {
 }
 
 #[test]
+fn sensitive_terms_hidden_by_unicode_are_refused_in_every_revision() {
+    let zwsp = "pass\u{200B}word";
+    let shy = "pass\u{AD}word";
+    let wj = "pass\u{2060}word";
+    let wide = "ｐａｓｓｗｏｒｄ";
+    let cyrillic = "раssword";
+    let greek = "ΑΡΙ_ΚΕΥ";
+    let cases = [
+        (form(flat(json!({zwsp: {"type":"string"}}))), "field"),
+        (form(flat(json!({cyrillic: {"type":"string"}}))), "field"),
+        (form(flat(json!({"pw": {"type":"string"}}))), "field \"pw\""),
+        (
+            form(flat(json!({"userPin": {"type":"integer"}}))),
+            "field \"userPin\"",
+        ),
+        (
+            form(flat(json!({"x": {"type":"string","title":wide}}))),
+            "the title of field \"x\"",
+        ),
+        (
+            form(flat(json!({"x": {"type":"string","description":shy}}))),
+            "the description of field \"x\"",
+        ),
+        (
+            form(flat(
+                json!({"x": {"type":"string","description":format!("Your {greek}")}}),
+            )),
+            "the description of field \"x\"",
+        ),
+        (
+            form(flat(
+                json!({"m": {"type":"string","enum":["a"],"enumNames":[wj]}}),
+            )),
+            "an option label",
+        ),
+        (
+            json!({"message": format!("Enter your {cyrillic}"), "requestedSchema": flat(json!({"x":{"type":"string"}}))}),
+            "the message",
+        ),
+        (
+            form(json!({"type":"object","title":"ѕесrеt","properties":{"w":{"type":"string"}}})),
+            "the form's title",
+        ),
+    ];
+    for rev in [OLD, NEW, Revision::V2026_07_28] {
+        for (params, place) in &cases {
+            let (rule, code, msg) = refusal(&decide(params, rev));
+            assert_eq!(
+                (rule, code),
+                ("elicitation.refuse_sensitive", -32001),
+                "{rev}: {params}"
+            );
+            assert!(msg.contains(place), "{rev}: {msg} should name {place}");
+        }
+    }
+    // The allowed counterparts: the same forms without the secret.
+    for rev in [OLD, NEW, Revision::V2026_07_28] {
+        for ok in [
+            form(flat(json!({"name": {"type":"string","title":"Ｎａｍｅ"}}))),
+            form(flat(json!({"pinned": {"type":"boolean"}}))),
+            // A yes/no field named pin cannot carry a PIN.
+            form(flat(
+                json!({"pin": {"type":"boolean","description":"Pin this note?"}}),
+            )),
+            form(flat(
+                json!({"спиннер": {"type":"string","description":"Имя пользователя"}}),
+            )),
+        ] {
+            assert!(
+                matches!(decide(&ok, rev), ElicitDecision::Form { .. }),
+                "{rev}: {ok} {:?}",
+                decide(&ok, rev)
+            );
+        }
+    }
+}
+
+#[test]
 fn sensitive_check_can_be_turned_off_and_extended() {
     let p = form(flat(json!({"password": {"type":"string"}})));
     let off = ElicitationSection {
@@ -532,7 +610,7 @@ fn url_mode() {
     }
     // The message of a URL request is not checked for sensitive terms: URL
     // mode is where secrets belong.
-    let pw = json!({"mode":"url","message":"Set your password","elicitationId":"e2","url":"https://example.com"});
+    let pw = json!({"mode":"url","message":"Set your password","elicitationId":"e2","url":"https://example.com/"});
     assert!(matches!(
         check(&url_on, &pw, NEW),
         ElicitDecision::Url { .. }

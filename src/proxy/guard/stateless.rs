@@ -1,0 +1,617 @@
+//! The guard in the stateless era (2026-07-28), where the server sends no
+//! requests: it answers a host request with an `input_required` result
+//! that carries them, and the host retries the same request with its
+//! answers.
+//!
+//! The wire (schema 2026-07-28; Python SDK `mcp_types`,
+//! `mcp/client/_input_required.py`, `mcp/server/runner.py`):
+//!
+//! - every host request's `params._meta` carries
+//!   `"io.modelcontextprotocol/protocolVersion"`,
+//!   `"io.modelcontextprotocol/clientCapabilities"` (`roots: {}`,
+//!   `sampling: {context?, tools?}`, `elicitation: {form?, url?}`,
+//!   `experimental`, `extensions`) and `"io.modelcontextprotocol/clientInfo"`;
+//!   `server/discover` too. [`shape_meta_capabilities`] applies to that
+//!   object what [`super::shape_capabilities`] applies to `initialize`.
+//! - a `tools/call`, `prompts/get` or `resources/read` result may be
+//!   `{"resultType":"input_required","inputRequests":{KEY:{"method":M,"params":P}},"requestState":S}`
+//!   with `M` one of `roots/list`, `sampling/createMessage`,
+//!   `elicitation/create`, and at least one of `inputRequests` and
+//!   `requestState`;
+//! - the host retries the same method with a new id and the same params
+//!   plus `"inputResponses":{KEY:RESULT}` and `"requestState":S` echoed
+//!   exactly (absent when the result had none).
+//!
+//! The Python SDK host reads a 2026-07-28 result with `inputRequests` and
+//! no `resultType` as `input_required` too (its `InputRequiredResult`
+//! defaults the tag). In the handshake era it drops those fields from a
+//! result before reading it, but another host may not: so
+//! [`Guard::on_input_required`] judges every result that carries
+//! `inputRequests` or says `input_required`, in every revision.
+//!
+//! What rootfence does with an `input_required` result
+//! ([`Guard::on_input_required`]):
+//!
+//! - `roots/list` input requests never reach the host: rootfence answers
+//!   them with the enforced roots. A result that asks only for roots is
+//!   retried by rootfence itself ([`InputPlan::Retry`]);
+//! - `sampling/createMessage` and `elicitation/create` go through the same
+//!   decisions as in the handshake era (rate limit, token clamp, content
+//!   types, tools, context, form schema, sensitive terms, URL rules,
+//!   audit); a refusal fails the host's request with `-32001` naming the
+//!   rule;
+//! - any other method, or a malformed input request, fails the host's
+//!   request (fail closed);
+//! - when the host must answer and rootfence has something to do with the
+//!   answer (roots to fill in, a form to check, the host's own roots to
+//!   learn), the result the host sees carries a `requestState` of
+//!   rootfence's own (a token), under which the obligations are
+//!   remembered; the host's retry ([`Guard::on_host_retry`]) is matched by
+//!   that token and sent to the server with the server's own
+//!   `requestState`, byte for byte.
+//!
+//! How rootfence learns the host's roots in this era: the host declares
+//! `roots` in each request's `clientCapabilities` but can only be asked
+//! inside a result. [`Guard::ask_host_roots`] makes a result that asks the
+//! host for its roots only (answer to the host's first request that can
+//! carry one: `tools/call`, `prompts/get`, `resources/read`); the host's
+//! retry gives the roots ([`RetryPlan::Send::host_roots`]), the session
+//! rebuilds the sandbox as after `roots/list` in the handshake era, and
+//! the original request goes to the server. Later results that reach the
+//! host anyway can carry the same question ([`InputContext::ask_host_roots`])
+//! to notice a change.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use super::audit::Decision;
+use super::{AnswerCheck, Guard, Refusal, Revision, Verdict, shape_capabilities};
+use crate::policy::{Policy, PolicyFile};
+use crate::proxy::message;
+
+/// `params._meta` key of a stateless request's client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// `params._meta` key of a stateless request's client information.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+/// The host requests whose result may be `input_required`.
+pub const INPUT_REQUIRED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// How many times in a row rootfence retries a request itself because the
+/// server asked only for roots (the Python SDK's own cap on rounds is 10).
+pub const MAX_OWN_ROUNDS: u32 = 10;
+
+/// The input-request key under which rootfence asks the host for its
+/// roots (another is picked if the server used it).
+pub const HOST_ROOTS_KEY: &str = "io.rootfence/roots";
+
+/// Prefix of the `requestState` tokens rootfence gives the host.
+const TOKEN_PREFIX: &str = "rootfence-";
+
+/// Most results awaiting the host's retry remembered at once (the oldest
+/// is forgotten first; a retry under a forgotten token is refused).
+const MAX_PENDING: usize = 1024;
+
+/// The input-request methods the guard knows.
+const ROOTS: &str = "roots/list";
+const SAMPLING: &str = "sampling/createMessage";
+const ELICITATION: &str = "elicitation/create";
+
+/// A stateless request's `params` (raw JSON) with its
+/// `_meta["io.modelcontextprotocol/clientCapabilities"]` shaped as
+/// `initialize`'s capabilities are: `roots` set to `{}` (rootfence answers
+/// the server's `roots/list` input requests itself, whatever the host
+/// declared; 2026-07-28's roots capability has no members), then
+/// [`shape_capabilities`] (sampling, elicitation and their tasks as the
+/// policy allows). `None` when nothing changes (no such object, or
+/// already shaped). Every other member of `params` and `_meta` keeps its
+/// exact text.
+///
+/// # Security
+///
+/// The server is told of no capability the policy denies, in every
+/// request (capabilities are per request in this era: the server "MUST
+/// NOT infer capabilities from prior requests").
+pub fn shape_meta_capabilities(params: &str, policy: &PolicyFile) -> Option<String> {
+    let meta = message::member(params, "_meta")?;
+    let caps_raw = message::member(meta, META_CLIENT_CAPABILITIES)?;
+    let before: Value = serde_json::from_str(caps_raw).ok()?;
+    let mut caps = match &before {
+        Value::Object(m) => m.clone(),
+        // Malformed: told nothing but the roots rootfence provides.
+        _ => Map::new(),
+    };
+    caps.insert("roots".into(), json!({}));
+    shape_capabilities(&mut caps, policy);
+    let after = Value::Object(caps);
+    if after == before {
+        return None;
+    }
+    let meta = message::edit_members(
+        meta,
+        &[(META_CLIENT_CAPABILITIES, Some(&after.to_string()))],
+    )?;
+    message::edit_members(params, &[("_meta", Some(&meta))])
+}
+
+/// The host's client capabilities as declared in a stateless request's
+/// `params` (raw JSON), for [`InputContext::host_caps`]; `Null` when
+/// absent.
+pub fn host_capabilities(params: &str) -> Value {
+    message::member(params, "_meta")
+        .and_then(|m| message::member(m, META_CLIENT_CAPABILITIES))
+        .and_then(|c| serde_json::from_str(c).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Whether a result (raw JSON) is one the guard must judge with
+/// [`Guard::on_input_required`]: it says `"resultType":"input_required"`
+/// or carries `inputRequests`.
+///
+/// One pass over the result, which skips every other member (tool results
+/// can be megabytes). A result serde cannot read that way (a repeated
+/// member, a `resultType` that is not a string) is judged: fail closed.
+/// A result that is not an object carries no input requests.
+pub fn needs_judging(result: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(rename = "resultType", default, borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+        #[serde(rename = "inputRequests", default, borrow)]
+        input_requests: Option<&'a serde_json::value::RawValue>,
+    }
+    // Only an object can carry input requests.
+    if !result.trim_start().starts_with('{') {
+        return false;
+    }
+    match serde_json::from_str::<Peek<'_>>(result) {
+        Ok(p) => {
+            p.result_type.as_deref() == Some("input_required")
+                || p.input_requests.is_some_and(|v| v.get() != "null")
+        }
+        Err(_) => true,
+    }
+}
+
+/// What the guard needs to judge one `input_required` result.
+#[derive(Debug, Clone, Copy)]
+pub struct InputContext<'a> {
+    /// The policy in force.
+    pub policy: &'a Policy,
+    /// The revision of the host's request (its `_meta` protocol version,
+    /// or the negotiated handshake revision).
+    pub revision: Revision,
+    /// The host's client capabilities as the host declared them for this
+    /// request ([`host_capabilities`], or `initialize`'s).
+    pub host_caps: &'a Value,
+    /// The server generation that answered.
+    pub generation: u64,
+    /// The host request's method (`tools/call`, ...).
+    pub method: &'a str,
+    /// The params the request was sent to the server with (raw JSON): the
+    /// base of rootfence's own retry.
+    pub sent_params: &'a str,
+    /// The enforced roots as a `roots/list` result: `{"roots":[{uri,name}]}`.
+    pub roots: &'a Value,
+    /// How many times in a row rootfence already retried this request
+    /// itself ([`InputPlan::Retry`]).
+    pub own_rounds: u32,
+    /// Ask the host for its roots too, if the result goes to the host
+    /// anyway (the host declared `roots`).
+    pub ask_host_roots: bool,
+}
+
+/// What the session does with an `input_required` result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputPlan {
+    /// Relay the server's line to the host as it is.
+    Relay,
+    /// Relay with this result (raw JSON) instead of the server's.
+    ToHost(String),
+    /// The server asked only for roots: send the same method to the server
+    /// again, with rootfence's own id and these params (the sent params
+    /// with `inputResponses` and the server's `requestState`), and answer
+    /// the host's request with the final result. Count the round.
+    Retry(String),
+    /// Answer the host's request with this error; nothing reaches the
+    /// host, and nothing is sent to the server on the host's behalf.
+    Refuse(Refusal),
+}
+
+/// What the session does with a host request that may be a retry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetryPlan {
+    /// Not a retry of a result rootfence changed: send as it is.
+    Unchanged,
+    /// Send these params (raw JSON) instead.
+    Send {
+        /// The params for the server: the host's, with the roots answers
+        /// filled in, rootfence's own answers removed, the server's
+        /// `requestState`.
+        params: String,
+        /// The host's roots, when rootfence asked for them: a `roots/list`
+        /// result. Rebuild as after the handshake era's `roots/list`.
+        host_roots: Option<Value>,
+    },
+    /// Answer the host's request with this error; the server sees nothing.
+    Refuse(Refusal),
+}
+
+/// What rootfence must do with the host's retry of one result.
+#[derive(Debug, Clone)]
+pub(super) struct Pending {
+    /// The request's method: the retry must be the same.
+    method: String,
+    /// The server's `requestState` (raw JSON string), byte for byte.
+    server_state: Option<String>,
+    /// Keys rootfence answers with the enforced roots.
+    roots_keys: Vec<String>,
+    /// Elicitation keys whose answers are checked before the server sees
+    /// them.
+    forms: Vec<(String, AnswerCheck)>,
+    /// The key of rootfence's own `roots/list` to the host.
+    host_roots_key: Option<String>,
+}
+
+/// The tokens given to the host and what each stands for.
+#[derive(Debug, Default)]
+pub(super) struct PendingInputs {
+    map: HashMap<String, Pending>,
+    order: std::collections::VecDeque<String>,
+    seed: std::hash::RandomState,
+    counter: u64,
+}
+
+impl PendingInputs {
+    /// Remember `p`; the token to give the host as `requestState`.
+    fn insert(&mut self, p: Pending) -> String {
+        self.counter += 1;
+        // Two keyed hashes (SipHash, keys from the OS's randomness) of a
+        // counter: unpredictable, never repeated in a session.
+        let mut a = self.seed.build_hasher();
+        a.write_u64(self.counter);
+        let mut b = self.seed.build_hasher();
+        b.write_u64(!self.counter);
+        let token = format!("{TOKEN_PREFIX}{:016x}{:016x}", a.finish(), b.finish());
+        self.map.insert(token.clone(), p);
+        self.order.push_back(token.clone());
+        while self.order.len() > MAX_PENDING {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+        token
+    }
+
+    fn take(&mut self, token: &str) -> Option<Pending> {
+        let p = self.map.remove(token)?;
+        self.order.retain(|t| t != token);
+        Some(p)
+    }
+}
+
+/// An input request the guard understood.
+enum Input {
+    Roots,
+    Sampling(Value, usize),
+    Elicitation(Value),
+}
+
+fn refuse_input(detail: &str) -> Refusal {
+    Refusal::policy(
+        "stateless.input_request",
+        "input requests the guard cannot judge are refused",
+        detail,
+    )
+}
+
+impl Guard {
+    /// Judge a result (raw JSON) that [`needs_judging`], answering the
+    /// host's request `ctx.method`, at `now`. Every sampling and
+    /// elicitation decision is audited.
+    ///
+    /// # Security
+    ///
+    /// No `roots/list` input request reaches the host; no sampling or
+    /// elicitation input request reaches it without the guard's decision;
+    /// an input request the guard does not understand fails the host's
+    /// request instead of being relayed.
+    pub fn on_input_required(
+        &mut self,
+        ctx: InputContext<'_>,
+        result: &str,
+        now: Instant,
+    ) -> InputPlan {
+        let parsed: Value = match serde_json::from_str(result) {
+            Ok(Value::Object(m)) => Value::Object(m),
+            _ => {
+                return self.refuse_input(
+                    ctx,
+                    "?",
+                    &refuse_input("the result is not a JSON object"),
+                );
+            }
+        };
+        let server_state = match parsed.get("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(_)) => message::member(result, "requestState").map(str::to_string),
+            Some(_) => {
+                return self.refuse_input(ctx, "?", &refuse_input("requestState is not a string"));
+            }
+        };
+        let requests = match parsed.get("inputRequests") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => {
+                return self.refuse_input(
+                    ctx,
+                    "?",
+                    &refuse_input("inputRequests is not an object"),
+                );
+            }
+        };
+        // First the shape of every input request, with no effect.
+        let mut inputs: Vec<(String, Input)> = Vec::with_capacity(requests.len());
+        for (key, req) in &requests {
+            let method = req.get("method").and_then(Value::as_str);
+            let params = req.get("params").cloned().unwrap_or(Value::Null);
+            let input = match method {
+                Some(ROOTS) => Input::Roots,
+                Some(SAMPLING) => Input::Sampling(params, req.to_string().len()),
+                Some(ELICITATION) => Input::Elicitation(params),
+                Some(other) => {
+                    let r = refuse_input(&format!(
+                        "the server asked the host for {other:?} (input request {key:?}), a method the guard does not know"
+                    ));
+                    return self.refuse_input(ctx, other, &r);
+                }
+                None => {
+                    let r = refuse_input(&format!("input request {key:?} has no method"));
+                    return self.refuse_input(ctx, "?", &r);
+                }
+            };
+            inputs.push((key.clone(), input));
+        }
+        // Then the guard's decisions: forms first, sampling (which charges
+        // the rate limit) last.
+        let gctx = super::Context {
+            policy: ctx.policy,
+            revision: ctx.revision,
+            host_caps: ctx.host_caps,
+            generation: ctx.generation,
+        };
+        let mut to_host: Map<String, Value> = Map::new();
+        let mut roots_keys = Vec::new();
+        let mut forms = Vec::new();
+        let mut changed = false;
+        for (key, input) in &inputs {
+            if let Input::Elicitation(params) = input {
+                match self.judge(gctx, ELICITATION, params, 0, now, key) {
+                    Verdict::Refuse(r) => return InputPlan::Refuse(r),
+                    Verdict::Forward { check, .. } => {
+                        if let Some(c) = check {
+                            forms.push((key.clone(), c));
+                        }
+                        to_host.insert(key.clone(), requests[key].clone());
+                    }
+                }
+            }
+        }
+        for (key, input) in &inputs {
+            match input {
+                Input::Roots => {
+                    roots_keys.push(key.clone());
+                    changed = true;
+                }
+                Input::Sampling(params, bytes) => {
+                    match self.judge(gctx, SAMPLING, params, *bytes, now, key) {
+                        Verdict::Refuse(r) => return InputPlan::Refuse(r),
+                        Verdict::Forward { params: p, .. } => {
+                            let mut req = requests[key].clone();
+                            if let (Some(p), Some(o)) = (p, req.as_object_mut()) {
+                                o.insert("params".into(), p);
+                                changed = true;
+                            }
+                            to_host.insert(key.clone(), req);
+                        }
+                    }
+                }
+                Input::Elicitation(_) => {}
+            }
+        }
+        if !roots_keys.is_empty() && to_host.is_empty() {
+            // Only roots: rootfence answers and retries itself.
+            if ctx.own_rounds >= MAX_OWN_ROUNDS {
+                return InputPlan::Refuse(Refusal::policy(
+                    "stateless.roots_rounds",
+                    &format!(
+                        "rootfence answers the server's roots {MAX_OWN_ROUNDS} times in a row at most"
+                    ),
+                    "the server kept asking for roots; it may be looping",
+                ));
+            }
+            let responses: Map<String, Value> = roots_keys
+                .iter()
+                .map(|k| (k.clone(), ctx.roots.clone()))
+                .collect();
+            let Some(params) = retry_params(
+                ctx.sent_params,
+                Some(&Value::Object(responses).to_string()),
+                server_state.as_deref(),
+            ) else {
+                return InputPlan::Refuse(refuse_input("the request's params are not an object"));
+            };
+            return InputPlan::Retry(params);
+        }
+        let mut host_roots_key = None;
+        if ctx.ask_host_roots && !to_host.is_empty() {
+            let key = free_key(&requests);
+            to_host.insert(key.clone(), json!({"method": ROOTS}));
+            host_roots_key = Some(key);
+            changed = true;
+        }
+        // A server state that looks like rootfence's token is wrapped too,
+        // so that every such token the host echoes is one rootfence made.
+        let ours = parsed
+            .get("requestState")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.starts_with(TOKEN_PREFIX));
+        let remember =
+            !roots_keys.is_empty() || !forms.is_empty() || host_roots_key.is_some() || ours;
+        if !remember && !changed {
+            return InputPlan::Relay;
+        }
+        let mut edits: Vec<(&str, Option<String>)> = Vec::new();
+        if changed {
+            edits.push(("inputRequests", Some(Value::Object(to_host).to_string())));
+        }
+        if remember {
+            let token = self.pending.insert(Pending {
+                method: ctx.method.to_string(),
+                server_state,
+                roots_keys,
+                forms,
+                host_roots_key,
+            });
+            edits.push(("requestState", Some(Value::String(token).to_string())));
+        }
+        let edits: Vec<(&str, Option<&str>)> =
+            edits.iter().map(|(k, v)| (*k, v.as_deref())).collect();
+        match message::edit_members(result, &edits) {
+            Some(r) => InputPlan::ToHost(r),
+            None => InputPlan::Refuse(refuse_input("the result is not a JSON object")),
+        }
+    }
+
+    /// A result for the host's request that asks only for the host's roots
+    /// (rootfence's own input request, nothing from the server): answer
+    /// the host's first `tools/call`, `prompts/get` or `resources/read`
+    /// with it when the host declared `roots` and rootfence does not know
+    /// them yet. The host's retry ([`Guard::on_host_retry`]) gives the roots
+    /// and the original params.
+    pub fn ask_host_roots(&mut self, method: &str) -> String {
+        let token = self.pending.insert(Pending {
+            method: method.to_string(),
+            server_state: None,
+            roots_keys: Vec::new(),
+            forms: Vec::new(),
+            host_roots_key: Some(HOST_ROOTS_KEY.to_string()),
+        });
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {HOST_ROOTS_KEY: {"method": ROOTS}},
+            "requestState": token,
+        })
+        .to_string()
+    }
+
+    /// The host sent `method` with `params` (raw JSON): if it retries a
+    /// result rootfence changed (its `requestState` is rootfence's token),
+    /// the params for the server: the enforced `roots` filled in for the
+    /// server's `roots/list` keys, the host's answers to forms checked
+    /// (audited), rootfence's own question removed (its answer returned
+    /// as the host's roots), and the server's own `requestState` (or
+    /// none) restored.
+    ///
+    /// # Security
+    ///
+    /// The server sees no answer the form did not ask for, and learns no
+    /// roots but the enforced ones.
+    pub fn on_host_retry(&mut self, method: &str, params: &str, roots: &Value) -> RetryPlan {
+        let Some(state_raw) = message::member(params, "requestState") else {
+            return RetryPlan::Unchanged;
+        };
+        let Ok(state) = serde_json::from_str::<String>(state_raw) else {
+            return RetryPlan::Unchanged;
+        };
+        if !state.starts_with(TOKEN_PREFIX) {
+            return RetryPlan::Unchanged;
+        }
+        let Some(p) = self.pending.take(&state) else {
+            return RetryPlan::Refuse(Refusal::malformed(
+                "stateless.request_state",
+                "this requestState was issued by rootfence and is no longer known (already used, or forgotten); send the request again without inputResponses and requestState",
+            ));
+        };
+        if p.method != method {
+            return RetryPlan::Refuse(Refusal::malformed(
+                "stateless.request_state",
+                &format!(
+                    "this requestState belongs to a {} request, not {method}",
+                    p.method
+                ),
+            ));
+        }
+        let mut responses =
+            match message::member(params, "inputResponses").map(serde_json::from_str::<Value>) {
+                None | Some(Ok(Value::Null)) => Map::new(),
+                Some(Ok(Value::Object(m))) => m,
+                Some(_) => {
+                    return RetryPlan::Refuse(Refusal::malformed(
+                        "stateless.request_state",
+                        "inputResponses must be an object",
+                    ));
+                }
+            };
+        for (key, check) in &p.forms {
+            if let Some(answer) = responses.get(key)
+                && let Err(r) = self.on_answer(check, Some(answer))
+            {
+                return RetryPlan::Refuse(r);
+            }
+        }
+        let host_roots = p.host_roots_key.as_ref().and_then(|k| responses.remove(k));
+        for k in &p.roots_keys {
+            responses.insert(k.clone(), roots.clone());
+        }
+        let responses = (!responses.is_empty()).then(|| Value::Object(responses).to_string());
+        match retry_params(params, responses.as_deref(), p.server_state.as_deref()) {
+            Some(params) => RetryPlan::Send { params, host_roots },
+            None => RetryPlan::Refuse(Refusal::malformed(
+                "stateless.request_state",
+                "params must be an object",
+            )),
+        }
+    }
+
+    /// Record a refused input request and return the plan.
+    fn refuse_input(&mut self, ctx: InputContext<'_>, method: &str, r: &Refusal) -> InputPlan {
+        let method: String = method.chars().take(100).collect();
+        self.record(
+            ctx.generation,
+            &method,
+            Decision::Refused,
+            Some(r.rule),
+            "via=input_required",
+            Some(&r.message),
+        );
+        InputPlan::Refuse(r.clone())
+    }
+}
+
+/// `params` (raw JSON) with `inputResponses` and `requestState` set to the
+/// given raw JSON (removed when `None`).
+fn retry_params(params: &str, responses: Option<&str>, state: Option<&str>) -> Option<String> {
+    message::edit_members(
+        params,
+        &[("inputResponses", responses), ("requestState", state)],
+    )
+}
+
+/// [`HOST_ROOTS_KEY`], or a variant of it the server did not use.
+fn free_key(requests: &Map<String, Value>) -> String {
+    let mut key = HOST_ROOTS_KEY.to_string();
+    let mut n = 1;
+    while requests.contains_key(&key) {
+        n += 1;
+        key = format!("{HOST_ROOTS_KEY}-{n}");
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests;
