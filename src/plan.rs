@@ -244,6 +244,24 @@ fn ser_refused<S: serde::Serializer>(v: &[Refusal], s: S) -> Result<S::Ok, S::Er
     }))
 }
 
+/// What `LC_*` in `[env] pass` passes: the POSIX and glibc locale
+/// categories.
+pub const LOCALE_CATEGORIES: &[&str] = &[
+    "LC_ALL",
+    "LC_ADDRESS",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NAME",
+    "LC_NUMERIC",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+    "LC_TIME",
+];
+
 /// Build the plan.
 ///
 /// `roots` are the roots the engine accepted (any order, duplicates
@@ -346,6 +364,16 @@ pub fn build(
 
     let mut out_env = BTreeMap::new();
     for pattern in &policy.env_pass {
+        if pattern == "LC_*" {
+            // The locale categories, not whatever else a name beginning
+            // with LC_ holds in rootfence's environment.
+            for name in LOCALE_CATEGORIES {
+                if let Some(v) = env.vars.get(*name) {
+                    out_env.insert((*name).to_string(), (v.clone(), EnvSource::Passed));
+                }
+            }
+            continue;
+        }
         match pattern.strip_suffix('*') {
             Some(prefix) => {
                 for (k, v) in env.vars.range(prefix.to_string()..) {

@@ -37,6 +37,8 @@ fn env(home: &Path) -> HostEnv {
         ("LC_ALL", "C"),
         ("LC_CTYPE", "C.UTF-8"),
         ("LCX", "no"),
+        ("LC_SECRET_TOKEN", "hunter2"),
+        ("LC_TERMINAL", "iTerm2"),
         ("AWS_SECRET_ACCESS_KEY", "hunter2"),
         ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
     ] {
@@ -222,6 +224,7 @@ fn environment_is_the_allowlist_only() {
     );
     let plan = plan::build(&pol, vec![], vec![], command(vec![]), &env(&fx.home));
     let keys: Vec<&str> = plan.env.keys().map(String::as_str).collect();
+    // LC_* is the locale categories only: not LC_SECRET_TOKEN, LC_TERMINAL.
     assert_eq!(keys, ["FOO", "LC_ALL", "LC_CTYPE", "PATH"]);
     assert_eq!(plan.env["PATH"], ("/x".to_string(), EnvSource::Set));
     assert_eq!(plan.env["LC_ALL"], ("C".to_string(), EnvSource::Passed));

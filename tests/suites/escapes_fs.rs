@@ -2,7 +2,7 @@
 // server's own namespaces, and tests/escapes_fs_no_ns.rs, without).
 
 
-use common::{SECRET, content};
+use common::{Probe, SECRET, content};
 
 #[test]
 fn dotdot_out_of_a_root_is_refused() {
@@ -601,4 +601,58 @@ fn set_xattr(p: &std::path::Path, name: &str, value: &[u8]) {
     // SAFETY: valid C strings and value.
     let r = unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
     assert_eq!(r, 0, "setxattr: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn caches_run_later_outside_are_never_written() {
+    // npx runs what the npm cache holds and uv hard-links its cache into
+    // environments used outside: a server writing there would run code
+    // outside the sandbox later.
+    let t = tree();
+    let pkg = t.home.join(".npm/_npx/0123456789abcdef/node_modules/pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("index.js"), "ORIGINAL").unwrap();
+    let uv = t.home.join(".cache/uv/archive-v0/x");
+    std::fs::create_dir_all(&uv).unwrap();
+    std::fs::write(uv.join("lib.py"), "ORIGINAL").unwrap();
+    let node = ["/usr/local/bin/node", "/usr/bin/node"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("node is required: apt-get install -y nodejs");
+    let js = format!(
+        "const fs = require('fs');\n\
+         const f = '{f}';\n\
+         try {{ fs.writeFileSync(f, 'CHANGED'); console.log('write=OK') }} catch (e) {{ console.log('write=' + e.code) }}\n\
+         try {{ console.log('seen=' + fs.readFileSync(f, 'utf8')) }} catch (e) {{ console.log('seen=' + e.code) }}\n\
+         console.log('cache=' + process.env.npm_config_cache);",
+        f = pkg.join("index.js").display()
+    );
+    let out = t.run(&[], &[node, "-e", &js]);
+    let p = Probe::new(out);
+    if t.namespaces {
+        // Written through the server's private layer: it sees its write,
+        // the user's cache does not.
+        p.expect("write", "OK").expect("seen", "CHANGED");
+        assert_eq!(p.value("cache"), t.home.join(".npm").display().to_string());
+    } else {
+        // Without namespaces: read-only, and an empty private cache.
+        p.refused("write");
+        assert!(p.value("cache").contains("rootfence-"), "{}", p.value("cache"));
+    }
+    assert_eq!(content(&pkg.join("index.js")), "ORIGINAL");
+    let p = t.py(
+        &[],
+        &format!(
+            "check('uv', lambda: write('{f}', 'CHANGED'))\n\
+             print('uv_cache=' + os.environ.get('UV_CACHE_DIR', ''))",
+            f = uv.join("lib.py").display()
+        ),
+    );
+    if t.namespaces {
+        p.expect("uv", "OK");
+    } else {
+        p.refused("uv");
+        assert!(p.value("uv_cache").contains("rootfence-"));
+    }
+    assert_eq!(content(&uv.join("lib.py")), "ORIGINAL");
 }
