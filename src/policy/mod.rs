@@ -555,10 +555,10 @@ pub fn read_trusted(file: &Path) -> std::io::Result<String> {
 pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathRule, bool)> {
     for rule in deny {
         for d in rule.names() {
-            if path.starts_with(d) {
+            if crate::roots::within(path, d) {
                 return Some((rule, true));
             }
-            if d.starts_with(path) {
+            if crate::roots::within(d, path) {
                 return Some((rule, false));
             }
         }

@@ -171,6 +171,27 @@ impl CanonicalRoot {
     }
 }
 
+/// Whether `path` is `base` or lies beneath it, component-wise (`/r_evil`
+/// is not beneath `/r`): `Path::starts_with`, with a byte comparison for
+/// the normalized absolute paths rootfence works with (no `//`, no `.`
+/// component, no trailing `/`), which are compared by the thousand when a
+/// plan is built.
+pub fn within(path: &Path, base: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+    let normal = |x: &[u8]| {
+        x == b"/"
+            || (x.first() == Some(&b'/')
+                && x[1..]
+                    .split(|&c| c == b'/')
+                    .all(|c| !c.is_empty() && c != b"." && c != b".."))
+    };
+    if !(normal(p) && normal(b)) {
+        return path.starts_with(base);
+    }
+    b == b"/" || (p.starts_with(b) && (p.len() == b.len() || p[b.len()] == b'/'))
+}
+
 /// Where a path rule (ceiling or deny entry) was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -463,5 +484,28 @@ mod tests {
         // No symlink on the way: one name only.
         let rule = PathRule::new("~/.ssh", base.join("real/.ssh"), Origin::Builtin);
         assert_eq!(rule.resolved, None);
+    }
+}
+
+#[cfg(test)]
+mod within_tests {
+    use super::within;
+    use std::path::Path;
+
+    #[test]
+    fn agrees_with_path_starts_with() {
+        let paths = [
+            "/", "/a", "/a/b", "/ab", "/a/b/c", "/a/.x", "/a/.x/y", "/a/.", "/a//b", "/a/b/",
+            "/ab/c", "/a.b", "relative", "/a/../b", "/.ssh", "/a/..b",
+        ];
+        for p in paths {
+            for b in paths {
+                assert_eq!(
+                    within(Path::new(p), Path::new(b)),
+                    Path::new(p).starts_with(b),
+                    "{p} within {b}"
+                );
+            }
+        }
     }
 }

@@ -281,7 +281,7 @@ fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
     }
     for rule in &rules.deny {
         for denied in rule.names() {
-            if path.starts_with(denied) {
+            if super::within(path, denied) {
                 return Err(RefusalReason::InsideDenied {
                     shown: rule.shown.clone(),
                     origin: rule.origin.clone(),
@@ -291,7 +291,7 @@ fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
     }
     for rule in &rules.deny {
         for denied in rule.names() {
-            if denied.starts_with(path) {
+            if super::within(denied, path) {
                 return Err(RefusalReason::ContainsDenied {
                     shown: rule.shown.clone(),
                     origin: rule.origin.clone(),
@@ -302,7 +302,7 @@ fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
     if let Some(ceiling) = &rules.allow_under {
         let inside = ceiling
             .iter()
-            .any(|c| c.names().any(|prefix| path.starts_with(prefix)));
+            .any(|c| c.names().any(|prefix| super::within(path, prefix)));
         if !inside {
             let shown: Vec<&str> = ceiling.iter().map(|c| c.shown.as_str()).collect();
             return Err(RefusalReason::OutsideCeiling {

@@ -19,11 +19,12 @@
 //!   It waits until the parent has written its uid and gid maps, builds the
 //!   filesystem view ([`super::view`]), forks the server, and stays as the
 //!   namespace's init: it reaps every process left to it, forwards the
-//!   termination signals to the server, and exits when the server does,
-//!   writing the server's wait status to the parent first. When it exits,
-//!   the kernel kills every process left in the PID namespace and its exit
-//!   completes only once they are all gone: nothing the server started
-//!   outlives it, whatever `setsid`, `fork` or `setpgid` it used.
+//!   termination signals to the server, and when the server exits kills and
+//!   reaps every other process of the namespace, writes the server's wait
+//!   status to the parent, and exits. Should it die first (killed), the
+//!   kernel kills every process left in the PID namespace and its exit
+//!   completes only once they are all gone. Either way nothing the server
+//!   started outlives it, whatever `setsid`, `fork` or `setpgid` it used.
 //! - **Without namespaces**: the cloned child is the server itself.
 //!
 //! Either way the server process applies, in this order: `setsid` (no
@@ -208,8 +209,12 @@ pub struct DropCaps {
     pub bounding: bool,
 }
 
-/// One operation of the filesystem view, ready for the child: absolute
-/// paths below `/newroot` (targets) and `/oldroot` (sources).
+/// Where the host's tree is while the view is built (removed before the
+/// server runs).
+pub const HOST: &str = "/.rootfence-host";
+
+/// One operation of the filesystem view, ready for the child: targets are
+/// absolute paths of the view, sources absolute paths below [`HOST`].
 #[derive(Debug)]
 pub enum ViewOp {
     /// `mkdir`.
@@ -223,32 +228,35 @@ pub enum ViewOp {
         /// Its text.
         text: CString,
     },
-    /// A recursive bind mount, then its attributes.
+    /// A recursive bind mount.
     Bind {
-        /// Source, below `/oldroot`.
+        /// Source, below [`HOST`].
         src: CString,
-        /// Target, below `/newroot`.
+        /// Target.
         dst: CString,
-        /// `MOUNT_ATTR_*` to set (recursively).
+        /// `MOUNT_ATTR_*` it must have (recursively).
         attrs: u64,
+        /// Whether they are set on their own once the whole view has its
+        /// default attributes ([`VIEW_ATTRS`]).
+        fixup: bool,
         /// For roots: the (device, inode) the mounted directory must have.
         verify: Option<(u64, u64)>,
     },
     /// An overlay mount; `data` holds the lower, upper and work layers.
     Overlay {
-        /// Target, below `/newroot`.
+        /// Target.
         dst: CString,
         /// The mount data.
         data: CString,
     },
     /// A fresh procfs.
     Proc {
-        /// Target, below `/newroot`.
+        /// Target.
         dst: CString,
     },
     /// An empty read-only tmpfs over a directory.
     Mask {
-        /// Target, below `/newroot`.
+        /// Target.
         dst: CString,
     },
 }
@@ -377,7 +385,10 @@ pub fn decode(bytes: &[u8]) -> Option<(Step, u32, std::io::Error)> {
 }
 
 /// `"/proc/sys/vm/memfd_noexec"` of the view being built.
-const MEMFD_NOEXEC: &[u8] = b"/newroot/proc/sys/vm/memfd_noexec\0";
+const MEMFD_NOEXEC: &[u8] = b"/proc/sys/vm/memfd_noexec\0";
+
+/// The attributes the whole view gets once built.
+pub const VIEW_ATTRS: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 
 impl ChildSetup {
     /// Run the child: set up, then `execve` the server. Never returns.
@@ -612,28 +623,22 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
         {
             fail(err, Step::MountPrivate, 0, errno());
         }
-        // A tmpfs on the base directory becomes `/` for a moment; the
-        // host's tree goes to /oldroot, the view is built in /newroot.
+        // The view's tmpfs, mounted on the base directory, becomes `/`;
+        // the host's tree goes under it at HOST until the view is built.
         let tmpfs = c"tmpfs";
+        let host = c"/.rootfence-host";
         let base_ok = libc::mount(
             tmpfs.as_ptr(),
             ns.base.as_ptr(),
             tmpfs.as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
-            c"mode=0700".as_ptr().cast(),
+            c"mode=0755".as_ptr().cast(),
         ) == 0
             && libc::chdir(ns.base.as_ptr()) == 0
-            && libc::mkdir(c"newroot".as_ptr(), 0o755) == 0
-            && libc::mkdir(c"oldroot".as_ptr(), 0o755) == 0
-            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c"oldroot".as_ptr()) == 0
-            && libc::chdir(c"/".as_ptr()) == 0
-            && libc::mount(
-                tmpfs.as_ptr(),
-                c"/newroot".as_ptr(),
-                tmpfs.as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                c"mode=0755".as_ptr().cast(),
-            ) == 0;
+            && libc::mkdir(c".rootfence-host".as_ptr(), 0o700) == 0
+            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".rootfence-host".as_ptr())
+                == 0
+            && libc::chdir(c"/".as_ptr()) == 0;
         if !base_ok {
             fail(err, Step::ViewBase, 0, errno());
         }
@@ -662,10 +667,7 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     }
                 }
                 ViewOp::Bind {
-                    src,
-                    dst,
-                    attrs,
-                    verify,
+                    src, dst, verify, ..
                 } => {
                     if libc::mount(
                         src.as_ptr(),
@@ -677,7 +679,6 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     {
                         fail(err, Step::ViewOp, i, errno());
                     }
-                    set_attrs(err, i, dst, *attrs);
                     if let Some((dev, ino)) = verify {
                         let mut st: libc::stat = std::mem::zeroed();
                         if libc::fstatat(
@@ -750,28 +751,36 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                 fail(err, Step::ViewOp, i as u32, errno());
             }
         }
-        // The view's own directories are read-only; then it becomes `/`
-        // and the host's tree (stacked under it) is detached.
-        let ro = MountAttr {
-            attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        let entered = libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c"/newroot".as_ptr(),
-            0,
-            &ro as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        ) == 0
-            && libc::chdir(c"/newroot".as_ptr()) == 0
-            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
-            && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
-            && libc::chdir(c"/".as_ptr()) == 0;
-        if !entered {
+        // The host's tree goes; then the whole view gets its default
+        // attributes in one call, and the mounts that differ get theirs,
+        // outer mounts first.
+        let detached = libc::umount2(host.as_ptr(), libc::MNT_DETACH) == 0
+            && libc::rmdir(host.as_ptr()) == 0
+            && mount_setattr(c"/", VIEW_ATTRS, 0) == 0;
+        if !detached {
             fail(err, Step::ViewEnter, 0, errno());
+        }
+        for (i, op) in ns.ops.iter().enumerate() {
+            let (dst, set, clr) = match op {
+                ViewOp::Bind {
+                    dst,
+                    attrs,
+                    fixup: true,
+                    ..
+                } => {
+                    let clr = VIEW_ATTRS & !attrs;
+                    (dst, *attrs, clr | (MOUNT_ATTR_NOEXEC & !attrs))
+                }
+                ViewOp::Overlay { dst, .. } => (dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
+                _ => continue,
+            };
+            // A mount the host made noexec (and, in a user namespace,
+            // locked so) stays noexec.
+            if mount_setattr(dst, set, clr) < 0
+                && !(errno() == libc::EPERM && mount_setattr(dst, set, clr & !MOUNT_ATTR_NOEXEC) == 0)
+            {
+                fail(err, Step::ViewOp, i as u32, errno());
+            }
         }
         if let Some(cwd) = &ns.cwd
             && libc::chdir(cwd.as_ptr()) < 0
@@ -781,16 +790,16 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
     }
 }
 
-/// Set the `MOUNT_ATTR_*` bits `attrs` on the mount at `dst` and below.
-unsafe fn set_attrs(err: RawFd, i: u32, dst: &CString, attrs: u64) {
+/// `mount_setattr(dst, AT_RECURSIVE)` setting `set` and clearing `clr`.
+unsafe fn mount_setattr(dst: &std::ffi::CStr, set: u64, clr: u64) -> libc::c_long {
     let a = MountAttr {
-        attr_set: attrs,
-        attr_clr: 0,
+        attr_set: set,
+        attr_clr: clr,
         propagation: 0,
         userns_fd: 0,
     };
     // SAFETY: mount_setattr reads the struct above and the C string.
-    let r = unsafe {
+    unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
             libc::AT_FDCWD,
@@ -799,10 +808,6 @@ unsafe fn set_attrs(err: RawFd, i: u32, dst: &CString, attrs: u64) {
             &a as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
-    };
-    if r < 0 {
-        // SAFETY: reporting the failure (write and _exit).
-        unsafe { fail(err, Step::ViewOp, i, errno()) }
     }
 }
 
@@ -828,6 +833,15 @@ unsafe fn init(server: libc::pid_t, status_w: RawFd, set: &libc::sigset_t) -> ! 
                         break;
                     }
                     if r == server {
+                        // End everything else in the namespace and reap it
+                        // all, then report: once the status is written, no
+                        // process the server started is left (the kernel
+                        // then only has to tear the namespaces down).
+                        libc::kill(-1, libc::SIGKILL);
+                        let mut other = 0;
+                        while libc::wait4(-1, &mut other, 0, std::ptr::null_mut()) > 0
+                            || *libc::__errno_location() == libc::EINTR
+                        {}
                         libc::write(status_w, (&raw const status).cast(), 4);
                         libc::_exit(0);
                     }

@@ -39,6 +39,9 @@ pub struct PreparedRuleset {
     pub abi: u32,
     /// Number of path rules added (not counting `/proc/self`).
     pub path_rules: usize,
+    /// The `O_PATH` descriptors opened for the grants (not the roots,
+    /// whose handles the plan holds), for the view's survey to reuse.
+    pub opened: std::collections::HashMap<std::path::PathBuf, OwnedFd>,
 }
 
 /// The filesystem rights that make a path writable. Creating character and
@@ -162,6 +165,7 @@ pub fn prepare(
 
     let mut proc_access = 0;
     let mut path_rules = 0;
+    let mut opened = std::collections::HashMap::new();
     for g in &plan.grants {
         if g.path == Path::new(PROC_SELF) {
             proc_access = access_for(g.rights, true, handled_fs, abi_v).bits();
@@ -170,13 +174,16 @@ pub fn prepare(
         if namespaces && g.path.starts_with("/proc") {
             continue;
         }
-        let opened;
+        let mut mine: Option<OwnedFd> = None;
         let fd = match &g.handle {
             Some(h) => h.as_fd(),
             None => match open_path(&g.path) {
                 Ok(fd) => {
-                    opened = fd;
-                    opened.as_fd()
+                    mine = Some(fd);
+                    match &mine {
+                        Some(f) => f.as_fd(),
+                        None => continue,
+                    }
                 }
                 Err(e) if g.optional && is_absent(&e) => continue,
                 Err(source) => {
@@ -202,13 +209,15 @@ pub fn prepare(
             },
         };
         let access = access_for(g.rights, is_dir(fd, &g.path)?, handled_fs, abi_v);
-        if access.is_empty() {
-            continue;
+        if !access.is_empty() {
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(ll_err(format!("add the rule for {}", g.path.display())))?;
+            path_rules += 1;
         }
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(ll_err(format!("add the rule for {}", g.path.display())))?;
-        path_rules += 1;
+        if let Some(fd) = mine {
+            opened.insert(g.path.clone(), fd);
+        }
     }
     if let Some(dir) = scratch {
         let fd = open_path(dir).map_err(|source| SandboxError::OpenPath {
@@ -253,6 +262,7 @@ pub fn prepare(
     )
     .bits();
     Ok(PreparedRuleset {
+        opened,
         fd,
         proc_access,
         private_access,

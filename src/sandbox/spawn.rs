@@ -273,8 +273,44 @@ impl SandboxedChild {
         if let Some(s) = self.status {
             return Ok(s);
         }
+        if let Some(status) = self.read_status() {
+            // The init wrote it after every process of the namespace was
+            // gone; its own exit (the namespaces torn down) is reaped in
+            // the background.
+            let pid = self.pid;
+            let _ = std::thread::Builder::new()
+                .name("rootfence-reap".into())
+                .spawn(move || {
+                    // SAFETY: reaping our own child.
+                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                    live_remove(pid);
+                });
+            self.status = Some(status);
+            self.finish();
+            return Ok(status);
+        }
         self.exited(true)?;
         Ok(self.reap())
+    }
+
+    /// With namespaces: block until the init reports the server's status
+    /// (written once nothing of the server is left), or closes the pipe
+    /// without one (it died).
+    fn read_status(&mut self) -> Option<ExitStatus> {
+        let r = self.status_r.take()?;
+        let mut f = std::fs::File::from(r);
+        let mut b = [0u8; 4];
+        f.read_exact(&mut b).ok()?;
+        Some(ExitStatus::from_raw(i32::from_ne_bytes(b)))
+    }
+
+    /// The scratch directory is removed once the server is gone.
+    fn finish(&mut self) {
+        if let Some(s) = self.scratch.take()
+            && let Err(e) = s.remove()
+        {
+            tracing::warn!("cannot remove the scratch directory: {e}; remove it by hand");
+        }
     }
 
     /// Whether the server has exited, without blocking; once it has, kills
@@ -346,11 +382,7 @@ impl SandboxedChild {
             }
         }
         self.status = Some(status);
-        if let Some(s) = self.scratch.take()
-            && let Err(e) = s.remove()
-        {
-            tracing::warn!("cannot remove the scratch directory: {e}; remove it by hand");
-        }
+        self.finish();
         if !self.namespaces {
             sweep_orphans();
         }
@@ -797,7 +829,9 @@ fn attempt(
     if namespaces {
         let (sr, sw) = pipe()?;
         let (str_, stw) = pipe()?;
-        let (ops, targets) = view_ops(plan, scratch.as_ref().map(Scratch::path), &layers)?;
+        let none = std::collections::HashMap::new();
+        let opened = ruleset.as_ref().map_or(&none, |r: &landlock::PreparedRuleset| &r.opened);
+        let (ops, targets) = view_ops(plan, scratch.as_ref().map(Scratch::path), &layers, opened)?;
         view_targets = targets;
         let cwd = std::env::current_dir()
             .ok()
@@ -836,8 +870,16 @@ fn attempt(
         sync_w,
         err_r,
     };
+    // rootfence running as root needs no user namespace to make the
+    // others (it holds CAP_SYS_ADMIN): the server's capabilities are
+    // dropped before it runs all the same, and the maps round trip saved.
+    // SAFETY: geteuid cannot fail.
+    let as_root = unsafe { libc::geteuid() } == 0;
     let flags = if namespaces {
-        (libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC) as u64
+        (if as_root { 0 } else { libc::CLONE_NEWUSER }
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWIPC) as u64
     } else {
         0
     };
@@ -962,9 +1004,10 @@ fn view_ops(
     plan: &SandboxPlan,
     scratch: Option<&Path>,
     layers: &[(PathBuf, PathBuf)],
+    opened: &std::collections::HashMap<PathBuf, OwnedFd>,
 ) -> Result<(Vec<ViewOp>, Vec<Target>), SandboxError> {
     let private: Vec<&Path> = layers.iter().map(|(p, _)| p.as_path()).collect();
-    let surveyed = view::survey(plan, &private)?;
+    let surveyed = view::survey(plan, &private, opened)?;
     let ops = view::plan_view(&surveyed, scratch);
     let targets = ops
         .iter()
@@ -980,19 +1023,21 @@ fn view_ops(
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         out.push(match op {
-            Op::Dir(p) => ViewOp::Dir(cpath("/newroot", &p)?),
-            Op::File(p) => ViewOp::File(cpath("/newroot", &p)?),
+            Op::Dir(p) => ViewOp::Dir(cpath("", &p)?),
+            Op::File(p) => ViewOp::File(cpath("", &p)?),
             Op::Symlink { at, text } => ViewOp::Symlink {
-                at: cpath("/newroot", &at)?,
+                at: cpath("", &at)?,
                 text: cstring(&text, "a symlink")?,
             },
             Op::Bind {
                 path,
                 attrs,
                 verify,
+                fixup,
             } => ViewOp::Bind {
-                src: cpath("/oldroot", &path)?,
-                dst: cpath("/newroot", &path)?,
+                fixup,
+                src: cpath(child::HOST, &path)?,
+                dst: cpath("", &path)?,
                 attrs: MOUNT_ATTR_NOSUID
                     | if attrs.readonly { MOUNT_ATTR_RDONLY } else { 0 }
                     | if attrs.noexec { MOUNT_ATTR_NOEXEC } else { 0 }
@@ -1004,23 +1049,23 @@ fn view_ops(
                     SandboxError::Launcher(io::Error::other("private layer without its directory"))
                 })?;
                 let _ = layer;
-                let mut data = b"lowerdir=/oldroot".to_vec();
+                let mut data = format!("lowerdir={}", child::HOST).into_bytes();
                 data.extend_from_slice(path.as_os_str().as_bytes());
-                data.extend_from_slice(b",upperdir=/oldroot");
+                data.extend_from_slice(format!(",upperdir={}", child::HOST).as_bytes());
                 data.extend_from_slice(dir.join("upper").as_os_str().as_bytes());
-                data.extend_from_slice(b",workdir=/oldroot");
+                data.extend_from_slice(format!(",workdir={}", child::HOST).as_bytes());
                 data.extend_from_slice(dir.join("work").as_os_str().as_bytes());
                 data.extend_from_slice(b",userxattr");
                 ViewOp::Overlay {
-                    dst: cpath("/newroot", &path)?,
+                    dst: cpath("", &path)?,
                     data: cstring(OsStr::from_bytes(&data), "overlay options")?,
                 }
             }
             Op::Proc => ViewOp::Proc {
-                dst: c"/newroot/proc".to_owned(),
+                dst: c"/proc".to_owned(),
             },
             Op::Mask(p) => ViewOp::Mask {
-                dst: cpath("/newroot", &p)?,
+                dst: cpath("", &p)?,
             },
         });
     }
@@ -1126,7 +1171,9 @@ fn clone_and_start(
         StartError::Os(what, e)
     };
     if let Some(w) = &sync_w {
-        if let Err(e) = maps.write(pid) {
+        if flags & libc::CLONE_NEWUSER as u64 != 0
+            && let Err(e) = maps.write(pid)
+        {
             return Err(abort("write the user namespace's uid and gid maps", e));
         }
         if let Err(e) = rustix::io::write(w.as_fd(), &[1u8]) {

@@ -51,6 +51,13 @@ pub struct Attrs {
     pub nodev: bool,
 }
 
+/// The attributes the whole view gets once built: read-only, `nodev`.
+pub const DEFAULT_ATTRS: Attrs = Attrs {
+    readonly: true,
+    noexec: false,
+    nodev: true,
+};
+
 /// What a granted path is, as the survey found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -111,6 +118,11 @@ pub enum Op {
         attrs: Attrs,
         /// For roots: the (device, inode) the mounted object must have.
         verify: Option<(u64, u64)>,
+        /// The view is made read-only, `nodev` and `nosuid` as a whole
+        /// once built; a mount whose attributes differ from that, or that
+        /// lies inside one that does, has them set on its own afterwards
+        /// (outer mounts first).
+        fixup: bool,
     },
     /// An overlay at `path`: the host's `path` as the read-only lower
     /// layer, the upper layer in the scratch directory.
@@ -191,8 +203,9 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
     }
     items.sort_by(|a, b| a.canonical.cmp(&b.canonical));
 
-    // Mounted paths with their effective rights, outermost first.
-    let mut mounted: Vec<(PathBuf, Eff)> = Vec::new();
+    // Mounted paths with their effective rights and whether their
+    // attributes are set on their own, outermost first.
+    let mut mounted: Vec<(PathBuf, Eff, bool)> = Vec::new();
     let mut ops: Vec<Op> = Vec::new();
     let mut made: BTreeSet<PathBuf> = BTreeSet::new();
     let mut layers = 0usize;
@@ -224,10 +237,10 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         let parent = mounted
             .iter()
             .rev()
-            .find(|(p, _)| canonical.starts_with(p))
-            .map(|(p, e)| (p.clone(), *e));
+            .find(|(p, _, _)| crate::roots::within(&canonical, p))
+            .map(|(p, e, f)| (p.clone(), *e, *f));
         let mut eff = match parent {
-            Some((_, pe)) => Eff {
+            Some((_, pe, _)) => Eff {
                 write: pe.write || own.write,
                 exec: pe.exec || own.exec,
                 root: pe.root || own.root,
@@ -244,7 +257,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             };
         }
         let inside = parent.is_some();
-        if let Some((_, pe)) = parent
+        if let Some((_, pe, _)) = parent
             && verify.is_none()
             && protect.is_none()
             && !own.private_layer
@@ -268,6 +281,8 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
                 });
             }
         }
+        let attrs = eff.attrs(&canonical);
+        let fixup = attrs != DEFAULT_ATTRS || parent.is_some_and(|(_, _, f)| f);
         if own.private_layer && kind == Kind::Dir {
             ops.push(Op::Overlay {
                 path: canonical.clone(),
@@ -277,11 +292,12 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         } else {
             ops.push(Op::Bind {
                 path: canonical.clone(),
-                attrs: eff.attrs(&canonical),
+                attrs,
                 verify,
+                fixup,
             });
         }
-        mounted.push((canonical, eff));
+        mounted.push((canonical, eff, fixup || own.private_layer));
     }
 
     // Symlinks on the way to each grant, where they are not already part
@@ -292,7 +308,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         .collect();
     links.sort();
     links.dedup_by(|a, b| a.0 == b.0);
-    let in_mounted = |p: &Path| mounted.iter().any(|(m, _)| p.starts_with(m));
+    let in_mounted = |p: &Path| mounted.iter().any(|(m, _, _)| crate::roots::within(p, m));
     for (at, text) in links {
         if in_mounted(&at) || made.contains(&at) || at.starts_with("/proc") {
             continue;
@@ -355,6 +371,7 @@ fn ancestors(p: &Path) -> Vec<PathBuf> {
 pub fn survey(
     plan: &crate::plan::SandboxPlan,
     private: &[&Path],
+    opened: &std::collections::HashMap<PathBuf, std::os::fd::OwnedFd>,
 ) -> Result<Vec<Surveyed>, super::SandboxError> {
     use std::os::fd::AsFd;
     let mut out = Vec::with_capacity(plan.grants.len());
@@ -369,7 +386,11 @@ pub fn survey(
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        let (canonical, symlinks) = match resolve_recording(&g.path) {
+        let fd = match &g.handle {
+            Some(h) => Some(h.as_fd()),
+            None => opened.get(&g.path).map(AsFd::as_fd),
+        };
+        let (canonical, symlinks) = match resolve_fast(&g.path, fd) {
             Ok(r) => r,
             Err(e) if g.optional && absent(&e) => continue,
             Err(e) if absent(&e) => {
@@ -386,9 +407,15 @@ pub fn survey(
                 });
             }
         };
-        let kind = match std::fs::metadata(&canonical) {
-            Ok(m) if m.is_dir() => Kind::Dir,
-            Ok(_) => Kind::File,
+        let md = match fd {
+            Some(fd) => rustix::fs::fstat(fd)
+                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+                .map_err(std::io::Error::from),
+            None => std::fs::metadata(&canonical).map(|m| m.is_dir()),
+        };
+        let kind = match md {
+            Ok(true) => Kind::Dir,
+            Ok(false) => Kind::File,
             Err(e) if g.optional && absent(&e) => continue,
             Err(source) => {
                 return Err(super::SandboxError::OpenPath {
@@ -459,6 +486,32 @@ fn absent(e: &std::io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP)
     )
+}
+
+/// [`resolve_recording`], with one open and one `readlink` of its
+/// `/proc/self/fd` entry when the path holds no symlink (the common case).
+fn resolve_fast(
+    path: &Path,
+    fd: Option<std::os::fd::BorrowedFd<'_>>,
+) -> std::io::Result<(PathBuf, Vec<(PathBuf, OsString)>)> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let owned;
+    let fd = match fd {
+        Some(fd) => fd,
+        None => {
+            owned = rustix::fs::open(
+                path,
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?;
+            owned.as_fd()
+        }
+    };
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    if real == path {
+        return Ok((real, Vec::new()));
+    }
+    resolve_recording(path)
 }
 
 /// Resolve `path` the way the kernel would (following every symlink),
