@@ -221,6 +221,13 @@ pub enum ViewOp {
     Dir(CString),
     /// An empty file (mount point).
     File(CString),
+    /// A copy of a small host file.
+    Copy {
+        /// Source, below [`HOST`].
+        src: CString,
+        /// Target.
+        dst: CString,
+    },
     /// `symlink(text, at)`.
     Symlink {
         /// Where.
@@ -636,8 +643,11 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
         ) == 0
             && libc::chdir(ns.base.as_ptr()) == 0
             && libc::mkdir(c".rootfence-host".as_ptr(), 0o700) == 0
-            && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".rootfence-host".as_ptr())
-                == 0
+            && libc::syscall(
+                libc::SYS_pivot_root,
+                c".".as_ptr(),
+                c".rootfence-host".as_ptr(),
+            ) == 0
             && libc::chdir(c"/".as_ptr()) == 0;
         if !base_ok {
             fail(err, Step::ViewBase, 0, errno());
@@ -660,6 +670,34 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                         fail(err, Step::ViewOp, i, errno());
                     }
                     libc::close(fd);
+                }
+                ViewOp::Copy { src, dst } => {
+                    let from = libc::open(
+                        src.as_ptr(),
+                        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    );
+                    if from < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    let to = libc::open(
+                        dst.as_ptr(),
+                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                        0o644,
+                    );
+                    if to < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    loop {
+                        let n = libc::sendfile(to, from, std::ptr::null_mut(), 1 << 16);
+                        if n == 0 {
+                            break;
+                        }
+                        if n < 0 {
+                            fail(err, Step::ViewOp, i, errno());
+                        }
+                    }
+                    libc::close(from);
+                    libc::close(to);
                 }
                 ViewOp::Symlink { at, text } => {
                     if libc::symlink(text.as_ptr(), at.as_ptr()) < 0 {
@@ -771,13 +809,16 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     let clr = VIEW_ATTRS & !attrs;
                     (dst, *attrs, clr | (MOUNT_ATTR_NOEXEC & !attrs))
                 }
-                ViewOp::Overlay { dst, .. } => (dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
+                ViewOp::Overlay { dst, .. } => {
+                    (dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY)
+                }
                 _ => continue,
             };
             // A mount the host made noexec (and, in a user namespace,
             // locked so) stays noexec.
             if mount_setattr(dst, set, clr) < 0
-                && !(errno() == libc::EPERM && mount_setattr(dst, set, clr & !MOUNT_ATTR_NOEXEC) == 0)
+                && !(errno() == libc::EPERM
+                    && mount_setattr(dst, set, clr & !MOUNT_ATTR_NOEXEC) == 0)
             {
                 fail(err, Step::ViewOp, i as u32, errno());
             }

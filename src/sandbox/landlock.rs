@@ -35,6 +35,8 @@ pub struct PreparedRuleset {
     pub proc_access: u64,
     /// Access rights for the rule on a private layer (made in the child).
     pub private_access: u64,
+    /// Read access to a directory, for rules made in the child.
+    pub read_access: u64,
     /// The ABI the ruleset was built for.
     pub abi: u32,
     /// Number of path rules added (not counting `/proc/self`).
@@ -261,7 +263,9 @@ pub fn prepare(
         abi_v,
     )
     .bits();
+    let read_access = access_for(Rights::R, true, handled_fs, abi_v).bits();
     Ok(PreparedRuleset {
+        read_access,
         opened,
         fd,
         proc_access,

@@ -688,6 +688,7 @@ fn attempt(
 
     let mut setup_landlock = None;
     let mut rule_paths: Vec<PathBuf> = Vec::new();
+    let mut view: Option<(Vec<ViewOp>, Vec<Target>)> = None;
     let mut setup_seccomp = None;
     let mut drop_caps = None;
     let mut ruleset = None;
@@ -708,6 +709,24 @@ fn attempt(
         )?;
         let sockets = SocketPolicy::for_plan(&plan.network, prepared.abi, namespaces);
         setup_seccomp = Some(seccomp::compile(sockets)?);
+        let mut copy_dirs: Vec<PathBuf> = Vec::new();
+        if namespaces {
+            let v = view_ops(
+                plan,
+                scratch.as_ref().map(Scratch::path),
+                &layers,
+                &prepared.opened,
+            )?;
+            for t in &v.1 {
+                if t.1 == OpKind::Copy
+                    && let Some(d) = t.0.parent()
+                    && !copy_dirs.iter().any(|c| c == d)
+                {
+                    copy_dirs.push(d.to_path_buf());
+                }
+            }
+            view = Some(v);
+        }
         let mut rules = Vec::new();
         if namespaces {
             rules.push(ChildRule {
@@ -718,6 +737,14 @@ fn attempt(
                 rules.push(ChildRule {
                     path: cpath("", path)?,
                     access: prepared.private_access,
+                });
+            }
+            // Files copied into the view are new inodes: their directories
+            // (which hold only what the plan grants) are readable.
+            for dir in &copy_dirs {
+                rules.push(ChildRule {
+                    path: cpath("", dir)?,
+                    access: prepared.read_access,
                 });
             }
         } else if prepared.proc_access != 0 {
@@ -829,9 +856,7 @@ fn attempt(
     if namespaces {
         let (sr, sw) = pipe()?;
         let (str_, stw) = pipe()?;
-        let none = std::collections::HashMap::new();
-        let opened = ruleset.as_ref().map_or(&none, |r: &landlock::PreparedRuleset| &r.opened);
-        let (ops, targets) = view_ops(plan, scratch.as_ref().map(Scratch::path), &layers, opened)?;
+        let (ops, targets) = view.take().unwrap_or_default();
         view_targets = targets;
         let cwd = std::env::current_dir()
             .ok()
@@ -988,6 +1013,7 @@ type Target = (PathBuf, OpKind);
 enum OpKind {
     Proc,
     Overlay,
+    Copy,
     Other,
 }
 
@@ -1015,6 +1041,7 @@ fn view_ops(
             let kind = match o {
                 Op::Proc => OpKind::Proc,
                 Op::Overlay { .. } => OpKind::Overlay,
+                Op::Copy(_) => OpKind::Copy,
                 _ => OpKind::Other,
             };
             (o.target().to_path_buf(), kind)
@@ -1025,6 +1052,10 @@ fn view_ops(
         out.push(match op {
             Op::Dir(p) => ViewOp::Dir(cpath("", &p)?),
             Op::File(p) => ViewOp::File(cpath("", &p)?),
+            Op::Copy(p) => ViewOp::Copy {
+                src: cpath(child::HOST, &p)?,
+                dst: cpath("", &p)?,
+            },
             Op::Symlink { at, text } => ViewOp::Symlink {
                 at: cpath("", &at)?,
                 text: cstring(&text, "a symlink")?,

@@ -65,7 +65,13 @@ pub enum Kind {
     Dir,
     /// Anything else (a regular file, a device node).
     File,
+    /// A regular file of at most [`COPY_MAX`] bytes.
+    SmallFile,
 }
+
+/// Largest configuration file under `/etc` copied into the view instead of
+/// bind-mounted (a mount per small file is most of a launch's mounts).
+pub const COPY_MAX: u64 = 64 * 1024;
 
 /// One grant as surveyed in the parent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +109,9 @@ pub enum Op {
     Dir(PathBuf),
     /// Create an empty file (a mount point for a file).
     File(PathBuf),
+    /// Copy the host's file (a small read-only configuration file under
+    /// `/etc`) into the view: a snapshot taken at launch.
+    Copy(PathBuf),
     /// Create a symlink at `at` with this text.
     Symlink {
         /// Where.
@@ -143,7 +152,7 @@ impl Op {
     /// The path in the view the operation creates or mounts on.
     pub fn target(&self) -> &Path {
         match self {
-            Op::Dir(p) | Op::File(p) => p,
+            Op::Dir(p) | Op::File(p) | Op::Copy(p) => p,
             Op::Symlink { at, .. } => at,
             Op::Bind { path, .. } | Op::Overlay { path, .. } => path,
             Op::Proc => Path::new("/proc"),
@@ -225,6 +234,8 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             own.private_layer |= g.private_layer;
             if g.kind == Kind::Dir {
                 kind = Kind::Dir;
+            } else if g.kind == Kind::File {
+                kind = Kind::File;
             }
             if g.verify.is_some() {
                 verify = g.verify;
@@ -268,6 +279,23 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             // Visible through its ancestor, with the same attributes.
             continue;
         }
+        if !inside
+            && kind == Kind::SmallFile
+            && !eff.write
+            && !eff.exec
+            && verify.is_none()
+            && protect.is_none()
+            && canonical.starts_with("/etc")
+        {
+            for a in ancestors(&canonical) {
+                if made.insert(a.clone()) {
+                    ops.push(Op::Dir(a));
+                }
+            }
+            made.insert(canonical.clone());
+            ops.push(Op::Copy(canonical));
+            continue;
+        }
         if !inside {
             for a in ancestors(&canonical) {
                 if made.insert(a.clone()) {
@@ -277,7 +305,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             if made.insert(canonical.clone()) {
                 ops.push(match kind {
                     Kind::Dir => Op::Dir(canonical.clone()),
-                    Kind::File => Op::File(canonical.clone()),
+                    Kind::File | Kind::SmallFile => Op::File(canonical.clone()),
                 });
             }
         }
@@ -409,13 +437,18 @@ pub fn survey(
         };
         let md = match fd {
             Some(fd) => rustix::fs::fstat(fd)
-                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+                .map(|st| {
+                    let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                    (t.is_dir(), t.is_file() && (st.st_size as u64) <= COPY_MAX)
+                })
                 .map_err(std::io::Error::from),
-            None => std::fs::metadata(&canonical).map(|m| m.is_dir()),
+            None => std::fs::metadata(&canonical)
+                .map(|m| (m.is_dir(), m.is_file() && m.len() <= COPY_MAX)),
         };
         let kind = match md {
-            Ok(true) => Kind::Dir,
-            Ok(false) => Kind::File,
+            Ok((true, _)) => Kind::Dir,
+            Ok((false, true)) => Kind::SmallFile,
+            Ok((false, false)) => Kind::File,
             Err(e) if g.optional && absent(&e) => continue,
             Err(source) => {
                 return Err(super::SandboxError::OpenPath {
