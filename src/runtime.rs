@@ -340,6 +340,32 @@ pub fn discover(
     profile: ProfileName,
     env: &HostEnv,
 ) -> Result<CommandSpec, RuntimeError> {
+    discover_with(argv, profile, env, true)
+}
+
+/// [`discover`] under `policy` (its profile and `[runtime] git_config`).
+pub fn discover_for(
+    argv: &[OsString],
+    policy: &crate::policy::Policy,
+    env: &HostEnv,
+) -> Result<CommandSpec, RuntimeError> {
+    discover_with(
+        argv,
+        policy.raw.runtime.profile,
+        env,
+        policy.raw.runtime.git_config,
+    )
+}
+
+/// [`discover`], with `git_config` saying whether git's global
+/// configuration (`~/.gitconfig`, `~/.config/git`) is readable
+/// (`[runtime] git_config`).
+pub fn discover_with(
+    argv: &[OsString],
+    profile: ProfileName,
+    env: &HostEnv,
+    git_config: bool,
+) -> Result<CommandSpec, RuntimeError> {
     let first = argv.first().ok_or(RuntimeError::Empty)?;
     let first_s = first.to_string_lossy().into_owned();
     let found = which(&first_s, env).ok_or_else(|| RuntimeError::NotFound(first_s.clone()))?;
@@ -351,6 +377,10 @@ pub fn discover(
 
     let mut needs = Vec::new();
     let mut private_needs = Vec::new();
+    // Python virtual environments the command runs from: the program as
+    // found on PATH (a venv's bin/ holds symlinks to the base interpreter)
+    // and a script's interpreter as written in its `#!` line.
+    let mut venvs: Vec<PathBuf> = venv_of(&found).into_iter().collect();
     let mut need = |path: PathBuf, rights: Rights, why: String, optional: bool| {
         needs.push(RuntimeNeed {
             path,
@@ -381,6 +411,7 @@ pub fn discover(
             Some(PathBuf::from(&interp))
         };
         if let Some(real) = real {
+            venvs.extend(venv_of(&real));
             let real = std::fs::canonicalize(&real).unwrap_or(real);
             names.push(base_name(&real));
             interpreter = Some(real);
@@ -553,11 +584,42 @@ pub fn discover(
                     false,
                 );
             }
+            for v in uv_projects(argv, env) {
+                venvs.extend(std::iter::once(v.join(".venv")).filter(|d| d.is_dir()));
+                for f in ["pyproject.toml", "uv.lock", ".python-version"] {
+                    need(
+                        v.join(f),
+                        Rights::R,
+                        format!("uv project {}", v.display()),
+                        true,
+                    );
+                }
+            }
+            for v in venvs.iter() {
+                need(
+                    v.clone(),
+                    Rights::RX,
+                    "python virtual environment (pyvenv.cfg, site-packages, its scripts)".into(),
+                    false,
+                );
+            }
             if let Some(h) = home {
                 need(
                     h.join(".local/lib"),
                     Rights::R,
                     "user site-packages".into(),
+                    true,
+                );
+                need(
+                    h.join(".local/share/pipx"),
+                    Rights::RX,
+                    "pipx-installed tools".into(),
+                    true,
+                );
+                need(
+                    h.join(".local/pipx"),
+                    Rights::RX,
+                    "pipx-installed tools (older layout)".into(),
                     true,
                 );
                 need(
@@ -579,6 +641,20 @@ pub fn discover(
         }
     }
 
+    if git_config && let Some(h) = home {
+        for (p, why) in [
+            (
+                h.join(".gitconfig"),
+                "git's global configuration (identity for commits)",
+            ),
+            (
+                h.join(".config/git"),
+                "git's global configuration (XDG location)",
+            ),
+        ] {
+            need(p, Rights::R, why.into(), true);
+        }
+    }
     needs.append(&mut private_needs);
     if let Some((script, tree)) = script_tree(argv, chosen, env) {
         needs.push(RuntimeNeed {
@@ -608,37 +684,135 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
     if profile == Profile::Native {
         return None;
     }
-    // The first argument that is not an option and names an existing file.
-    let arg = argv
+    // The first argument that is not an option and names an existing file
+    // (launchers put subcommands first: `fastmcp run server.py`,
+    // `uv run server.py`).
+    let script = argv
         .iter()
         .skip(1)
         .map(Path::new)
-        .find(|a| !a.as_os_str().to_string_lossy().starts_with('-'))?;
-    let arg = if arg.is_absolute() {
-        arg.to_path_buf()
-    } else {
-        env.cwd.as_ref()?.join(arg)
-    };
-    let script = std::fs::canonicalize(&arg).ok().filter(|p| p.is_file())?;
+        .filter(|a| !a.as_os_str().to_string_lossy().starts_with('-'))
+        .filter_map(|a| {
+            let a = if a.is_absolute() {
+                a.to_path_buf()
+            } else {
+                env.cwd.as_ref()?.join(a)
+            };
+            std::fs::canonicalize(&a).ok().filter(|p| p.is_file())
+        })
+        .next()?;
     let dir = script.parent()?.to_path_buf();
+    // A script in a shared directory (/tmp, the home directory, ...) gets
+    // itself granted, never the whole directory.
+    if shared_directory(&dir, env) {
+        return Some((script.clone(), script));
+    }
     let tree = match profile {
         Profile::Node => {
             let outer_modules = script
                 .ancestors()
                 .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
                 .last();
-            match outer_modules {
+            let tree = match outer_modules {
                 Some(m) => m.to_path_buf(),
                 None => script
                     .ancestors()
                     .skip(1)
                     .find(|a| a.join("package.json").is_file())
                     .map_or(dir, Path::to_path_buf),
+            };
+            if shared_directory(&tree, env) {
+                script.clone()
+            } else {
+                tree
             }
         }
         _ => dir,
     };
     Some((script, tree))
+}
+
+/// Directories shared by everything the user runs: a script there is
+/// granted alone, never with its directory.
+fn shared_directory(dir: &Path, env: &HostEnv) -> bool {
+    const SHARED: &[&str] = &[
+        "/",
+        "/tmp",
+        "/var/tmp",
+        "/dev/shm",
+        "/home",
+        "/root",
+        "/srv",
+        "/opt",
+        "/usr/local/bin",
+        "/usr/bin",
+    ];
+    SHARED.iter().any(|s| dir == Path::new(s))
+        || env
+            .home
+            .as_deref()
+            .is_some_and(|h| dir == h || std::fs::canonicalize(h).is_ok_and(|c| c == dir))
+}
+
+/// The virtual environment `bin` lives in: `<venv>/bin/<name>` where
+/// `<venv>/pyvenv.cfg` exists.
+fn venv_of(program: &Path) -> Option<PathBuf> {
+    let bin = program.parent()?;
+    if base_name(bin) != "bin" {
+        return None;
+    }
+    let root = bin.parent()?;
+    root.join("pyvenv.cfg")
+        .is_file()
+        .then(|| root.to_path_buf())
+}
+
+/// The projects a `uv` command runs in: `--directory P` / `--project P`
+/// (before or after `run`), else, for `uv run`, the current directory
+/// when it holds a `pyproject.toml`.
+fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
+    let Some(first) = argv.first() else {
+        return Vec::new();
+    };
+    if base_name(Path::new(first)) != "uv" {
+        return Vec::new();
+    }
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let abs = |p: &str| {
+        let p = Path::new(p);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            env.cwd.clone().unwrap_or_default().join(p)
+        };
+        std::fs::canonicalize(&p).ok().filter(|d| d.is_dir())
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        for flag in ["--directory", "--project"] {
+            if a == flag {
+                out.extend(args.get(i + 1).and_then(|v| abs(v)));
+            } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                out.extend(abs(v));
+            }
+        }
+        i += 1;
+    }
+    if out.is_empty()
+        && args.iter().any(|a| a == "run")
+        && let Some(cwd) = &env.cwd
+        && cwd.join("pyproject.toml").is_file()
+        && !shared_directory(cwd, env)
+    {
+        out.push(cwd.clone());
+    }
+    out
 }
 
 /// The npm cache: `npm_config_cache` (or `NPM_CONFIG_CACHE`) when absolute,
@@ -661,6 +835,17 @@ fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
 /// phone home.
 pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    if profile == Profile::Python {
+        // uv and uvx use what the cache holds, never the network (the
+        // default policy has none), and never download a Python.
+        for (k, v) in [
+            ("UV_OFFLINE", "1"),
+            ("UV_PYTHON_DOWNLOADS", "never"),
+            ("UV_NO_PROGRESS", "1"),
+        ] {
+            out.insert(k.to_string(), v.to_string());
+        }
+    }
     if profile == Profile::Node {
         if let Some(cache) = npm_cache(env) {
             out.insert(

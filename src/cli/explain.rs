@@ -29,8 +29,7 @@ pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<San
     let rules = policy.root_rules(env.cwd.clone());
     let (ok, refused) = roots::resolve_all(&inputs, &rules);
     tracing::debug!(accepted = ok.len(), refused = refused.len(), policy = %policy.name(), "roots resolved");
-    let command = runtime::discover(&args.command, policy.raw.runtime.profile, env)
-        .map_err(|e| e.to_string())?;
+    let command = runtime::discover_for(&args.command, policy, env).map_err(|e| e.to_string())?;
     Ok(plan::build(policy, ok, refused, command, env))
 }
 

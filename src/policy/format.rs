@@ -232,6 +232,9 @@ pub struct RuntimeSection {
     pub exec_in_roots: bool,
     /// A private scratch directory exported as `TMPDIR`.
     pub scratch: bool,
+    /// git's global configuration (`~/.gitconfig`, `~/.config/git`)
+    /// readable, so a server running git commits under the user's name.
+    pub git_config: bool,
 }
 
 impl Default for RuntimeSection {
@@ -243,6 +246,7 @@ impl Default for RuntimeSection {
             write: Vec::new(),
             exec_in_roots: false,
             scratch: true,
+            git_config: true,
         }
     }
 }

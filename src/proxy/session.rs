@@ -213,12 +213,8 @@ impl<L: Launcher> Session<L> {
         host_out: LineSender,
         server_events: flow::Sender<ServerEvent>,
     ) -> Result<Self, String> {
-        let spec = runtime::discover(
-            &config.command,
-            config.policy.raw.runtime.profile,
-            &config.env,
-        )
-        .map_err(|e| e.to_string())?;
+        let spec = runtime::discover_for(&config.command, &config.policy, &config.env)
+            .map_err(|e| e.to_string())?;
         let guard = Guard::new(&config.policy);
         Ok(Session {
             guard,
@@ -325,7 +321,7 @@ impl<L: Launcher> Session<L> {
                 tracing::info!(policy = %p.name(), "policy changed on disk: rebuilding");
                 self.policy = *p;
                 self.guard.policy_changed(&self.policy);
-                match runtime::discover(&self.command, self.policy.raw.runtime.profile, &self.env) {
+                match runtime::discover_for(&self.command, &self.policy, &self.env) {
                     Ok(spec) => self.spec = spec,
                     Err(e) => tracing::error!(
                         "after the policy change the command cannot be resolved: {e}; keeping the old runtime"

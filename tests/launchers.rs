@@ -1,0 +1,258 @@
+//! What the runtime profiles grant for the ways host configs launch
+//! servers: virtual environments, console scripts, `fastmcp run`, `uv
+//! --directory`, scripts in shared directories, git's configuration. Built
+//! on fake layouts; no server is run here.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use rootfence::policy::{Policy, ProfileName};
+use rootfence::runtime::{self, HostEnv, Rights};
+
+fn env_with(home: &Path, path: &str, cwd: &Path) -> HostEnv {
+    let mut env = HostEnv::default();
+    env.vars.insert("PATH".into(), path.into());
+    env.vars.insert("HOME".into(), home.display().to_string());
+    env.home = Some(home.to_path_buf());
+    env.cwd = Some(cwd.to_path_buf());
+    env
+}
+
+fn argv(a: &[&str]) -> Vec<OsString> {
+    a.iter().map(OsString::from).collect()
+}
+
+fn grants(spec: &runtime::CommandSpec) -> Vec<(PathBuf, Rights)> {
+    spec.needs
+        .iter()
+        .map(|n| (n.path.clone(), n.rights))
+        .collect()
+}
+
+fn granted(spec: &runtime::CommandSpec, p: &Path) -> Option<Rights> {
+    spec.needs.iter().find(|n| n.path == p).map(|n| n.rights)
+}
+
+fn write_exec(p: &Path, text: &str) {
+    std::fs::write(p, text).unwrap();
+    std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+/// A virtual environment at `dir` whose python is the system's.
+fn venv(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("lib/python3/site-packages")).unwrap();
+    std::fs::write(dir.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let py = dir.join("bin/python");
+    std::os::unix::fs::symlink("/usr/bin/python3", &py).unwrap();
+    py
+}
+
+fn tmp() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    (t, base)
+}
+
+#[test]
+fn a_venv_python_grants_its_venv() {
+    let (_t, base) = tmp();
+    let py = venv(&base.join("venv"));
+    std::fs::create_dir_all(base.join("app")).unwrap();
+    std::fs::write(base.join("app/server.py"), "").unwrap();
+    let env = env_with(&base.join("home"), "/usr/bin:/bin", &base);
+    let spec = runtime::discover(
+        &argv(&[py.to_str().unwrap(), "app/server.py"]),
+        ProfileName::Auto,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(spec.profile, runtime::Profile::Python);
+    assert_eq!(
+        granted(&spec, &base.join("venv")),
+        Some(Rights::RX),
+        "{:?}",
+        grants(&spec)
+    );
+    // The script's directory, not the base.
+    assert_eq!(granted(&spec, &base.join("app")), Some(Rights::R));
+    assert_eq!(granted(&spec, &base), None);
+}
+
+#[test]
+fn a_console_script_of_a_venv_grants_the_venv() {
+    let (_t, base) = tmp();
+    let py = venv(&base.join("venv"));
+    let script = base.join("venv/bin/mcp-server-time");
+    write_exec(&script, &format!("#!{}\nprint('hi')\n", py.display()));
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("venv/bin").display()),
+        &base,
+    );
+    let spec = runtime::discover(&argv(&["mcp-server-time"]), ProfileName::Auto, &env).unwrap();
+    assert_eq!(spec.profile, runtime::Profile::Python);
+    assert_eq!(
+        granted(&spec, &base.join("venv")),
+        Some(Rights::RX),
+        "{:?}",
+        grants(&spec)
+    );
+}
+
+#[test]
+fn fastmcp_run_finds_the_script_after_the_subcommand() {
+    let (_t, base) = tmp();
+    let py = venv(&base.join("venv"));
+    write_exec(
+        &base.join("venv/bin/fastmcp"),
+        &format!("#!{}\n", py.display()),
+    );
+    std::fs::create_dir_all(base.join("proj")).unwrap();
+    std::fs::write(base.join("proj/server.py"), "").unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("venv/bin").display()),
+        &base.join("proj"),
+    );
+    let spec = runtime::discover(
+        &argv(&["fastmcp", "run", "server.py"]),
+        ProfileName::Auto,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        granted(&spec, &base.join("proj")),
+        Some(Rights::R),
+        "{:?}",
+        grants(&spec)
+    );
+    assert_eq!(granted(&spec, &base.join("venv")), Some(Rights::RX));
+}
+
+#[test]
+fn uv_directory_grants_the_project_and_its_venv() {
+    let (_t, base) = tmp();
+    std::fs::create_dir_all(base.join("bin")).unwrap();
+    write_exec(&base.join("bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    venv(&proj.join(".venv"));
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("uv.lock"), "").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("bin").display()),
+        &base,
+    );
+    for args in [
+        vec![
+            "uv",
+            "--directory",
+            proj.to_str().unwrap(),
+            "run",
+            "server.py",
+        ],
+        vec![
+            "uv",
+            "run",
+            "--project",
+            proj.to_str().unwrap(),
+            "server.py",
+        ],
+    ] {
+        let spec = runtime::discover(&argv(&args), ProfileName::Auto, &env).unwrap();
+        assert_eq!(spec.profile, runtime::Profile::Python, "{args:?}");
+        assert_eq!(
+            granted(&spec, &proj.join(".venv")),
+            Some(Rights::RX),
+            "{args:?}: {:?}",
+            grants(&spec)
+        );
+        assert_eq!(
+            granted(&spec, &proj.join("pyproject.toml")),
+            Some(Rights::R)
+        );
+        assert_eq!(granted(&spec, &proj.join("uv.lock")), Some(Rights::R));
+        // Not the project as a whole: it may hold anything.
+        assert_eq!(granted(&spec, &proj), None);
+    }
+}
+
+#[test]
+fn a_script_in_a_shared_directory_is_granted_alone() {
+    // `python /tmp/x.py` must not grant all of /tmp.
+    let script = PathBuf::from(format!(
+        "/tmp/rootfence-launchers-{}.py",
+        std::process::id()
+    ));
+    std::fs::write(&script, "print('x')\n").unwrap();
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("tool.js"), "").unwrap();
+    let env = env_with(&home, "/usr/local/bin:/usr/bin:/bin", &base);
+    let py = runtime::discover(
+        &argv(&["python3", script.to_str().unwrap()]),
+        ProfileName::Auto,
+        &env,
+    )
+    .unwrap();
+    let node = runtime::discover(
+        &argv(&["node", home.join("tool.js").to_str().unwrap()]),
+        ProfileName::Auto,
+        &env,
+    )
+    .expect("node is required: apt-get install -y nodejs");
+    std::fs::remove_file(&script).unwrap();
+    assert_eq!(granted(&py, Path::new("/tmp")), None, "{:?}", grants(&py));
+    assert_eq!(granted(&py, &script), Some(Rights::R));
+    assert_eq!(granted(&node, &home), None, "{:?}", grants(&node));
+    assert_eq!(granted(&node, &home.join("tool.js")), Some(Rights::R));
+}
+
+#[test]
+fn git_configuration_is_readable_unless_the_policy_says_no() {
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\nname = me\n").unwrap();
+    let env = env_with(&home, "/usr/bin:/bin", &base);
+    let on = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    let spec = runtime::discover_for(&argv(&["/bin/true"]), &on, &env).unwrap();
+    assert_eq!(granted(&spec, &home.join(".gitconfig")), Some(Rights::R));
+    let off = Policy::parse(
+        "version = 1\n[runtime]\ngit_config = false\n",
+        None,
+        Some(&home),
+    )
+    .unwrap();
+    let spec = runtime::discover_for(&argv(&["/bin/true"]), &off, &env).unwrap();
+    assert_eq!(granted(&spec, &home.join(".gitconfig")), None);
+}
+
+#[test]
+fn uv_runs_offline_with_a_private_cache() {
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    std::fs::create_dir_all(home.join(".cache/uv")).unwrap();
+    let env = env_with(&home, "/usr/bin:/bin", &base);
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    let spec = runtime::discover_for(&argv(&["python3", "-c", "pass"]), &policy, &env).unwrap();
+    let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+    assert_eq!(plan.env.get("UV_OFFLINE").map(|v| v.0.as_str()), Some("1"));
+    assert!(
+        plan.private_layers
+            .iter()
+            .any(|l| l.path == home.join(".cache/uv")),
+        "{:?}",
+        plan.private_layers
+    );
+    // Never writable for real.
+    let g = plan
+        .grants
+        .iter()
+        .find(|g| g.path == home.join(".cache/uv"))
+        .unwrap();
+    assert!(!g.rights.write);
+}
