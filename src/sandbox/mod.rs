@@ -15,6 +15,7 @@
 //! - `spawn`: [`spawn`], the one way rootfence starts a server.
 
 mod child;
+pub mod hints;
 mod landlock;
 mod probe;
 mod scratch;

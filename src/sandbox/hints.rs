@@ -1,0 +1,233 @@
+//! Saying why: a server that fails under the sandbox usually says so on its
+//! stderr as a runtime error (`EACCES: permission denied, open '/x'`,
+//! `PermissionError: [Errno 13] Permission denied: '/x'`, git's `unable to
+//! access '/x'`, `Read-only file system`) that never mentions the sandbox.
+//! [`denial`] reads such a line, and when the path is one the plan does not
+//! grant (or grants read-only), names it as a sandbox denial and the rule
+//! that would allow it.
+//!
+//! Pure apart from `exists`, which the caller gives (in the server's own
+//! view a path outside the grants is "not found"; a path that exists on the
+//! host but not in the view is a denial).
+
+use std::path::{Path, PathBuf};
+
+use crate::plan::SandboxPlan;
+
+/// A denial found in a line of the server's stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The path the server was refused.
+    pub path: PathBuf,
+    /// It wanted to write (the grant, if any, is read-only).
+    pub write: bool,
+    /// The hint: what was refused and the rule that would allow it.
+    pub hint: String,
+}
+
+/// What kind of failure a line reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Permission denied / operation not permitted.
+    Denied,
+    /// Read-only file system.
+    ReadOnly,
+    /// Not found (in the server's view, what is not granted is not there).
+    Missing,
+}
+
+fn failure(line: &str) -> Option<Failure> {
+    let l = line.to_ascii_lowercase();
+    if l.contains("read-only file system") || l.contains("erofs") {
+        Some(Failure::ReadOnly)
+    } else if l.contains("permission denied")
+        || l.contains("eacces")
+        || l.contains("eperm")
+        || l.contains("operation not permitted")
+        || l.contains("errno 13")
+    {
+        Some(Failure::Denied)
+    } else if l.contains("no such file or directory")
+        || l.contains("enoent")
+        || l.contains("errno 2")
+    {
+        Some(Failure::Missing)
+    } else {
+        None
+    }
+}
+
+/// The absolute paths a line names: quoted (`'/x'`, `"/x"`), or after a
+/// colon or a space up to the next colon, quote or space.
+fn paths_in(line: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for q in ['\'', '"', '`'] {
+        let mut rest = line;
+        while let Some(i) = rest.find(q) {
+            let after = &rest[i + 1..];
+            let Some(j) = after.find(q) else { break };
+            let cand = &after[..j];
+            if cand.starts_with('/') && !cand.contains('\n') {
+                out.push(PathBuf::from(cand));
+            }
+            rest = &after[j + 1..];
+        }
+    }
+    if out.is_empty() {
+        for word in line.split([' ', ':', ',', '(', ')', '\t']) {
+            let w = word.trim_end_matches(['.', ';']);
+            if w.len() > 1 && w.starts_with('/') {
+                out.push(PathBuf::from(w));
+            }
+        }
+    }
+    out
+}
+
+/// The rights the plan gives `path`: (readable, writable), from the grant
+/// that covers it (nearest ancestor-or-self).
+fn rights_of(plan: &SandboxPlan, path: &Path) -> Option<(bool, bool)> {
+    plan.grants
+        .iter()
+        .filter(|g| crate::roots::within(path, &g.path))
+        .max_by_key(|g| g.path.as_os_str().len())
+        .map(|g| (g.rights.read, g.rights.write))
+}
+
+/// `~/x` when `path` is under the home directory.
+fn shown(path: &Path, home: Option<&Path>) -> String {
+    match home.and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rel) => format!("~/{}", rel.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// Read `line` (one line of the server's stderr) for a sandbox denial.
+/// `exists` tells whether a path exists outside the sandbox.
+pub fn denial(
+    line: &str,
+    plan: &SandboxPlan,
+    home: Option<&Path>,
+    exists: &dyn Fn(&Path) -> bool,
+) -> Option<Denial> {
+    let kind = failure(line)?;
+    // The refused path comes last (a program names itself first:
+    // `/bin/sh: 1: cannot create /x: Permission denied`).
+    for path in paths_in(line).into_iter().rev() {
+        let granted = rights_of(plan, &path);
+        let name = shown(&path, home);
+        let (write, hint) = match (kind, granted) {
+            // Not found, and not granted, but there outside: the view hid it.
+            (Failure::Missing, None) if exists(&path) => (
+                false,
+                format!(
+                    "{} is outside the sandbox (not granted, so not in the server's view); to allow it add `[runtime] read = [\"{name}\"]` (or `write`) to the policy, or give it as a root",
+                    path.display()
+                ),
+            ),
+            (Failure::Denied, None) => (
+                false,
+                format!(
+                    "the sandbox refused {} (not granted); to allow it add `[runtime] read = [\"{name}\"]` (or `write`) to the policy, or give it as a root",
+                    path.display()
+                ),
+            ),
+            (Failure::Denied | Failure::ReadOnly, Some((_, false))) => (
+                true,
+                format!(
+                    "the sandbox refused writing {} (granted read-only); to allow it add `[runtime] write = [\"{name}\"]` to the policy, or give a read-write root that holds it",
+                    path.display()
+                ),
+            ),
+            _ => continue,
+        };
+        return Some(Denial { path, write, hint });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use crate::runtime::{CommandSpec, HostEnv, Profile, Rights, RuntimeNeed};
+
+    fn plan() -> SandboxPlan {
+        let policy = Policy::builtin(Some(Path::new("/home/u"))).unwrap();
+        let need = |p: &str, rights| RuntimeNeed {
+            path: p.into(),
+            rights,
+            why: "t".into(),
+            optional: true,
+            private_env: None,
+        };
+        let command = CommandSpec {
+            argv: vec!["/usr/bin/node".into()],
+            program: "/usr/bin/node".into(),
+            interpreter: None,
+            profile: Profile::Node,
+            needs: vec![need("/usr", Rights::RX), need("/opt/app", Rights::R)],
+        };
+        crate::plan::build(&policy, vec![], vec![], command, &HostEnv::default())
+    }
+
+    fn d(line: &str) -> Option<Denial> {
+        denial(line, &plan(), Some(Path::new("/home/u")), &|p| {
+            p == Path::new("/home/u/.gitconfig")
+        })
+    }
+
+    #[test]
+    fn runtimes_own_words_become_sandbox_denials() {
+        for line in [
+            "Error: EACCES: permission denied, open '/home/u/data/memory.json'",
+            "PermissionError: [Errno 13] Permission denied: '/home/u/data/memory.json'",
+            "fatal: unable to access '/home/u/data/memory.json': Permission denied",
+            "/bin/sh: 1: cannot create /home/u/data/memory.json: Permission denied",
+        ] {
+            let got = d(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(got.path, Path::new("/home/u/data/memory.json"), "{line}");
+            assert!(
+                got.hint
+                    .contains("[runtime] read = [\"~/data/memory.json\"]"),
+                "{}",
+                got.hint
+            );
+        }
+    }
+
+    #[test]
+    fn writing_a_read_only_grant_names_the_write_rule() {
+        let got = d("Error: EROFS: read-only file system, open '/opt/app/memory.json'").unwrap();
+        assert!(got.write);
+        assert!(
+            got.hint
+                .contains("[runtime] write = [\"/opt/app/memory.json\"]"),
+            "{}",
+            got.hint
+        );
+        let got = d("Error: EACCES: permission denied, open '/opt/app/memory.json'").unwrap();
+        assert!(got.write);
+    }
+
+    #[test]
+    fn a_path_hidden_by_the_view_is_named_only_when_it_exists_outside() {
+        let got =
+            d("fatal: unable to access '/home/u/.gitconfig': No such file or directory").unwrap();
+        assert!(got.hint.contains("outside the sandbox"), "{}", got.hint);
+        assert_eq!(
+            d("Error: ENOENT: no such file or directory, open '/home/u/missing.json'"),
+            None
+        );
+    }
+
+    #[test]
+    fn ordinary_lines_and_granted_paths_say_nothing() {
+        assert_eq!(d("Secure MCP Filesystem Server running on stdio"), None);
+        assert_eq!(
+            d("Error: ENOENT: no such file or directory, open '/usr/share/x'"),
+            None
+        );
+        assert_eq!(d("permission denied by the remote API"), None);
+    }
+}
