@@ -144,6 +144,30 @@ pub struct Protected {
     pub why: String,
 }
 
+/// What the server may ask of the host, as the policy shapes the
+/// capabilities it is told (`[sampling]`, `[elicitation]`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct HostCapabilities {
+    /// Sampling offered (through the guard).
+    pub sampling: bool,
+    /// Form elicitation offered.
+    pub elicitation_form: bool,
+    /// URL elicitation offered.
+    pub elicitation_url: bool,
+}
+
+impl HostCapabilities {
+    /// What `policy` lets the server ask of the host.
+    pub fn of(policy: &Policy) -> HostCapabilities {
+        let e = &policy.raw.elicitation;
+        HostCapabilities {
+            sampling: policy.raw.sampling.allow,
+            elicitation_form: e.allow && e.form,
+            elicitation_url: e.allow && e.url,
+        }
+    }
+}
+
 /// Everything the sandbox will enforce for one launch.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxPlan {
@@ -181,6 +205,8 @@ pub struct SandboxPlan {
     pub namespaces: NamespaceMode,
     /// Control files inside read-write roots, read-only in the view.
     pub protected: Vec<Protected>,
+    /// What the server may ask of the host.
+    pub capabilities: HostCapabilities,
     /// Limits.
     pub limits: LimitsSection,
     /// Things the reader should know (runtime paths dropped, ...).
@@ -420,6 +446,7 @@ pub fn build(
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
         protected,
+        capabilities: HostCapabilities::of(policy),
         limits: policy.raw.limits.clone(),
         warnings,
     }

@@ -350,3 +350,25 @@ fn logs_never_go_to_stdout() {
     // stdout holds exactly one JSON document and nothing else.
     let _: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
 }
+
+#[test]
+fn explain_says_what_the_server_is_not_told() {
+    // The default policy withholds sampling: explain says so, and why.
+    let out = rootfence(&["explain", "--", "/bin/true"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("sampling WITHHELD (sampling.allow = false)"),
+        "{stdout}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, "version = 1\n[sampling]\nallow = true\n").unwrap();
+    let out = rootfence(&[
+        "explain",
+        "--policy",
+        p.to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert!(text(&out.stdout).contains("sampling allowed (through the guard)"));
+}

@@ -70,6 +70,27 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     }
 }
 
+/// What the server is not told about the host, and why: one line each, for
+/// `explain` and `run`'s log at start.
+pub fn withheld(c: &plan::HostCapabilities) -> Vec<String> {
+    vec![format!(
+        "\nasking the host: sampling {}; elicitation {}",
+        if c.sampling {
+            "allowed (through the guard)"
+        } else {
+            "WITHHELD (sampling.allow = false): the server is not told the host can sample, and a sampling request is refused with -32001; tools that need it may not be offered"
+        },
+        match (c.elicitation_form, c.elicitation_url) {
+            (false, false) =>
+                "WITHHELD (elicitation.allow = false): the server is not told the host can ask the user",
+            (true, false) =>
+                "forms only (through the guard; URL mode withheld: elicitation.url = false)",
+            (false, true) => "URL mode only (through the guard)",
+            (true, true) => "forms and URL mode (through the guard)",
+        }
+    )]
+}
+
 /// The human-readable form of a plan.
 pub fn render(plan: &SandboxPlan) -> String {
     let mut s = String::new();
@@ -226,6 +247,9 @@ pub fn render(plan: &SandboxPlan) -> String {
     }
     if plan.scratch {
         let _ = writeln!(s, "  TMPDIR=<scratch dir>");
+    }
+    for line in withheld(&plan.capabilities) {
+        let _ = writeln!(s, "{line}");
     }
     let l = &plan.limits;
     let _ = writeln!(

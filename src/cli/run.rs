@@ -103,6 +103,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     );
 
     sandbox::enable_subreaper();
+    let caps = crate::plan::HostCapabilities::of(&policy);
+    if !(caps.sampling && caps.elicitation_form) {
+        for line in super::explain::withheld(&caps) {
+            tracing::warn!("{}", line.trim());
+        }
+    }
     // One thread: every message crosses several tasks (host reader,
     // session, server writer and reader, host writer), and waking a task on
     // the same thread is far cheaper than waking another thread.
