@@ -119,6 +119,8 @@ impl Fenced {
     fn start(args: &[&str], home: &Path) -> Fenced {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rootfence"))
             .env("HOME", home)
+            // The watcher says when it watches the roots.
+            .env("RUST_LOG", "info,rootfence::watch=debug")
             .args(["--log", "info", "run"])
             .args(args)
             .arg("--")
@@ -297,6 +299,19 @@ impl Fenced {
         }
     }
 
+    /// The one server process left, once the others are gone.
+    fn only_server(&self) -> u32 {
+        let deadline = Instant::now() + LIVENESS;
+        loop {
+            let pids = self.server_pids();
+            if pids.len() == 1 {
+                return pids[0];
+            }
+            assert!(Instant::now() < deadline, "servers left: {pids:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The server processes rootfence has started and not yet reaped.
     fn server_pids(&self) -> Vec<u32> {
         let mut out = Vec::new();
@@ -442,8 +457,9 @@ fn a_change_before_the_first_handshake_is_applied() {
         &t.p("home"),
     );
     f.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"race-host","version":"1"}}}));
-    // The server is launched with A and B and takes 500 ms to answer.
-    f.wait_log("server launched");
+    // The server is launched with A and B and takes 500 ms to answer;
+    // its roots are watched.
+    f.wait_log("watching 3 directories");
     std::fs::rename(&b, t.p("b-moved")).unwrap();
     let init = f.response(json!(0));
     assert_eq!(init["result"]["serverInfo"]["name"], "fake", "{init}");
@@ -497,15 +513,14 @@ fn a_server_that_closes_stdout_is_replaced_and_requests_still_answered() {
     );
     f.initialize("2025-06-18", false);
     let first = text(&f.call(1, "instance", json!({})));
-    let old = f.server_pids();
-    assert_eq!(old.len(), 1, "{old:?}");
+    let old = f.only_server();
     let closed = f.call(2, "close_stdout", json!({}));
     let msg = error_message(&closed);
     assert!(msg.contains("stdout"), "{closed}");
     let second = text(&f.call(3, "instance", json!({})));
     assert!(!second.is_empty() && second != first, "{first} / {second}");
     assert!(
-        !f.server_pids().contains(&old[0]),
+        !f.server_pids().contains(&old),
         "the server that closed its stdout still runs"
     );
     f.close_stdin();
@@ -570,8 +585,7 @@ fn a_revoked_root_ends_its_server_before_anything_else() {
     f.set_roots(&[&t.p("a"), &t.p("b")]);
     f.initialize("2025-06-18", true);
     assert_eq!(f.server_roots(1).len(), 2);
-    let old = f.server_pids();
-    assert_eq!(old.len(), 1, "{old:?}");
+    let old = f.only_server();
     f.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":8000}}}));
     f.set_roots(&[&t.p("a")]);
     f.list_changed();
@@ -583,7 +597,7 @@ fn a_revoked_root_ends_its_server_before_anything_else() {
     let read = f.response(json!(3));
     assert!(text(&read).contains("Permission denied"), "{read}");
     assert!(
-        !f.server_pids().contains(&old[0]),
+        !f.server_pids().contains(&old),
         "the server holding the revoked root still runs"
     );
     assert_eq!(f.server_roots(4), vec![uri(&t.p("a"))]);

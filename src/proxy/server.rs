@@ -119,6 +119,9 @@ pub struct Generation {
     to_server: Option<LineSender>,
     /// Ask the reaper to shut the process down.
     stop: Option<tokio::sync::oneshot::Sender<Stop>>,
+    /// The process, to kill it at once (also while it is being stopped
+    /// gracefully).
+    pidfd: std::sync::Arc<Pidfd>,
     /// Process id, for logs.
     pub pid: Option<u32>,
 }
@@ -132,8 +135,11 @@ impl Generation {
         events: flow::Sender<ServerEvent>,
     ) -> Result<Generation, String> {
         let pid = Some(proc.pid);
-        let pidfd = Pidfd::open(proc.pid)
-            .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?;
+        let pidfd = std::sync::Arc::new(
+            Pidfd::open(proc.pid)
+                .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?,
+        );
+        let handle_pidfd = pidfd.clone();
         let stdin = proc.stdin;
         let stdout = proc.stdout;
 
@@ -199,6 +205,7 @@ impl Generation {
             id,
             to_server: Some(tx),
             stop: Some(stop_tx),
+            pidfd: handle_pidfd,
             pid,
         })
     }
@@ -218,6 +225,11 @@ impl Generation {
     /// reports [`ServerEvent::Exited`] once it has exited.
     pub fn stop(&mut self, how: Stop) {
         self.to_server = None;
+        if how == Stop::Kill {
+            // At once, whatever the reaper is waiting for: a pidfd never
+            // signals a recycled pid (once reaped, this fails with ESRCH).
+            self.pidfd.signal(rustix::process::Signal::KILL);
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(how);
         }

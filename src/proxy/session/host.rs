@@ -51,7 +51,7 @@ impl Session {
     }
 
     /// Send a line to the host.
-    pub(super) fn to_host(&mut self, line: Vec<u8>) {
+    pub(super) fn send_host(&mut self, line: Vec<u8>) {
         self.out.push(Action::ToHost(line));
     }
 
@@ -60,10 +60,10 @@ impl Session {
         match batch {
             Some(b) => {
                 if let Some(whole) = self.batches.reply(b, reply) {
-                    self.to_host(whole);
+                    self.send_host(whole);
                 }
             }
-            None => self.to_host(reply),
+            None => self.send_host(reply),
         }
     }
 
@@ -92,13 +92,13 @@ impl Session {
             "host message over limits.max_message_bytes = {max}: refused"
         );
         if let Some(id) = id {
-            self.to_host(message::error_response(
+            self.send_host(message::error_response(
                 Some(&id),
                 code::INVALID_REQUEST,
                 &format!("message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"),
             ));
         } else if method.is_none() {
-            self.to_host(message::error_response(
+            self.send_host(message::error_response(
                 None,
                 code::INVALID_REQUEST,
                 &format!("message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes)"),
@@ -243,14 +243,14 @@ impl Session {
             tracing::warn!(
                 "host sent a batch; batches exist only in protocol 2025-03-26 (this session: {v})"
             );
-            self.to_host(message::error_response(None, code::INVALID_REQUEST, &format!("Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})")));
+            self.send_host(message::error_response(None, code::INVALID_REQUEST, &format!("Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})")));
             return;
         }
         let items: Vec<&RawValue> = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!("host sent a malformed batch: {e}");
-                self.to_host(message::error_response(
+                self.send_host(message::error_response(
                     None,
                     code::PARSE_ERROR,
                     "Parse error: malformed batch",
@@ -259,7 +259,7 @@ impl Session {
             }
         };
         if items.is_empty() {
-            self.to_host(message::error_response(
+            self.send_host(message::error_response(
                 None,
                 code::INVALID_REQUEST,
                 "Invalid Request: empty batch",
@@ -356,7 +356,7 @@ impl Session {
                         generation,
                         token: Some(orig),
                         ..
-                    }) = self.ledger.to_host_get(t.token.get())
+                    }) = self.ledger.asked_get(t.token.get())
                     && let Some(range) = message::span_in(line, t.token.into())
                 {
                     let generation = *generation;
@@ -381,7 +381,7 @@ impl Session {
         if let Some(b) = batch
             && let Some(whole) = self.batches.skip(b)
         {
-            self.to_host(whole);
+            self.send_host(whole);
         }
     }
 
@@ -403,7 +403,7 @@ impl Session {
             tracing::warn!("host sent an error response without id: dropped");
             return;
         };
-        match self.ledger.to_host_take(id.get()) {
+        match self.ledger.asked_take(id.get()) {
             Some(ToHost::RootsList) => {
                 let result = env.result.map(|r| r.get());
                 self.on_host_roots(result, now);

@@ -5,8 +5,10 @@
 //! when the host declared roots and the policy takes them. Host traffic is
 //! held from then until the answer has been turned into the new target and
 //! the fleet has settled on it, or until `limits.initialize_timeout_ms`
-//! passes (then the static roots stay). Changes announced while a request
-//! is in flight are folded into one more request: the newest list decides.
+//! passes (then the roots known stay). Changes announced while a request
+//! is in flight are folded into one more request; each answer applies as
+//! it arrives (a root it revokes is revoked at once), and the newest
+//! decides.
 
 use std::time::{Duration, Instant};
 
@@ -66,8 +68,8 @@ impl Session {
 
     fn request_host_roots(&mut self) {
         self.exchange.in_flight = true;
-        let id = self.ledger.to_host_send(ToHost::RootsList);
-        self.to_host(message::request(&id.to_string(), "roots/list", None));
+        let id = self.ledger.ask(ToHost::RootsList);
+        self.send_host(message::request(&id.to_string(), "roots/list", None));
     }
 
     /// The host answered `roots/list` (`None`: with an error).
@@ -82,12 +84,16 @@ impl Session {
                 "host answered roots/list with an error; keeping the previous host roots"
             ),
         }
-        if std::mem::take(&mut self.exchange.again) {
-            // Another change came in meanwhile: the newest list decides.
+        let waiting = if std::mem::take(&mut self.exchange.again) {
+            // Another change came in meanwhile: ask again (host traffic
+            // stays held); this answer applies meanwhile, so a root it
+            // revokes is revoked now.
             self.request_host_roots();
-            return;
-        }
-        if self.exchange.awaiting.take().is_some() {
+            true
+        } else {
+            self.exchange.awaiting.take().is_some()
+        };
+        if waiting {
             // The host is waiting: no debounce.
             self.recompute(true, now);
         } else {

@@ -348,7 +348,7 @@ impl Ledger {
 
     /// Record a request to the host; returns its id (the next of the one
     /// counter).
-    pub fn to_host_send(&mut self, entry: ToHost) -> u64 {
+    pub fn ask(&mut self, entry: ToHost) -> u64 {
         let id = self.next_to_host;
         self.next_to_host += 1;
         self.to_host.insert(id, entry);
@@ -356,24 +356,24 @@ impl Ledger {
     }
 
     /// The id the next request to the host will have.
-    pub fn next_to_host(&self) -> u64 {
+    pub fn next_asked(&self) -> u64 {
         self.next_to_host
     }
 
     /// The request to the host with this (raw JSON) id, taken out.
-    pub fn to_host_take(&mut self, raw: &str) -> Option<ToHost> {
+    pub fn asked_take(&mut self, raw: &str) -> Option<ToHost> {
         let id: u64 = raw.parse().ok()?;
         self.to_host.remove(&id)
     }
 
     /// The request to the host with this id, left in place.
-    pub fn to_host_get(&self, raw: &str) -> Option<&ToHost> {
+    pub fn asked_get(&self, raw: &str) -> Option<&ToHost> {
         let id: u64 = raw.parse().ok()?;
         self.to_host.get(&id)
     }
 
     /// The host-facing id of `g`'s request `server_id` (canonical).
-    pub fn to_host_find(&self, g: GenId, server_id: &str) -> Option<u64> {
+    pub fn asked_find(&self, g: GenId, server_id: &str) -> Option<u64> {
         self.to_host.iter().find_map(|(id, t)| match t {
             ToHost::Server {
                 generation, id_raw, ..
@@ -383,7 +383,7 @@ impl Ledger {
     }
 
     /// Remove the request to the host with this id.
-    pub fn to_host_remove(&mut self, id: u64) {
+    pub fn asked_remove(&mut self, id: u64) {
         self.to_host.remove(&id);
     }
 
@@ -480,25 +480,25 @@ mod tests {
     #[test]
     fn ids_to_the_host_come_from_one_counter() {
         let mut l = Ledger::default();
-        let a = l.to_host_send(ToHost::RootsList);
-        let b = l.to_host_send(ToHost::Server {
+        let a = l.ask(ToHost::RootsList);
+        let b = l.ask(ToHost::Server {
             generation: 1,
             id_raw: "1".into(),
             check: None,
             token: None,
         });
-        let c = l.to_host_send(ToHost::Server {
+        let c = l.ask(ToHost::Server {
             generation: 2,
             id_raw: "1".into(),
             check: None,
             token: None,
         });
         assert_eq!((a, b, c), (1, 2, 3));
-        assert_eq!(l.to_host_find(2, "1"), Some(3));
+        assert_eq!(l.asked_find(2, "1"), Some(3));
         l.forget_gen(2, false);
-        assert!(l.to_host_take("3").is_none());
+        assert!(l.asked_take("3").is_none());
         assert!(matches!(
-            l.to_host_take("2"),
+            l.asked_take("2"),
             Some(ToHost::Server { generation: 1, .. })
         ));
         assert!(l.is_empty(true));

@@ -301,18 +301,21 @@ impl Session {
         let offer = self.handshake.offer(&self.target.policy);
         let mut revoked = Vec::new();
         for g in self.fleet.gens.values_mut() {
-            if g.phase.stopping() {
+            if g.phase.killed() {
                 g.matches = false;
                 continue;
             }
+            // A generation closing gracefully is killed too when its
+            // rights are revoked meanwhile.
             let excess = g.rights.excess(&self.target.rights);
             if !excess.is_empty() {
                 revoked.push((g.id, rights::describe(&excess)));
                 g.matches = false;
                 continue;
             }
-            g.matches =
-                self.target.rights.within(&g.rights) && (g.offer.is_none() || g.offer == offer);
+            g.matches = !g.phase.stopping()
+                && self.target.rights.within(&g.rights)
+                && (g.offer.is_none() || g.offer == offer);
         }
         for (g, why) in revoked {
             self.revoke(g, why, now);
@@ -333,7 +336,7 @@ impl Session {
                 .ledger
                 .host(key.as_str())
                 .is_some_and(|r| r.method == Method::Initialize);
-            if init {
+            if init && self.fleet.ending().is_none() {
                 if let Some(r) = self.ledger.host_mut(key.as_str()) {
                     r.state = HostState::Queued;
                 }
@@ -346,16 +349,17 @@ impl Session {
         self.stop(g, StopWhy::Revoked(why));
     }
 
-    /// Stop `g`: killed when revoked or lost, else closed gracefully.
+    /// Stop `g`: killed when revoked or lost, else closed gracefully. A
+    /// generation closing gracefully can still be killed.
     pub(super) fn stop(&mut self, g: GenId, why: StopWhy) {
         let grace = Duration::from_millis(self.inputs.policy.raw.limits.shutdown_grace_ms);
         let Some(generation) = self.fleet.gens.get_mut(&g) else {
             return;
         };
-        if generation.phase.stopping() {
+        let kill = matches!(why, StopWhy::Revoked(_) | StopWhy::Lost(_));
+        if generation.phase.killed() || (generation.phase.stopping() && !kill) {
             return;
         }
-        let kill = matches!(why, StopWhy::Revoked(_) | StopWhy::Lost(_));
         tracing::debug!(generation = g, ?why, "stopping the server");
         generation.phase = Phase::Stopping(why);
         generation.matches = false;

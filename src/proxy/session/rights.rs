@@ -121,9 +121,7 @@ pub fn describe(excess: &[Excess]) -> String {
 }
 
 fn object_of(h: &impl AsFd) -> Option<(u64, u64)> {
-    rustix::fs::fstat(h)
-        .ok()
-        .map(|st| (st.st_dev as u64, st.st_ino as u64))
+    rustix::fs::fstat(h).ok().map(|st| (st.st_dev, st.st_ino))
 }
 
 impl Rights {

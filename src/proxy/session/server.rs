@@ -77,7 +77,7 @@ impl Session {
         }
     }
 
-    fn to_server(&mut self, g: GenId, line: Vec<u8>) {
+    fn send_server(&mut self, g: GenId, line: Vec<u8>) {
         self.out.push(super::io::Action::ToServer(g, line));
     }
 
@@ -96,7 +96,7 @@ impl Session {
         let Some(id) = id else { return };
         if method.is_some() {
             // A request from the server: refuse it back to the server.
-            self.to_server(
+            self.send_server(
                 g,
                 message::error_response(
                     Some(&id),
@@ -155,7 +155,7 @@ impl Session {
                     generation = g,
                     "server sent a batch outside protocol 2025-03-26: refused"
                 );
-                self.to_server(
+                self.send_server(
                     g,
                     message::error_response(
                         None,
@@ -170,7 +170,7 @@ impl Session {
                     generation = g,
                     "server wrote a line that is not JSON ({e}): dropped"
                 );
-                self.to_server(
+                self.send_server(
                     g,
                     message::error_response(None, code::PARSE_ERROR, "Parse error: not JSON"),
                 );
@@ -181,7 +181,7 @@ impl Session {
                     generation = g,
                     "server sent an invalid JSON-RPC message ({why}): dropped"
                 );
-                self.to_server(
+                self.send_server(
                     g,
                     message::error_response(
                         id.as_deref(),
@@ -225,7 +225,7 @@ impl Session {
                     if let Some(r) = result
                         && let Some(note) = self.handshake.compare_list(method, r.to_string())
                     {
-                        self.to_host(note);
+                        self.send_host(note);
                     }
                 }
                 Own::OnBehalf(host_key) => {
@@ -278,7 +278,7 @@ impl Session {
                     && !generation.initialized
                 {
                     generation.initialized = true;
-                    self.to_server(g, message::notification("notifications/initialized", None));
+                    self.send_server(g, message::notification("notifications/initialized", None));
                 }
                 // The first handshake is through: a replacement may now be
                 // launched (and replayed).
@@ -304,7 +304,7 @@ impl Session {
         let id_raw = id.get().to_string();
         if method == "roots/list" {
             let reply = self.roots_result(g, &id_raw);
-            self.to_server(g, reply);
+            self.send_server(g, reply);
             return;
         }
         if voice != Voice::Full {
@@ -313,7 +313,7 @@ impl Session {
                 method,
                 "request from a server not serving: refused"
             );
-            self.to_server(
+            self.send_server(
                 g,
                 message::error_response(
                     Some(&id_raw),
@@ -327,7 +327,7 @@ impl Session {
         if guard::GUARDED.contains(&method) {
             match self.guard_request(g, method, env.params, line.len(), now) {
                 guard::Verdict::Refuse(refusal) => {
-                    self.to_server(g, refusal.response(&id_raw));
+                    self.send_server(g, refusal.response(&id_raw));
                     return;
                 }
                 guard::Verdict::Forward {
@@ -346,7 +346,7 @@ impl Session {
                 .and_then(|m| m.token)
                 .and_then(|t| message::span_in(line, t.into()).map(|r| (r, t.get().to_string())))
         });
-        let host_id = self.ledger.next_to_host().to_string();
+        let host_id = self.ledger.next_asked().to_string();
         let out = match params {
             // A clamp: the request is rewritten.
             Some(mut p) => {
@@ -371,14 +371,14 @@ impl Session {
                 message::splice_all(line, &mut edits)
             }
         };
-        let issued = self.ledger.to_host_send(ToHost::Server {
+        let issued = self.ledger.ask(ToHost::Server {
             generation: g,
             id_raw,
             check,
             token: token.map(|(_, t)| t),
         });
         debug_assert_eq!(issued.to_string(), host_id);
-        self.to_host(out);
+        self.send_host(out);
     }
 
     fn on_server_notification(&mut self, g: GenId, line: &[u8], env: &Envelope<'_>) {
@@ -390,18 +390,18 @@ impl Session {
                 .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
             if let Some(t) = target {
                 let orig = IdKey::canonical(t.request_id.get());
-                let host_id = self.ledger.to_host_find(g, &orig);
+                let host_id = self.ledger.asked_find(g, &orig);
                 if let (Some(hid), Some(range)) =
                     (host_id, message::span_in(line, t.request_id.into()))
                 {
-                    self.ledger.to_host_remove(hid);
+                    self.ledger.asked_remove(hid);
                     let out = message::splice(line, range, hid.to_string().as_bytes());
-                    return self.to_host(out);
+                    return self.send_host(out);
                 }
                 return tracing::debug!("server cancelled a request the host never saw: dropped");
             }
         }
-        self.to_host(line.to_vec());
+        self.send_host(line.to_vec());
     }
 
     /// Ask the guard about a server request `method` in [`guard::GUARDED`].

@@ -170,7 +170,7 @@ impl Session {
                 && r.from == RootSource::Host
                 && let Some(note) = self.handshake.log_to_host("warning", &r.to_string())
             {
-                self.to_host(note);
+                self.send_host(note);
             }
         }
         let mut next = Target::new(self.target.version, plan, &self.inputs.policy.raw);
