@@ -12,6 +12,10 @@
 //!   handshake and list comparisons, and requests on a host request's
 //!   behalf. Ids `"rootfence-N"` from one counter, never equal to a host id
 //!   in flight.
+//!   This is also the shape of a request rootfence sends again for the host
+//!   (a stateless revision's re-sent request after an input round): an
+//!   [`Own::OnBehalf`] entry under a fresh id, the host request
+//!   [`HostState::Sent`] with that `wire` id, the final answer mapped back.
 //! - **Requests to the host** ([`ToHost`]): rootfence's `roots/list` and
 //!   the servers' requests, renumbered from one counter, so they never
 //!   collide, across generations too, and a server can never answer a

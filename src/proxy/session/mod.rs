@@ -51,7 +51,6 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 pub use io::{Action, Ending, Event, GenId, Stop};
-pub use rights::{Excess, Rights};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
