@@ -12,8 +12,11 @@
 //! (peak RSS of rootfence).
 //!
 //! The direct side is a minimal MCP server: this binary in server mode
-//! (see `common`). bubblewrap is Debian's (`apt-get install bubblewrap`);
-//! without it the bwrap column is empty.
+//! (see `common`). The relay baseline is the same server behind socat, a
+//! relay that copies bytes both ways and parses nothing: the floor of any
+//! stdio relay, measured in the same run (`apt-get install socat`; without
+//! it the socat column says so). bubblewrap is Debian's (`apt-get install
+//! bubblewrap`); without it the bwrap row says so.
 
 mod common;
 
@@ -27,6 +30,7 @@ use common::{Peer, direct, fenced, percentile, pipelined};
 struct Row {
     measure: String,
     baseline: String,
+    relay: String,
     rootfence: String,
     result: String,
     target: String,
@@ -44,12 +48,16 @@ fn row(
     Row {
         measure: measure.into(),
         baseline: baseline.into(),
+        relay: String::new(),
         rootfence: rootfence.into(),
         result: result.into(),
         target: target.into(),
         met,
     }
 }
+
+/// What the socat column says when socat is missing.
+const NO_SOCAT: &str = "socat missing";
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
@@ -85,6 +93,11 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         rootfence::sandbox::probe().kernel
     );
+    if common::socat().is_none() {
+        eprintln!(
+            "socat is not installed: the relay baseline (socat column) will be empty; install it with `apt-get install socat`"
+        );
+    }
     let mut rows = Vec::new();
     if want("launch") {
         eprintln!("launch ...");
@@ -120,8 +133,14 @@ fn main() {
 
 fn print_table(rows: &[Row]) {
     println!();
-    println!("| measure | baseline | rootfence | result | target | met |");
-    println!("|---|---:|---:|---:|---|:---:|");
+    if common::socat().is_none() {
+        println!(
+            "socat is not installed: the relay baseline column is empty (apt-get install socat)"
+        );
+        println!();
+    }
+    println!("| measure | baseline | socat relay | rootfence | result | target | met |");
+    println!("|---|---:|---:|---:|---:|---|:---:|");
     for r in rows {
         let met = match r.met {
             Some(true) => "yes",
@@ -129,8 +148,8 @@ fn print_table(rows: &[Row]) {
             None => "",
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
-            r.measure, r.baseline, r.rootfence, r.result, r.target, met
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.measure, r.baseline, r.relay, r.rootfence, r.result, r.target, met
         );
     }
 }
@@ -223,45 +242,63 @@ fn all_cpus() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
 }
 
-fn ping_pair(a: &Path, n: usize) -> (Vec<Duration>, Vec<Duration>) {
+/// Round trips direct, through socat (if installed) and through rootfence,
+/// in alternating blocks so all three see the same machine.
+fn ping_three(a: &Path, n: usize) -> (Vec<Duration>, Vec<Duration>, Vec<Duration>) {
     let mut d = Peer::spawn(direct());
     d.initialize(false, "[]");
+    let mut s = common::socat().map(|s| {
+        let mut p = Peer::spawn_as_is(common::socat_relayed(s));
+        p.initialize(false, "[]");
+        p
+    });
     let mut f = Peer::spawn(fenced(a, &[]));
     f.initialize(false, "[]");
-    let (mut dv, mut fv) = (Vec::new(), Vec::new());
-    // Alternate blocks of pings so both sides see the same machine.
+    let (mut dv, mut sv, mut fv) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         dv.extend(common::ping_rtts(&mut d, n / 5));
+        if let Some(s) = s.as_mut() {
+            sv.extend(common::ping_rtts(s, n / 5));
+        }
         fv.extend(common::ping_rtts(&mut f, n / 5));
     }
     d.close();
+    if let Some(s) = s {
+        s.close();
+    }
     f.close();
-    (dv, fv)
+    (dv, sv, fv)
 }
 
 fn ping(a: &Path, rows: &mut Vec<Row>) {
     let n = 5000;
     for (label, cpus) in [("", all_cpus()), (", all on one CPU", vec![0])] {
         pin(&cpus);
-        let (mut d, mut f) = ping_pair(a, n);
-        let (d50, d99) = (percentile(&mut d, 0.5), percentile(&mut d, 0.99));
-        let (f50, f99) = (percentile(&mut f, 0.5), percentile(&mut f, 0.99));
-        rows.push(row(
-            format!("ping round trip{label}, median"),
-            format!("{:.1} µs", us(d50)),
-            format!("{:.1} µs", us(f50)),
-            format!("+{:.1} µs", us(f50) - us(d50)),
-            "added < 30 µs",
-            Some(us(f50) - us(d50) < 30.0),
-        ));
-        rows.push(row(
-            format!("ping round trip{label}, p99"),
-            format!("{:.1} µs", us(d99)),
-            format!("{:.1} µs", us(f99)),
-            format!("+{:.1} µs", us(f99) - us(d99)),
-            "added < 200 µs",
-            Some(us(f99) - us(d99) < 200.0),
-        ));
+        let (mut d, mut s, mut f) = ping_three(a, n);
+        for (q, name, limit) in [(0.5, "median", 30.0), (0.99, "p99", 200.0)] {
+            let dq = percentile(&mut d, q);
+            let fq = percentile(&mut f, q);
+            let added = us(fq) - us(dq);
+            let (relay, over) = if s.is_empty() {
+                (NO_SOCAT.to_string(), String::new())
+            } else {
+                let sq = percentile(&mut s, q);
+                (
+                    format!("{:.1} µs", us(sq)),
+                    format!("; +{:.1} µs over socat", us(fq) - us(sq)),
+                )
+            };
+            let mut r = row(
+                format!("ping round trip{label}, {name}"),
+                format!("{:.1} µs", us(dq)),
+                format!("{:.1} µs", us(fq)),
+                format!("+{added:.1} µs{over}"),
+                format!("added < {limit:.0} µs"),
+                Some(added < limit),
+            );
+            r.relay = relay;
+            rows.push(r);
+        }
     }
     pin(&all_cpus());
 }
@@ -269,13 +306,14 @@ fn ping(a: &Path, rows: &mut Vec<Row>) {
 // ---------------------------------------------------------------- throughput
 
 fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
+    let socat = common::socat();
     for (n, size, label) in [(10_000usize, 1024usize, "1 KiB"), (100, 4 << 20, "4 MiB")] {
         if (size <= 1024 && !small) || (size > 1024 && !big) {
             continue;
         }
         let msgs = common::calls(n, size);
-        let (mut dt, mut ft) = (Vec::new(), Vec::new());
-        let mut bytes = (0, 0);
+        let (mut dt, mut st, mut ft) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bytes = 0;
         // Interleaved runs (the VM's speed drifts); the median is reported.
         let runs = if size <= 1024 { 9 } else { 5 };
         for _ in 0..runs {
@@ -283,38 +321,53 @@ fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
             p.initialize(false, "[]");
             let (t, by, _) = pipelined(p, &msgs);
             dt.push(t);
-            bytes.0 = by;
+            bytes = by;
+            if let Some(s) = socat {
+                let mut p = Peer::spawn_as_is(common::socat_relayed(s));
+                p.initialize(false, "[]");
+                st.push(pipelined(p, &msgs).0);
+            }
             let mut p = Peer::spawn(fenced(a, &[]));
             p.initialize(false, "[]");
-            let (t, by, _) = pipelined(p, &msgs);
-            ft.push(t);
-            bytes.1 = by;
+            ft.push(pipelined(p, &msgs).0);
         }
         let (d, f) = (percentile(&mut dt, 0.5), percentile(&mut ft, 0.5));
-        let (dr, fr) = (n as f64 / d.as_secs_f64(), n as f64 / f.as_secs_f64());
-        let (dg, fg) = (
-            bytes.0 as f64 / d.as_secs_f64() / 1e9,
-            bytes.1 as f64 / f.as_secs_f64() / 1e9,
-        );
-        if size <= 1024 {
-            rows.push(row(
+        let sm = (!st.is_empty()).then(|| percentile(&mut st, 0.5));
+        let calls = |t: Duration| n as f64 / t.as_secs_f64();
+        let gbs = |t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+        let mut r = if size <= 1024 {
+            let over = sm.map_or(String::new(), |s| {
+                format!("; {:.1} % of socat", 100.0 * calls(f) / calls(s))
+            });
+            let mut r = row(
                 format!("{n} pipelined `tools/call`, {label} each way"),
-                format!("{dr:.0} calls/s"),
-                format!("{fr:.0} calls/s"),
-                format!("{:.1} % of direct", 100.0 * fr / dr),
+                format!("{:.0} calls/s", calls(d)),
+                format!("{:.0} calls/s", calls(f)),
+                format!("{:.1} % of direct{over}", 100.0 * calls(f) / calls(d)),
                 ">= 80 % of direct",
-                Some(fr / dr >= 0.8),
-            ));
+                Some(calls(f) / calls(d) >= 0.8),
+            );
+            r.relay = sm.map_or(NO_SOCAT.into(), |s| format!("{:.0} calls/s", calls(s)));
+            r
         } else {
-            rows.push(row(
+            let over = sm.map_or(String::new(), |s| {
+                format!("; {:.1} % of socat", 100.0 * gbs(f) / gbs(s))
+            });
+            let mut r = row(
                 format!("{n} pipelined `tools/call`, {label} each way (bytes both ways)"),
-                format!("{dg:.2} GB/s"),
-                format!("{fg:.2} GB/s"),
-                format!("{:.1} % of direct", 100.0 * fg / dg),
+                format!("{:.2} GB/s", gbs(d)),
+                format!("{:.2} GB/s", gbs(f)),
+                format!("{:.1} % of direct{over}", 100.0 * gbs(f) / gbs(d)),
                 ">= 1 GB/s relayed",
-                Some(fg >= 1.0),
-            ));
+                Some(gbs(f) >= 1.0),
+            );
+            r.relay = sm.map_or(NO_SOCAT.into(), |s| format!("{:.2} GB/s", gbs(s)));
+            r
+        };
+        if r.relay.is_empty() {
+            r.relay = NO_SOCAT.into();
         }
+        rows.push(r);
     }
 }
 
@@ -339,8 +392,21 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
     p.recv_until("\"first\"", &ra);
     let first = t.elapsed();
     let mut rebuilds = Vec::new();
+    let mut revocations = Vec::new();
     for i in 0..40 {
-        let roots = if i % 2 == 0 { &rb } else { &ra };
+        // The server always has A (command line); B comes and goes: adding
+        // it relaunches (the old server drains), removing it revokes it
+        // (the server holding it is killed). Watch the old server exit.
+        let revoking = i % 2 == 1;
+        let roots = if revoking { &ra } else { &rb };
+        let old = loop {
+            let c = common::children(p.child.id());
+            if c.len() == 1 {
+                break c[0];
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        let gone = common::exit_watch(old);
         let t = Instant::now();
         p.send(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
         // Held until the rebuilt server is up, then answered by it.
@@ -349,6 +415,10 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         ));
         p.recv_until(&format!("\"r{i}\""), roots);
         rebuilds.push(t.elapsed());
+        let at = gone.join().unwrap();
+        if revoking {
+            revocations.push(at.saturating_duration_since(t));
+        }
     }
     p.close();
     let rb50 = percentile(&mut rebuilds, 0.5);
@@ -360,6 +430,16 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         format!("start + {over:.2} ms"),
         "< server start + 5 ms",
         Some(over < 5.0),
+    ));
+    let rv50 = percentile(&mut revocations, 0.5);
+    let rv99 = percentile(&mut revocations, 1.0);
+    rows.push(row(
+        "revocation: host `list_changed` to the revoked server gone (median / max of 20)",
+        "",
+        format!("{:.2} / {:.2} ms", ms(rv50), ms(rv99)),
+        "",
+        "",
+        None,
     ));
     rows.push(row(
         "first launch with host roots (`initialize` to first answer, one rebuild)",

@@ -16,9 +16,20 @@
 //! - `sample_oversized`: sampling with a text of `{"bytes": n}` bytes;
 //! - `sample_tools`: sampling with a tool and a toolChoice.
 //!
+//! Tools for races and faults: `instance` (a token unique to this process,
+//! also when every server is pid 1 of its own namespace), `crash_later`
+//! (`{"ms": n}`: answers at once, exits with code 3 after `n` ms),
+//! `close_stdout` (closes its stdout and keeps running, reading stdin),
+//! `connect` (`{"port": p}`: a TCP connection to 127.0.0.1:p),
+//! `sample_progress` (sampling with `_meta.progressToken = "progress-1"`;
+//! the answer reports the result and every `notifications/progress` the
+//! server received while it waited).
+//!
 //! Environment: `FAKE_TOOLS` (comma-separated extra tool names, to make
 //! `tools/list` differ between launches), `FAKE_EXIT_ON_START` (exit at
-//! once with this code).
+//! once with this code), `FAKE_START_DELAY_MS` (sleep this long before
+//! reading anything: a slow-starting server), `FAKE_NO_INIT` (never answer
+//! `initialize`).
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -52,11 +63,28 @@ fn main() {
     if let Ok(code) = std::env::var("FAKE_EXIT_ON_START") {
         std::process::exit(code.parse().unwrap_or(1));
     }
+    if let Some(ms) = std::env::var("FAKE_START_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    let no_init = std::env::var_os("FAKE_NO_INIT").is_some();
+    let instance = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let events: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     // Requests this server sent to the client: (id, the client's tool call
     // id, whether a created task's result is to be fetched next).
     let waiting: Arc<Mutex<Vec<(i64, Value, bool)>>> = Arc::new(Mutex::new(Vec::new()));
+    // Progress notifications received while a `sample_progress` waits.
+    let mut progress: Vec<Value> = Vec::new();
+    let mut progress_call: Option<i64> = None;
     let mut next_id: i64 = 1;
     eprintln!("fake server {} started", std::process::id());
     let stdin = std::io::stdin();
@@ -76,7 +104,7 @@ fn main() {
             // A response to one of our requests: complete the tool call.
             let mut w = waiting.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(pos) = w.iter().position(|(mine, _, _)| id.as_i64() == Some(*mine)) {
-                let (_, call_id, fetch_task) = w.remove(pos);
+                let (done, call_id, fetch_task) = w.remove(pos);
                 if fetch_task && let Some(task_id) = msg.pointer("/result/task/taskId").cloned() {
                     let mine = next_id;
                     next_id += 1;
@@ -87,11 +115,15 @@ fn main() {
                     );
                     continue;
                 }
-                let payload = msg
+                let mut payload = msg
                     .get("result")
                     .or(msg.get("error"))
                     .cloned()
                     .unwrap_or(Value::Null);
+                if progress_call == Some(done) {
+                    progress_call = None;
+                    payload = json!({"answer": payload, "progress": std::mem::take(&mut progress)});
+                }
                 send(
                     &out,
                     &text_result(&call_id, &payload.to_string(), msg.get("error").is_some()),
@@ -102,12 +134,16 @@ fn main() {
             continue;
         }
         if id.is_none() {
+            if method == "notifications/progress" && progress_call.is_some() {
+                progress.push(msg.get("params").cloned().unwrap_or(Value::Null));
+            }
             eventlog(&events, method.clone());
             continue;
         }
         let id = id.unwrap_or(Value::Null);
         let params = msg.get("params").cloned().unwrap_or(json!({}));
         match method.as_str() {
+            "initialize" if no_init => eventlog(&events, "initialize ignored".into()),
             "initialize" => {
                 let cap = |name: &str| {
                     params
@@ -207,6 +243,33 @@ fn main() {
                         });
                     }
                     "crash" => std::process::exit(3),
+                    "crash_later" => {
+                        let ms = args["ms"].as_u64().unwrap_or(100);
+                        std::thread::spawn(move || {
+                            std::thread::sleep(std::time::Duration::from_millis(ms));
+                            std::process::exit(3);
+                        });
+                        send(&out, &text_result(&id, "scheduled", false));
+                    }
+                    "close_stdout" => {
+                        // Close the descriptor under the lock (no write
+                        // in progress): the reader sees EOF while this
+                        // process keeps reading its stdin.
+                        let held = out.lock().unwrap_or_else(|e| e.into_inner());
+                        // SAFETY: descriptor 1 is this process's stdout;
+                        // every later write to it fails with EBADF, which
+                        // std's stdout ignores.
+                        unsafe { libc::close(1) };
+                        drop(held);
+                    }
+                    "instance" => send(&out, &text_result(&id, &instance, false)),
+                    "connect" => {
+                        let port = args["port"].as_u64().unwrap_or(0) as u16;
+                        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                            Ok(_) => send(&out, &text_result(&id, "connected", false)),
+                            Err(e) => send(&out, &text_result(&id, &format!("error: {e}"), true)),
+                        }
+                    }
                     "garbage" => {
                         send_raw(&out, "this is not json");
                         send(&out, &text_result(&id, "after garbage", false));
@@ -215,13 +278,18 @@ fn main() {
                         let n = args["bytes"].as_u64().unwrap_or(1024) as usize;
                         send(&out, &text_result(&id, &"x".repeat(n), false));
                     }
-                    "roots" | "sample" | "elicit_form" | "elicit_password" | "elicit_nested"
-                    | "elicit_url" | "sample_tokens" | "sample_oversized" | "sample_tools" => {
+                    "roots" | "sample" | "sample_progress" | "elicit_form" | "elicit_password"
+                    | "elicit_nested" | "elicit_url" | "sample_tokens" | "sample_oversized"
+                    | "sample_tools" => {
                         let Some((method, req_params)) = ask(&name, &args) else {
                             continue;
                         };
                         let mine = next_id;
                         next_id += 1;
+                        if name == "sample_progress" {
+                            progress_call = Some(mine);
+                            progress.clear();
+                        }
                         let fetch_task =
                             req_params.as_ref().is_some_and(|p| p.get("task").is_some());
                         waiting.lock().unwrap_or_else(|e| e.into_inner()).push((
@@ -289,6 +357,12 @@ fn ask(name: &str, args: &Value) -> Option<(&'static str, Option<Value>)> {
         "sample" => (
             "sampling/createMessage",
             Some(json!({"messages": text("hi"), "maxTokens": 10})),
+        ),
+        "sample_progress" => (
+            "sampling/createMessage",
+            Some(
+                json!({"messages": text("hi"), "maxTokens": 10, "_meta": {"progressToken": "progress-1"}}),
+            ),
         ),
         "sample_tokens" => (
             "sampling/createMessage",

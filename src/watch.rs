@@ -119,6 +119,10 @@ impl RootWatcher {
                 tracing::debug!("cannot watch {}: {e}", new.display());
             }
         }
+        tracing::debug!(
+            "watching {} directories for changes to the roots",
+            want.len()
+        );
         self.watched = want;
     }
 }

@@ -161,7 +161,7 @@ async fn host_roots_are_validated_and_enforced_with_a_rebuild() {
 }
 
 #[tokio::test]
-async fn roots_change_rebuilds_drains_in_flight_and_queues_new_requests() {
+async fn roots_growing_rebuilds_drains_in_flight_and_queues_new_requests() {
     let fx = fixture();
     let mut r = start(&fx, "", &[]);
     let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
@@ -169,8 +169,8 @@ async fn roots_change_rebuilds_drains_in_flight_and_queues_new_requests() {
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &roots).await);
     // A slow request in flight on the old server.
     r.host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":400}}})).await;
-    // The host changes its roots.
-    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    // The host adds a root: nothing is revoked, the old server drains.
+    roots = json!([{"uri": uri(&fx.base.join("a"))}, {"uri": uri(&fx.base.join("b"))}]);
     r.host
         .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
         .await;
@@ -186,7 +186,10 @@ async fn roots_change_rebuilds_drains_in_flight_and_queues_new_requests() {
     let pid3 = Host::text(&r.host.response(json!(3), &roots).await);
     assert_ne!(pid1, pid3, "request 3 went to the rebuilt server");
     let listed = r.host.call(4, "roots", json!({}), &roots).await;
-    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    assert_eq!(
+        roots_of(&listed),
+        vec![uri(&fx.base.join("a")), uri(&fx.base.join("b"))]
+    );
     // Every request got exactly one response.
     assert!(
         r.host
@@ -199,6 +202,42 @@ async fn roots_change_rebuilds_drains_in_flight_and_queues_new_requests() {
 }
 
 #[tokio::test]
+async fn a_revoked_root_kills_its_server_and_answers_its_requests_in_flight() {
+    let fx = fixture();
+    let mut r = start(&fx, "", &[]);
+    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
+    r.host.initialize("2025-06-18", true, &roots).await;
+    let pid1: i32 = Host::text(&r.host.call(1, "pid", json!({}), &roots).await)
+        .parse()
+        .unwrap();
+    r.host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})).await;
+    // A is revoked: its server is not drained but killed.
+    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    r.host
+        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    r.host.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pid","arguments":{}}})).await;
+    let slow = r.host.response(json!(2), &roots).await;
+    let msg = slow["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{slow}"));
+    assert!(msg.contains("rights were revoked"), "{slow}");
+    assert!(
+        msg.contains(&fx.base.join("a").display().to_string()),
+        "{slow}"
+    );
+    let pid3: i32 = Host::text(&r.host.response(json!(3), &roots).await)
+        .parse()
+        .unwrap();
+    assert_ne!(pid1, pid3);
+    // The new server answered only after the old one was gone.
+    assert!(!Path::new(&format!("/proc/{pid1}")).exists());
+    let listed = r.host.call(4, "roots", json!({}), &roots).await;
+    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+}
+
+#[tokio::test]
 async fn requests_that_outlive_the_drain_timeout_get_an_error() {
     let fx = fixture();
     let mut r = start(&fx, "drain_timeout_ms = 200\n", &[]);
@@ -206,7 +245,8 @@ async fn requests_that_outlive_the_drain_timeout_get_an_error() {
     r.host.initialize("2025-06-18", true, &roots).await;
     r.host.call(1, "pid", json!({}), &roots).await;
     r.host.send(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})).await;
-    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
+    // A root added: nothing revoked, so the old server drains.
+    roots = json!([{"uri": uri(&fx.base.join("a"))}, {"uri": uri(&fx.base.join("b"))}]);
     r.host
         .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
         .await;
@@ -516,9 +556,10 @@ async fn a_rejected_policy_change_keeps_the_old_policy() {
         .unwrap();
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     assert_eq!(launches(&r.log).len(), 1);
+    // The valid edit grants a TCP port: a right the server lacks.
     let newer = Policy::parse(
         &format!(
-            "[roots]\nallow_under = [\"{}\"]\n[limits]\nrebuild_debounce_ms = 10\n",
+            "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\n",
             fx.base.join("a").display()
         ),
         None,

@@ -109,8 +109,13 @@ pub struct Peer {
 impl Peer {
     /// Start `cmd` as the minimal server (or as rootfence running it).
     pub fn spawn(mut cmd: Command) -> Peer {
+        cmd.arg(SERVER_ARG);
+        Peer::spawn_as_is(cmd)
+    }
+
+    /// Start `cmd` as it is (it starts the minimal server itself).
+    pub fn spawn_as_is(mut cmd: Command) -> Peer {
         let mut child = cmd
-            .arg(SERVER_ARG)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -203,6 +208,65 @@ pub fn fenced(root: &Path, extra: &[&str]) -> Command {
         .arg("--")
         .arg(std::env::current_exe().unwrap());
     c
+}
+
+/// socat, the zero-parse relay baseline, if installed.
+pub fn socat() -> Option<&'static str> {
+    ["/usr/bin/socat", "/bin/socat"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The minimal server behind socat: a relay that copies bytes both ways
+/// between its stdio and the server's pipes, parsing nothing. The floor of
+/// any stdio relay. Start it with [`Peer::spawn_as_is`].
+///
+/// socat's own transfer size (8 KiB): with larger blocks (64 KiB, 1 MiB)
+/// socat 1.7.4 sometimes stopped relaying here, bytes read from the server
+/// and never written to the host (about one pipelined run in ten).
+pub fn socat_relayed(socat: &str) -> Command {
+    let server = std::env::current_exe().unwrap();
+    let mut c = Command::new(socat);
+    c.arg("STDIO")
+        .arg(format!("EXEC:{} {SERVER_ARG},pipes", server.display()));
+    c
+}
+
+/// The server processes `pid` has started and not reaped (its children).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            out.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// A thread that returns the instant process `pid` exits (seen through a
+/// pidfd, so a recycled pid cannot be mistaken for it).
+pub fn exit_watch(pid: u32) -> std::thread::JoinHandle<Instant> {
+    let raw = i32::try_from(pid).unwrap();
+    let fd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(raw).unwrap(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .expect("pidfd_open");
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        unsafe { libc::poll(&mut pfd, 1, -1) };
+        Instant::now()
+    })
 }
 
 /// The `p` quantile of `v` (sorts it).

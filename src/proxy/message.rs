@@ -273,30 +273,6 @@ fn valid_id(raw: &str) -> bool {
     }
 }
 
-/// A canonical key for an id (so `"a"` and `"\u0061"` are the same id).
-pub fn id_key(raw: Raw<'_>) -> String {
-    id_key_str(raw.get())
-}
-
-/// [`id_key`] for raw JSON text.
-pub fn id_key_str(raw: &str) -> String {
-    // Integers and strings without escapes are already canonical (no
-    // whitespace inside a raw value): skip the parse on the hot path.
-    let b = raw.as_bytes();
-    let plain_int = !b.is_empty()
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| c.is_ascii_digit() || (i == 0 && *c == b'-'));
-    let plain_str = b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' && !b.contains(&b'\\');
-    if (plain_int && raw != "-0") || plain_str {
-        return raw.to_string();
-    }
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(v) => v.to_string(),
-        Err(_) => raw.to_string(),
-    }
-}
-
 /// Byte range of `part` inside `line`. `part` must be borrowed from `line`
 /// (as every member of an [`Envelope`] parsed from `line` is).
 pub fn span_in(line: &[u8], part: Raw<'_>) -> Option<std::ops::Range<usize>> {
@@ -311,6 +287,21 @@ pub fn splice(line: &[u8], range: std::ops::Range<usize>, with: &[u8]) -> Vec<u8
     out.extend_from_slice(&line[..range.start]);
     out.extend_from_slice(with);
     out.extend_from_slice(&line[range.end..]);
+    out
+}
+
+/// `line` with each range replaced; the ranges must not overlap.
+pub fn splice_all(line: &[u8], edits: &mut [(std::ops::Range<usize>, &[u8])]) -> Vec<u8> {
+    edits.sort_by_key(|(r, _)| r.start);
+    let grow: usize = edits.iter().map(|(_, w)| w.len()).sum();
+    let mut out = Vec::with_capacity(line.len() + grow + 1);
+    let mut at = 0;
+    for (r, with) in edits.iter() {
+        out.extend_from_slice(&line[at..r.start]);
+        out.extend_from_slice(with);
+        at = r.end;
+    }
+    out.extend_from_slice(&line[at..]);
     out
 }
 
@@ -663,18 +654,18 @@ mod tests {
     }
 
     #[test]
-    fn id_keys_are_canonical() {
-        let a: Box<RawValue> = serde_json::from_str(r#""\u0061""#).unwrap();
-        let b: Box<RawValue> = serde_json::from_str(r#""a""#).unwrap();
-        assert_eq!(id_key_str(a.get()), id_key_str(b.get()));
-        let n: Box<RawValue> = serde_json::from_str("1").unwrap();
-        assert_ne!(
-            id_key_str(n.get()),
-            id_key_str(
-                serde_json::from_str::<Box<RawValue>>(r#""1""#)
-                    .unwrap()
-                    .get()
-            )
+    fn several_edits_in_one_line() {
+        let line = br#"{"id":7,"params":{"_meta":{"progressToken":"t"}}}"#;
+        let id = 6..7;
+        let token = 43..46;
+        assert_eq!(&line[token.clone()], br#""t""#);
+        let out = splice_all(
+            line,
+            &mut [(token, b"12".as_slice()), (id, b"12".as_slice())],
+        );
+        assert_eq!(
+            out,
+            br#"{"id":12,"params":{"_meta":{"progressToken":12}}}"#.to_vec()
         );
     }
 

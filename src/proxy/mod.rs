@@ -4,8 +4,12 @@
 //! - [`framing`]: bounded newline-delimited frames;
 //! - [`message`]: the JSON-RPC envelope, id edits, error replies;
 //! - [`server`]: a server generation's process and tasks;
-//! - [`session`]: the state machine (roots, rebuilds, ids, faults);
+//! - [`session`]: the session core (target, lifecycle, ids, faults), with
+//!   no I/O: events in, actions out;
 //! - [`guard`]: the policy on sampling and elicitation requests.
+//!
+//! [`run`] is the loop that feeds the core its events and carries out its
+//! actions (writing lines, launching and stopping generations).
 
 pub mod flow;
 pub mod framing;
@@ -16,11 +20,17 @@ pub mod server;
 pub mod session;
 pub mod stdio;
 
+use std::collections::HashMap;
+use std::time::Instant;
+
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 pub use server::{Launcher, ServerProcess};
-pub use session::{Ending, Event, Session, SessionConfig};
+pub use session::{Action, Ending, Event, Session, SessionConfig};
+
+use server::{Generation, ServerEvent};
+use session::{GenId, RootsObserver};
 
 /// How long the relay keeps polling, without sleeping, after a message
 /// went through: the answer (or the next message) usually comes within
@@ -34,11 +44,73 @@ pub const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 /// given back to the system, so an idle relay returns to its idle size.
 pub const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// What the loop owns to carry out the core's actions.
+struct Effects<L> {
+    launcher: L,
+    gens: HashMap<GenId, Generation>,
+    host_out: framing::LineSender,
+    server_events: flow::Sender<ServerEvent>,
+    max_line: usize,
+    observer: Option<RootsObserver>,
+}
+
+impl<L: Launcher> Effects<L> {
+    /// Carry out every action the session has decided, including those
+    /// that the reports of launches lead to.
+    fn apply(&mut self, session: &mut Session, buf: &mut Vec<Action>) {
+        loop {
+            session.take_actions(buf);
+            if buf.is_empty() {
+                return;
+            }
+            for a in buf.drain(..) {
+                match a {
+                    Action::ToHost(line) => {
+                        self.host_out.send(line);
+                    }
+                    Action::ToServer(g, line) => {
+                        // A generation whose writer is gone reports its
+                        // exit; the line is not needed then.
+                        if let Some(h) = self.gens.get(&g) {
+                            h.send(line);
+                        }
+                    }
+                    Action::Launch(g, plan) => {
+                        let report = self.launcher.launch(&plan).and_then(|p| {
+                            Generation::start(g, p, self.max_line, self.server_events.clone())
+                        });
+                        let report = report.map(|h| {
+                            let pid = h.pid.unwrap_or(0);
+                            self.gens.insert(g, h);
+                            pid
+                        });
+                        session.on_event(Event::Launched(g, report), Instant::now());
+                    }
+                    Action::Stop(g, how) => {
+                        if let Some(h) = self.gens.get_mut(&g) {
+                            h.stop(how);
+                        }
+                    }
+                    Action::WatchRoots(paths) => {
+                        if let Some(obs) = self.observer.as_mut() {
+                            obs(&paths);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn server_backed_up(&self) -> bool {
+        self.gens.values().any(Generation::backed_up)
+    }
+}
+
 /// Run a session between `host_in`/`host_out` and servers launched by
 /// `launcher`, until the host closes its side or the session ends.
 /// `extra_events` carries watcher events (policy edits, roots on disk).
 pub async fn run<L, R, W>(
-    config: SessionConfig,
+    mut config: SessionConfig,
     launcher: L,
     host_in: R,
     host_out: W,
@@ -50,6 +122,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
+    let observer = config.roots_observer.take();
     let (out_tx, mut out_rx) = framing::line_queue();
     let writer = tokio::spawn(async move {
         let mut w = host_out;
@@ -85,15 +158,26 @@ where
         }
     });
 
-    let mut session = Session::new(config, launcher, out_tx, srv_tx)?;
+    let mut session = Session::new(config)?;
+    let mut fx = Effects {
+        launcher,
+        gens: HashMap::new(),
+        host_out: out_tx,
+        server_events: srv_tx,
+        max_line: max,
+        observer,
+    };
+    let mut actions = Vec::new();
     let mut host_open = true;
     let mut extra_open = true;
-    let mut last_traffic = std::time::Instant::now();
+    let mut last_traffic = Instant::now();
     while !session.finished() {
-        let deadline = session.next_deadline();
+        let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
         // While a writer is backed up, one side is not read; look again
         // shortly (writers do not wake this loop when they catch up).
-        let paused = session.host_backed_up() || session.server_backed_up();
+        let host_backed_up = fx.host_out.backed_up();
+        let server_backed_up = fx.server_backed_up();
+        let paused = host_backed_up || server_backed_up;
         let spinning = !paused && last_traffic.elapsed() < SPIN;
         tokio::select! {
             () = sleep(std::time::Duration::from_millis(1)), if paused => {}
@@ -101,27 +185,32 @@ where
             () = sleep(IDLE_RELEASE), if !spinning && framing::spares_held() => {
                 framing::release_spares();
             }
-            ev = host_rx.recv(), if host_open && !session.server_backed_up() => {
-                last_traffic = std::time::Instant::now();
+            ev = host_rx.recv(), if host_open && !server_backed_up => {
+                last_traffic = Instant::now();
                 match ev {
-                    Some(ev) => session.on_event(ev),
-                    None => { host_open = false; session.on_event(Event::HostEof); }
+                    Some(ev) => session.on_event(ev, last_traffic),
+                    None => { host_open = false; session.on_event(Event::HostEof, last_traffic); }
                 }
             }
-            Some(ev) = srv_rx.recv(), if !session.host_backed_up() || session.ending().is_some() => {
-                last_traffic = std::time::Instant::now();
-                session.on_event(Event::Server(ev))
+            Some(ev) = srv_rx.recv(), if !host_backed_up || session.ending().is_some() => {
+                last_traffic = Instant::now();
+                if let ServerEvent::Exited(g, _) = &ev {
+                    fx.gens.remove(g);
+                }
+                session.on_event(Event::Server(ev), last_traffic)
             }
             ev = extra_events.recv(), if extra_open => match ev {
-                Some(ev) => session.on_event(ev),
+                Some(ev) => session.on_event(ev, Instant::now()),
                 None => extra_open = false,
             },
-            () = sleep_until(deadline), if deadline.is_some() => session.on_timer(tokio::time::Instant::now()),
+            () = sleep_until(deadline), if deadline.is_some() => session.on_timer(Instant::now()),
         }
+        fx.apply(&mut session, &mut actions);
     }
     let ending = session.ending().cloned().unwrap_or(Ending::HostClosed);
     reader.abort();
     drop(session);
+    drop(fx);
     let _ = writer.await;
     Ok(ending)
 }

@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
 use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
+use super::session::Stop;
 use crate::plan::SandboxPlan;
 
 /// How a server process ended.
@@ -117,7 +118,10 @@ pub struct Generation {
     /// Messages to the server's stdin.
     to_server: Option<LineSender>,
     /// Ask the reaper to shut the process down.
-    stop: Option<tokio::sync::oneshot::Sender<Duration>>,
+    stop: Option<tokio::sync::oneshot::Sender<Stop>>,
+    /// The process, to kill it at once (also while it is being stopped
+    /// gracefully).
+    pidfd: std::sync::Arc<Pidfd>,
     /// Process id, for logs.
     pub pid: Option<u32>,
 }
@@ -131,8 +135,11 @@ impl Generation {
         events: flow::Sender<ServerEvent>,
     ) -> Result<Generation, String> {
         let pid = Some(proc.pid);
-        let pidfd = Pidfd::open(proc.pid)
-            .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?;
+        let pidfd = std::sync::Arc::new(
+            Pidfd::open(proc.pid)
+                .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?,
+        );
+        let handle_pidfd = pidfd.clone();
         let stdin = proc.stdin;
         let stdout = proc.stdout;
 
@@ -168,14 +175,18 @@ impl Generation {
             let _ = ev.send(ServerEvent::Eof(id), 0).await;
         });
 
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Duration>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Stop>();
         tokio::spawn(async move {
             let exited = tokio::select! {
                 s = pidfd.exited() => s.is_ok(),
-                grace = stop_rx => {
-                    let grace = grace.unwrap_or(Duration::from_millis(0));
-                    terminate(&pidfd, grace).await
-                }
+                how = stop_rx => match how {
+                    Ok(Stop::Kill) => {
+                        pidfd.signal(rustix::process::Signal::KILL);
+                        pidfd.exited().await.is_ok()
+                    }
+                    Ok(Stop::Graceful(grace)) => terminate(&pidfd, grace).await,
+                    Err(_) => terminate(&pidfd, Duration::ZERO).await,
+                },
             };
             // Reap only after the exit was seen: never a blocking wait on a
             // running process, never a signal to a reaped (reusable) pid.
@@ -194,6 +205,7 @@ impl Generation {
             id,
             to_server: Some(tx),
             stop: Some(stop_tx),
+            pidfd: handle_pidfd,
             pid,
         })
     }
@@ -208,12 +220,18 @@ impl Generation {
         self.to_server.as_ref().is_some_and(|tx| tx.send(line))
     }
 
-    /// Shut the server down: close its stdin, wait `grace`, SIGTERM, wait
-    /// `grace`, SIGKILL. The reaper reports [`ServerEvent::Exited`].
-    pub fn shutdown(&mut self, grace: Duration) {
+    /// Stop the server: close its stdin and either SIGKILL it at once, or
+    /// wait the grace period, SIGTERM, wait again, SIGKILL. The reaper
+    /// reports [`ServerEvent::Exited`] once it has exited.
+    pub fn stop(&mut self, how: Stop) {
         self.to_server = None;
+        if how == Stop::Kill {
+            // At once, whatever the reaper is waiting for: a pidfd never
+            // signals a recycled pid (once reaped, this fails with ESRCH).
+            self.pidfd.signal(rustix::process::Signal::KILL);
+        }
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(grace);
+            let _ = stop.send(how);
         }
     }
 }

@@ -1,0 +1,541 @@
+//! The host's side: what rootfence does with each line the host writes.
+//!
+//! Requests are recorded in the ledger and sent to the serving generation,
+//! or held (in order, with the notifications between them) while there is
+//! none that serves the target, or while the host's roots are being asked
+//! for. The host's `initialize` is sent with the capabilities the policy
+//! allows; its `notifications/initialized`, `roots/list_changed`,
+//! `cancelled` and `progress` are acted on here; its answers to server
+//! requests go back to the generation that asked, under the server's id.
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::Session;
+use super::batch::{self, BatchId};
+use super::handshake::list_method;
+use super::io::{Action, GenId};
+use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use crate::proxy::framing::Frame;
+use crate::proxy::message::{self, Envelope, Invalid, Kind, code};
+
+/// A host message held until a generation may take it.
+#[derive(Debug)]
+pub enum Held {
+    /// A request (its record is in the ledger). The line of a held
+    /// `initialize` is not used: it is built from the recorded params.
+    Request(IdKey, Vec<u8>),
+    /// A notification.
+    Notification(Vec<u8>),
+}
+
+#[derive(serde::Deserialize)]
+struct CancelParams<'a> {
+    #[serde(rename = "requestId", borrow)]
+    request_id: &'a RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    token: &'a RawValue,
+}
+
+impl Session {
+    /// One frame from the host.
+    pub(super) fn on_host_frame(&mut self, frame: Frame, now: std::time::Instant) {
+        match frame {
+            Frame::Line(line) => self.on_host_line(line, None, now),
+            Frame::TooLong { len, head } => self.on_host_too_long(len, &head),
+        }
+    }
+
+    /// Send a line to the host.
+    pub(super) fn send_host(&mut self, line: Vec<u8>) {
+        self.out.push(Action::ToHost(line));
+    }
+
+    /// Send a reply to the host, or add it to its batch.
+    pub(super) fn reply_host(&mut self, reply: Vec<u8>, batch: Option<BatchId>) {
+        match batch {
+            Some(b) => {
+                if let Some(whole) = self.batches.reply(b, reply) {
+                    self.send_host(whole);
+                }
+            }
+            None => self.send_host(reply),
+        }
+    }
+
+    /// Answer host request `key` with an error (and forget it).
+    pub(super) fn answer_error(&mut self, key: &IdKey, code: i64, why: &str) {
+        let Some((key, r)) = self.ledger.host_remove(key.as_str()) else {
+            return;
+        };
+        if let HostState::Sent {
+            generation,
+            wire: Some(w),
+        } = &r.state
+        {
+            self.ledger.own_forget(*generation, w.as_str());
+        }
+        let reply = message::error_response(Some(r.id(&key)), code, why);
+        self.reply_host(reply, r.batch);
+    }
+
+    fn on_host_too_long(&mut self, len: u64, head: &[u8]) {
+        let (id, method) = message::sniff(head);
+        let max = self.inputs.policy.raw.limits.max_message_bytes;
+        tracing::warn!(
+            bytes = len,
+            method = method.as_deref().unwrap_or("?"),
+            "host message over limits.max_message_bytes = {max}: refused"
+        );
+        if let Some(id) = id {
+            self.send_host(message::error_response(
+                Some(&id),
+                code::INVALID_REQUEST,
+                &format!("message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"),
+            ));
+        } else if method.is_none() {
+            self.send_host(message::error_response(
+                None,
+                code::INVALID_REQUEST,
+                &format!("message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes)"),
+            ));
+        }
+    }
+
+    fn on_host_line(&mut self, line: Vec<u8>, batch: Option<BatchId>, now: std::time::Instant) {
+        let env = match message::parse(&line) {
+            Ok(env) => env,
+            Err(Invalid::Batch) if batch.is_some() => {
+                tracing::warn!("host sent a batch inside a batch: answered as invalid");
+                let reply = message::error_response(
+                    None,
+                    code::INVALID_REQUEST,
+                    "Invalid Request: a batch member cannot be a batch",
+                );
+                return self.reply_host(reply, batch);
+            }
+            Err(Invalid::Batch) => return self.on_host_batch(&line, now),
+            Err(Invalid::NotJson(e)) => {
+                tracing::warn!(
+                    "host sent a line that is not JSON ({e}); answered with a parse error"
+                );
+                let reply =
+                    message::error_response(None, code::PARSE_ERROR, "Parse error: not JSON");
+                return self.reply_host(reply, batch);
+            }
+            Err(Invalid::NotJsonRpc { why, id }) => {
+                tracing::warn!("host sent an invalid JSON-RPC message: {why}");
+                let reply = message::error_response(
+                    id.as_deref(),
+                    code::INVALID_REQUEST,
+                    &format!("Invalid Request: {why}"),
+                );
+                return self.reply_host(reply, batch);
+            }
+        };
+        match env.kind {
+            Kind::Response => self.on_host_response(&line, &env, now),
+            Kind::Notification => self.on_host_notification(&line, &env, now),
+            Kind::Request => {
+                // Checked by parse: requests have ids.
+                let Some(id) = env.id else { return };
+                let key = IdKey::canonical(id.get());
+                if self.ledger.host_in_flight(&key) {
+                    tracing::warn!(id = %id.get(), "host reused the id of a request still in flight");
+                    let reply = message::error_response(
+                        Some(id.get()),
+                        code::INVALID_REQUEST,
+                        "Invalid Request: id already in use by a request in flight",
+                    );
+                    return self.reply_host(reply, batch);
+                }
+                let method = env.method.as_deref().unwrap_or_default();
+                if self.fleet.ending().is_some() {
+                    let reply = message::error_response(
+                        Some(id.get()),
+                        code::SERVER_GONE,
+                        "the session is ending",
+                    );
+                    return self.reply_host(reply, batch);
+                }
+                let mut deadline = None;
+                let kind = match method {
+                    "initialize" if self.handshake.host_init.is_some() => {
+                        let reply = message::error_response(
+                            Some(id.get()),
+                            code::INVALID_REQUEST,
+                            "Invalid Request: initialize was already sent in this session",
+                        );
+                        return self.reply_host(reply, batch);
+                    }
+                    "initialize" => {
+                        let params = env
+                            .params
+                            .and_then(|p| serde_json::from_str(p.get()).ok())
+                            .unwrap_or(Value::Null);
+                        self.handshake.record_host_init(params);
+                        let timeout = std::time::Duration::from_millis(
+                            self.inputs.policy.raw.limits.initialize_timeout_ms,
+                        );
+                        deadline = Some(now + timeout);
+                        Method::Initialize
+                    }
+                    "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+                        self.handshake
+                            .record_host_request(method, env.params.map(|p| p.get()));
+                        Method::Other
+                    }
+                    m => match list_method(m) {
+                        Some(list) => Method::List {
+                            method: list,
+                            // Only first pages are compared across rebuilds.
+                            paged: env.params.is_some_and(|p| p.get().contains("\"cursor\"")),
+                        },
+                        None => Method::Other,
+                    },
+                };
+                // The common case, sent at once under the host's id: one
+                // record, the line moved untouched.
+                let direct = self.fleet.current.filter(|g| {
+                    kind != Method::Initialize && !self.holding() && !self.ledger.own_has(*g, &key)
+                });
+                if let Some(g) = direct {
+                    self.ledger
+                        .host_insert(IdKey::of(&key), id.get(), kind, batch, deadline);
+                    if let Some(r) = self.ledger.host_mut(&key) {
+                        r.state = HostState::Sent {
+                            generation: g,
+                            wire: None,
+                        };
+                    }
+                    drop(env);
+                    self.out.push(Action::ToServer(g, line));
+                    return;
+                }
+                let key = IdKey::of(&key);
+                self.ledger
+                    .host_insert(key.clone(), id.get(), kind, batch, deadline);
+                drop(env);
+                self.queue.push_back(Held::Request(key, line));
+                if self.fleet.phase == super::lifecycle::FleetPhase::Dormant {
+                    // The first message that needs a server (`initialize`,
+                    // or a probe before it): launch one.
+                    self.wake();
+                    self.settle(now);
+                } else {
+                    self.flush();
+                }
+            }
+        }
+    }
+
+    fn on_host_batch(&mut self, line: &[u8], now: std::time::Instant) {
+        if self.handshake.protocol.as_deref() != Some("2025-03-26") {
+            let v = self
+                .handshake
+                .protocol
+                .as_deref()
+                .unwrap_or("not yet negotiated");
+            tracing::warn!(
+                "host sent a batch; batches exist only in protocol 2025-03-26 (this session: {v})"
+            );
+            self.send_host(message::error_response(None, code::INVALID_REQUEST, &format!("Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})")));
+            return;
+        }
+        let items: Vec<&RawValue> = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("host sent a malformed batch: {e}");
+                self.send_host(message::error_response(
+                    None,
+                    code::PARSE_ERROR,
+                    "Parse error: malformed batch",
+                ));
+                return;
+            }
+        };
+        if items.is_empty() {
+            self.send_host(message::error_response(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid Request: empty batch",
+            ));
+            return;
+        }
+        let expected = items
+            .iter()
+            .filter(|i| batch::answered(i.get().as_bytes()))
+            .count();
+        let b = self.batches.open(expected);
+        for item in items {
+            self.on_host_line(item.get().as_bytes().to_vec(), b, now);
+        }
+    }
+
+    fn on_host_notification(&mut self, line: &[u8], env: &Envelope<'_>, now: std::time::Instant) {
+        match env.method.as_deref().unwrap_or_default() {
+            "notifications/initialized" => {
+                self.handshake.host_initialized = true;
+                if let Some(g) = self.fleet.current
+                    && let Some(generation) = self.fleet.gens.get_mut(&g)
+                    && generation.offer.is_some()
+                    && !generation.initialized
+                {
+                    generation.initialized = true;
+                    self.out.push(Action::ToServer(g, line.to_vec()));
+                }
+                self.await_host_roots(now);
+            }
+            "notifications/roots/list_changed" => {
+                // rootfence provides the server's roots; the host's change
+                // is fetched, validated and turned into the new target.
+                // Requests the host sends from now on are held until then.
+                self.await_host_roots(now);
+            }
+            "notifications/cancelled" => {
+                let target = env
+                    .params
+                    .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
+                let Some(t) = target else {
+                    return self.notify_server(line.to_vec());
+                };
+                let key = IdKey::canonical(t.request_id.get());
+                let state = self
+                    .ledger
+                    .host(&key)
+                    .map(|r| (r.state.clone(), r.method, r.batch));
+                match state {
+                    Some((HostState::Queued, _, batch)) => {
+                        // Held: dropped; a cancelled request gets no reply.
+                        self.ledger.host_remove(&key);
+                        self.queue
+                            .retain(|h| !matches!(h, Held::Request(k, _) if k.as_str() == key));
+                        self.skip_batch_member(batch);
+                    }
+                    Some((HostState::Sent { generation, wire }, method, batch)) => {
+                        let out = match &wire {
+                            Some(w) => match message::span_in(line, t.request_id.into()) {
+                                Some(range) => message::splice(line, range, w.as_str().as_bytes()),
+                                None => line.to_vec(),
+                            },
+                            None => line.to_vec(),
+                        };
+                        if self
+                            .fleet
+                            .gens
+                            .get(&generation)
+                            .is_some_and(|g| !g.phase.killed())
+                        {
+                            self.out.push(Action::ToServer(generation, out));
+                        }
+                        if method != Method::Initialize {
+                            // No answer is expected any more.
+                            if let Some(w) = wire {
+                                self.ledger.own_forget(generation, w.as_str());
+                            }
+                            self.ledger.host_remove(&key);
+                            self.skip_batch_member(batch);
+                            self.after_answer(generation);
+                        }
+                    }
+                    None => self.notify_server(line.to_vec()),
+                }
+            }
+            "notifications/progress" => {
+                // About a server's request to the host: goes to the
+                // generation that asked, with its own token.
+                let token = env
+                    .params
+                    .and_then(|p| serde_json::from_str::<ProgressParams<'_>>(p.get()).ok());
+                if let Some(t) = token
+                    && let Some(ToHost::Server {
+                        generation,
+                        token: Some(orig),
+                        ..
+                    }) = self.ledger.asked_get(t.token.get())
+                    && let Some(range) = message::span_in(line, t.token.into())
+                {
+                    let generation = *generation;
+                    let out = message::splice(line, range, orig.as_bytes());
+                    if self
+                        .fleet
+                        .gens
+                        .get(&generation)
+                        .is_some_and(|g| !g.phase.stopping())
+                    {
+                        self.out.push(Action::ToServer(generation, out));
+                    }
+                    return;
+                }
+                self.notify_server(line.to_vec());
+            }
+            _ => self.notify_server(line.to_vec()),
+        }
+    }
+
+    fn skip_batch_member(&mut self, batch: Option<BatchId>) {
+        if let Some(b) = batch
+            && let Some(whole) = self.batches.skip(b)
+        {
+            self.send_host(whole);
+        }
+    }
+
+    /// A host notification for the serving generation (held, in order,
+    /// while host traffic is).
+    fn notify_server(&mut self, line: Vec<u8>) {
+        if self.fleet.ending().is_some() {
+            return;
+        }
+        if self.holding() {
+            self.queue.push_back(Held::Notification(line));
+        } else {
+            self.dispatch(Held::Notification(line));
+        }
+    }
+
+    fn on_host_response(&mut self, line: &[u8], env: &Envelope<'_>, now: std::time::Instant) {
+        let Some(id) = env.id else {
+            tracing::warn!("host sent an error response without id: dropped");
+            return;
+        };
+        match self.ledger.asked_take(id.get()) {
+            Some(ToHost::RootsList) => {
+                let result = env.result.map(|r| r.get());
+                self.on_host_roots(result, now);
+            }
+            Some(ToHost::Server {
+                generation,
+                id_raw,
+                check,
+                ..
+            }) => {
+                let alive = self
+                    .fleet
+                    .gens
+                    .get(&generation)
+                    .is_some_and(|g| !g.phase.stopping());
+                if let Some(check) = check {
+                    let result = (!env.is_error).then(|| {
+                        env.result
+                            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                            .unwrap_or(Value::Null)
+                    });
+                    if let Err(refusal) = self.guard.on_answer(&check, result.as_ref()) {
+                        if alive {
+                            self.out
+                                .push(Action::ToServer(generation, refusal.response(&id_raw)));
+                        }
+                        return;
+                    }
+                }
+                let Some(range) = message::span_in(line, id) else {
+                    return;
+                };
+                if alive {
+                    let out = message::splice(line, range, id_raw.as_bytes());
+                    self.out.push(Action::ToServer(generation, out));
+                } else {
+                    tracing::debug!(
+                        generation = generation,
+                        "host answered a request of a server that is gone: dropped"
+                    );
+                }
+            }
+            None => {
+                tracing::warn!(id = %id.get(), "host sent a response to no request in flight: dropped")
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Holding and sending
+
+    /// Whether host traffic is held: while the host's roots are being
+    /// asked for, and while no generation serves the target.
+    pub(super) fn holding(&self) -> bool {
+        self.exchange.awaiting.is_some() || self.fleet.serving_target().is_none()
+    }
+
+    /// Send what is held, in order, while nothing holds it.
+    pub(super) fn flush(&mut self) {
+        while !self.holding() {
+            let Some(h) = self.queue.pop_front() else {
+                break;
+            };
+            self.dispatch(h);
+        }
+    }
+
+    /// Send one host message to the serving generation.
+    fn dispatch(&mut self, held: Held) {
+        let Some(g) = self.fleet.current else {
+            self.queue.push_front(held);
+            return;
+        };
+        match held {
+            Held::Notification(line) => self.out.push(Action::ToServer(g, line)),
+            Held::Request(key, line) => {
+                let Some(r) = self.ledger.host(key.as_str()) else {
+                    // Cancelled meanwhile.
+                    return;
+                };
+                if r.method == Method::Initialize {
+                    return self.send_initialize(key, g);
+                }
+                self.send_request(key, line, g);
+            }
+        }
+    }
+
+    /// Send host request `key` to `g`: under the host's id, or, if `g` has
+    /// a request of rootfence's with that id in flight, on the host's
+    /// behalf under a fresh id.
+    fn send_request(&mut self, key: IdKey, line: Vec<u8>, g: GenId) {
+        if self.ledger.own_has(g, key.as_str()) {
+            let wire = self.ledger.own_send(g, Own::OnBehalf(key.clone()));
+            let out = match message::parse(&line).ok().and_then(|e| e.id) {
+                Some(id) => match message::span_in(&line, id) {
+                    Some(range) => message::splice(&line, range, wire.as_bytes()),
+                    None => line.clone(),
+                },
+                None => line.clone(),
+            };
+            if let Some(r) = self.ledger.host_mut(key.as_str()) {
+                r.state = HostState::Sent {
+                    generation: g,
+                    wire: Some(IdKey::of(&wire)),
+                };
+            }
+            self.out.push(Action::ToServer(g, out));
+            return;
+        }
+        if let Some(r) = self.ledger.host_mut(key.as_str()) {
+            r.state = HostState::Sent {
+                generation: g,
+                wire: None,
+            };
+        }
+        self.out.push(Action::ToServer(g, line));
+    }
+
+    /// Send the host's `initialize` to `g`, with the capabilities the
+    /// policy allows.
+    fn send_initialize(&mut self, key: IdKey, g: GenId) {
+        let Some(r) = self.ledger.host(key.as_str()) else {
+            return;
+        };
+        let line = self
+            .handshake
+            .initialize_line(r.id(&key), &self.target.policy);
+        let offer = self.handshake.offer(&self.target.policy);
+        if let Some(generation) = self.fleet.gens.get_mut(&g) {
+            generation.offer = offer;
+        }
+        self.send_request(key, line, g);
+    }
+}

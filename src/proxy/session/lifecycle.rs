@@ -1,0 +1,823 @@
+//! Generations and the fleet: the one place that launches, promotes,
+//! drains, revokes, restarts and stops servers.
+//!
+//! Each generation has an explicit [`Phase`]; the fleet has a
+//! [`FleetPhase`]. [`Session::settle`] brings the fleet to the target
+//! after every change, always in this order:
+//!
+//! 1. **Revocation first.** Every generation whose rights are not within
+//!    the target's is killed at once (SIGKILL, no grace): its requests in
+//!    flight get an error naming what was revoked, and no generation is
+//!    promoted (announced to the server with `roots/list_changed`, given
+//!    host traffic) until every revoked one has exited. Its exit is
+//!    reported by its reaper, after the process and (in its own PID
+//!    namespace) every descendant are gone.
+//! 2. **One target.** The serving generation stays while its rights are
+//!    the same as the target's (and it was offered what the policy offers
+//!    now); a change of root names only is told to it. Otherwise the
+//!    newest starting generation launched for the target is promoted once
+//!    its handshake is through; starting generations with any other plan
+//!    are stopped, never promoted; if there is none, the target is
+//!    launched. A restart after a crash launches the target, never the
+//!    plan enforced before.
+//! 3. **Drain.** A replaced generation whose rights were not revoked
+//!    finishes its requests in flight within `limits.drain_timeout_ms`.
+//! 4. Host requests held meanwhile are sent to the serving generation.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Session;
+use super::io::{Action, Ending, GenId, Stop};
+use super::ledger::{HostState, Method, Own};
+use super::rights::{self, Rights};
+use crate::policy::RestartName;
+use crate::proxy::message::{self, code};
+use crate::proxy::server::ExitInfo;
+use crate::roots::CanonicalRoot;
+
+/// How a generation is brought up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BringUp {
+    /// The host drives its handshake (the first generation, or one
+    /// launched before the first handshake was through): rootfence sends it
+    /// the host's own `initialize`.
+    Direct,
+    /// rootfence replays the recorded handshake before promoting it.
+    Replay,
+}
+
+/// Why a generation is being stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopWhy {
+    /// Its rights are not within the target (what was revoked). Killed.
+    Revoked(String),
+    /// Its stdout closed while it ran. Killed; whether to restart is
+    /// decided when it has exited (`was`: what it was then).
+    Lost(Role),
+    /// Replaced by a newer generation, or not needed (a starting
+    /// generation whose plan is no longer the target).
+    Replaced,
+    /// The session is ending.
+    SessionEnd,
+}
+
+/// What a generation was to the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The serving generation.
+    Current,
+    /// Starting, not yet promoted.
+    Rising,
+    /// Draining.
+    Other,
+}
+
+/// A generation's phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Asked for; the launcher has not reported.
+    Launching,
+    /// Answering its replayed `initialize`, until `deadline`.
+    Handshaking {
+        /// After this, the session fails closed.
+        deadline: Instant,
+    },
+    /// Up and through its handshake (if rootfence replays one), waiting to
+    /// be promoted.
+    Ready,
+    /// The serving generation: host traffic goes to it.
+    Serving,
+    /// Replaced: finishing the host requests it has in flight until `until`.
+    Draining {
+        /// Then they get an error and it is stopped.
+        until: Instant,
+    },
+    /// Stopped; waiting for its exit.
+    Stopping(StopWhy),
+}
+
+impl Phase {
+    /// Launching, handshaking or ready: not yet promoted.
+    pub fn rising(&self) -> bool {
+        matches!(
+            self,
+            Phase::Launching | Phase::Handshaking { .. } | Phase::Ready
+        )
+    }
+
+    /// Stopped.
+    pub fn stopping(&self) -> bool {
+        matches!(self, Phase::Stopping(_))
+    }
+
+    /// Killed: nothing it sends reaches anyone.
+    pub fn killed(&self) -> bool {
+        matches!(
+            self,
+            Phase::Stopping(StopWhy::Revoked(_) | StopWhy::Lost(_))
+        )
+    }
+}
+
+/// One server generation as the session sees it.
+#[derive(Debug)]
+pub struct Gen {
+    /// Its number.
+    pub id: GenId,
+    /// What that plan grants.
+    pub rights: Arc<Rights>,
+    /// What its `roots/list` is answered with: its plan's roots, with the
+    /// names of the latest target when only those changed.
+    pub roots: Vec<CanonicalRoot>,
+    /// How it is brought up.
+    pub bring_up: BringUp,
+    /// The capabilities its `initialize` offered, once sent.
+    pub offer: Option<Value>,
+    /// Its phase.
+    pub phase: Phase,
+    /// It was sent `notifications/initialized`.
+    pub initialized: bool,
+    /// Its replayed `initialize`'s result.
+    pub init_result: Option<Value>,
+    /// Its rights are the same as the target's and it was offered what
+    /// the target offers (refreshed by `settle`).
+    pub matches: bool,
+}
+
+/// The fleet's phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetPhase {
+    /// No host message yet: no server wanted.
+    Dormant,
+    /// Serving, or converging on the target.
+    Live,
+    /// After a crash: no launch before `until` (restart backoff).
+    Backoff {
+        /// End of the backoff.
+        until: Instant,
+    },
+    /// Ending: every generation is stopped, none is launched.
+    Ending(Ending),
+}
+
+/// Every generation of the session.
+#[derive(Debug)]
+pub struct Fleet {
+    /// Generations not yet exited, by number.
+    pub gens: BTreeMap<GenId, Gen>,
+    /// The serving generation.
+    pub current: Option<GenId>,
+    next: GenId,
+    /// The fleet's phase.
+    pub phase: FleetPhase,
+    /// Restarts after crashes so far.
+    pub restarts: u32,
+}
+
+impl Default for Fleet {
+    fn default() -> Self {
+        Fleet {
+            gens: BTreeMap::new(),
+            current: None,
+            next: 1,
+            phase: FleetPhase::Dormant,
+            restarts: 0,
+        }
+    }
+}
+
+impl Fleet {
+    /// Whether a killed (revoked) generation has not exited yet.
+    pub fn revoked_alive(&self) -> bool {
+        self.gens
+            .values()
+            .any(|g| matches!(g.phase, Phase::Stopping(StopWhy::Revoked(_))))
+    }
+
+    /// Whether a generation whose stdout closed has not exited yet (the
+    /// restart decision waits for its exit status).
+    pub fn lost_alive(&self) -> bool {
+        self.gens
+            .values()
+            .any(|g| matches!(g.phase, Phase::Stopping(StopWhy::Lost(_))))
+    }
+
+    /// The serving generation, if it serves the target.
+    pub fn serving_target(&self) -> Option<GenId> {
+        self.current
+            .filter(|g| self.gens.get(g).is_some_and(|s| s.matches))
+    }
+
+    /// Whether the session is ending.
+    pub fn ending(&self) -> Option<&Ending> {
+        match &self.phase {
+            FleetPhase::Ending(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The error a host request gets when its generation is stopped because
+/// its rights were revoked.
+fn revoked_message(why: &str) -> String {
+    format!(
+        "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
+    )
+}
+
+impl Session {
+    /// Bring the fleet to the target (see the module documentation for the
+    /// order). Called after every change of the target, a generation or
+    /// the host roots exchange.
+    pub(super) fn settle(&mut self, now: Instant) {
+        self.refresh(now);
+        if self.fleet.ending().is_some() || self.fleet.phase == FleetPhase::Dormant {
+            return;
+        }
+        self.rename();
+        if self.fleet.serving_target().is_some() {
+            // Nothing starting is needed.
+            let rising: Vec<GenId> = self
+                .fleet
+                .gens
+                .values()
+                .filter(|g| g.phase.rising())
+                .map(|g| g.id)
+                .collect();
+            for g in rising {
+                self.stop(g, StopWhy::Replaced);
+            }
+        } else {
+            let candidate = self
+                .fleet
+                .gens
+                .values()
+                .filter(|g| g.phase.rising() && g.matches)
+                .map(|g| g.id)
+                .max();
+            let others: Vec<GenId> = self
+                .fleet
+                .gens
+                .values()
+                .filter(|g| g.phase.rising() && Some(g.id) != candidate)
+                .map(|g| g.id)
+                .collect();
+            for g in others {
+                tracing::info!(
+                    generation = g,
+                    "its plan is no longer the target: stopping it"
+                );
+                self.stop(g, StopWhy::Replaced);
+            }
+            match candidate {
+                Some(g) => {
+                    let ready = self
+                        .fleet
+                        .gens
+                        .get(&g)
+                        .is_some_and(|s| s.phase == Phase::Ready);
+                    if ready && self.may_promote() {
+                        self.promote(g, now);
+                    }
+                }
+                None => {
+                    if self.may_launch() {
+                        self.launch(now);
+                    }
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// Compare every generation with the target: revoke those with rights
+    /// outside it, and note which ones serve it.
+    fn refresh(&mut self, now: Instant) {
+        let offer = self.handshake.offer(&self.target.policy);
+        let mut revoked = Vec::new();
+        for g in self.fleet.gens.values_mut() {
+            if g.phase.killed() {
+                g.matches = false;
+                continue;
+            }
+            // A generation closing gracefully is killed too when its
+            // rights are revoked meanwhile.
+            let excess = g.rights.excess(&self.target.rights);
+            if !excess.is_empty() {
+                revoked.push((g.id, rights::describe(&excess)));
+                g.matches = false;
+                continue;
+            }
+            g.matches = !g.phase.stopping()
+                && self.target.rights.within(&g.rights)
+                && (g.offer.is_none() || g.offer == offer);
+        }
+        for (g, why) in revoked {
+            self.revoke(g, why, now);
+        }
+    }
+
+    /// Kill `g` at once: its rights are not within the target.
+    fn revoke(&mut self, g: GenId, why: String, _now: Instant) {
+        tracing::warn!(
+            generation = g,
+            "rights revoked ({why}): killing the server at once"
+        );
+        // Its requests in flight: answered now (nothing it sends from now
+        // on is read). The host's `initialize` is sent again to the next
+        // generation instead: it has no effect to lose.
+        for key in self.ledger.sent_to(g) {
+            let init = self
+                .ledger
+                .host(key.as_str())
+                .is_some_and(|r| r.method == Method::Initialize);
+            if init && self.fleet.ending().is_none() {
+                if let Some(r) = self.ledger.host_mut(key.as_str()) {
+                    r.state = HostState::Queued;
+                }
+                self.queue
+                    .push_front(super::host::Held::Request(key, Vec::new()));
+            } else {
+                self.answer_error(&key, code::SERVER_GONE, &revoked_message(&why));
+            }
+        }
+        self.stop(g, StopWhy::Revoked(why));
+    }
+
+    /// Stop `g`: killed when revoked or lost, else closed gracefully. A
+    /// generation closing gracefully can still be killed.
+    pub(super) fn stop(&mut self, g: GenId, why: StopWhy) {
+        let grace = Duration::from_millis(self.inputs.policy.raw.limits.shutdown_grace_ms);
+        let Some(generation) = self.fleet.gens.get_mut(&g) else {
+            return;
+        };
+        let kill = matches!(why, StopWhy::Revoked(_) | StopWhy::Lost(_));
+        if generation.phase.killed() || (generation.phase.stopping() && !kill) {
+            return;
+        }
+        tracing::debug!(generation = g, ?why, "stopping the server");
+        generation.phase = Phase::Stopping(why);
+        generation.matches = false;
+        if self.fleet.current == Some(g) {
+            self.fleet.current = None;
+        }
+        // Requests on the host's behalf stay until answered or until it
+        // exits; everything else it was owed is dropped.
+        self.ledger.forget_gen(g, !kill);
+        self.out.push(Action::Stop(
+            g,
+            if kill {
+                Stop::Kill
+            } else {
+                Stop::Graceful(grace)
+            },
+        ));
+    }
+
+    fn may_promote(&self) -> bool {
+        !self.fleet.revoked_alive() && self.exchange.awaiting.is_none()
+    }
+
+    fn may_launch(&self) -> bool {
+        if self.fleet.phase != FleetPhase::Live || self.fleet.lost_alive() {
+            return false;
+        }
+        // While the host's `initialize` is in flight, a replacement could
+        // be neither replayed (no answer to replay) nor driven by the host.
+        !self.ledger.initialize_sent()
+    }
+
+    /// Launch a generation for the target.
+    fn launch(&mut self, _now: Instant) {
+        let g = self.fleet.next;
+        self.fleet.next += 1;
+        let bring_up = if self.handshake.server_init.is_some() {
+            BringUp::Replay
+        } else {
+            BringUp::Direct
+        };
+        tracing::info!(
+            generation = g,
+            roots = self.target.roots().len(),
+            "launching the server for the target"
+        );
+        self.fleet.gens.insert(
+            g,
+            Gen {
+                id: g,
+                rights: self.target.rights.clone(),
+                roots: self.target.roots().to_vec(),
+                bring_up,
+                offer: None,
+                phase: Phase::Launching,
+                initialized: false,
+                init_result: None,
+                matches: true,
+            },
+        );
+        self.out.push(Action::Launch(g, self.target.plan.clone()));
+    }
+
+    /// The launcher's report.
+    pub(super) fn on_launched(&mut self, g: GenId, result: Result<u32, String>, now: Instant) {
+        let stopping = self.fleet.gens.get(&g).is_none_or(|s| s.phase.stopping());
+        let pid = match result {
+            Ok(pid) => pid,
+            Err(e) => {
+                tracing::error!(generation = g, "cannot launch the server: {e}");
+                self.fleet.gens.remove(&g);
+                if !stopping {
+                    // Fail closed: no server is better than one with the
+                    // wrong rights.
+                    self.end(Ending::LaunchFailed(e), now);
+                }
+                self.settle(now);
+                return;
+            }
+        };
+        if stopping {
+            // Stopped before its launch was reported: it exists now.
+            self.out.push(Action::Stop(g, Stop::Kill));
+            return;
+        }
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        let Some(generation) = self.fleet.gens.get_mut(&g) else {
+            return;
+        };
+        tracing::info!(
+            generation = g,
+            pid,
+            roots = generation.roots.len(),
+            "server launched"
+        );
+        match generation.bring_up {
+            BringUp::Replay => {
+                let id = self.ledger.own_send(g, Own::Initialize);
+                let line = self.handshake.initialize_line(&id, &self.target.policy);
+                generation.offer = self.handshake.offer(&self.target.policy);
+                generation.phase = Phase::Handshaking {
+                    deadline: now + timeout,
+                };
+                self.out.push(Action::ToServer(g, line));
+            }
+            BringUp::Direct => generation.phase = Phase::Ready,
+        }
+        self.settle(now);
+    }
+
+    /// A rebuilt generation answered its replayed `initialize`.
+    pub(super) fn on_replayed_init(&mut self, g: GenId, result: Option<&str>, now: Instant) {
+        let Some(result) = result else {
+            tracing::error!(
+                generation = g,
+                "the relaunched server refused the replayed initialize"
+            );
+            self.end(
+                Ending::LaunchFailed("the relaunched server refused initialize".into()),
+                now,
+            );
+            return;
+        };
+        if let Some(generation) = self.fleet.gens.get_mut(&g)
+            && matches!(generation.phase, Phase::Handshaking { .. })
+        {
+            generation.init_result = serde_json::from_str(result).ok();
+            generation.phase = Phase::Ready;
+        }
+        self.settle(now);
+    }
+
+    /// Make `g` the serving generation.
+    fn promote(&mut self, g: GenId, now: Instant) {
+        let host_initialized = self.handshake.host_initialized;
+        let Some(generation) = self.fleet.gens.get_mut(&g) else {
+            return;
+        };
+        generation.phase = Phase::Serving;
+        let replay = generation.bring_up == BringUp::Replay;
+        let mut lines = Vec::new();
+        if replay {
+            if host_initialized && !generation.initialized {
+                generation.initialized = true;
+                lines.push(message::notification("notifications/initialized", None));
+            }
+            for (method, params, kind) in self.handshake.replay(generation.init_result.as_ref()) {
+                let id = self.ledger.own_send(g, kind);
+                lines.push(message::request(&id, method, Some(&params.to_string())));
+            }
+            lines.push(message::notification(
+                "notifications/roots/list_changed",
+                None,
+            ));
+        }
+        let paths: Vec<PathBuf> = generation.roots.iter().map(|r| r.path.clone()).collect();
+        for l in lines {
+            self.out.push(Action::ToServer(g, l));
+        }
+        self.out.push(Action::WatchRoots(paths));
+        let old = self.fleet.current.replace(g);
+        if let Some(old) = old.filter(|o| *o != g) {
+            self.retire(old, now);
+        }
+        if replay {
+            tracing::info!(generation = g, "rebuild complete");
+        } else {
+            tracing::debug!(generation = g, "serving");
+        }
+    }
+
+    /// A replaced generation: drain its requests in flight, or stop it.
+    fn retire(&mut self, g: GenId, now: Instant) {
+        let drain = Duration::from_millis(self.inputs.policy.raw.limits.drain_timeout_ms);
+        if self.ledger.any_sent_to(g) {
+            if let Some(generation) = self.fleet.gens.get_mut(&g) {
+                generation.phase = Phase::Draining { until: now + drain };
+            }
+        } else {
+            self.stop(g, StopWhy::Replaced);
+        }
+    }
+
+    /// A host request of `g` was answered: a draining generation with
+    /// nothing left is stopped.
+    pub(super) fn after_answer(&mut self, g: GenId) {
+        let draining = self
+            .fleet
+            .gens
+            .get(&g)
+            .is_some_and(|s| matches!(s.phase, Phase::Draining { .. }));
+        if draining && !self.ledger.any_sent_to(g) {
+            self.stop(g, StopWhy::Replaced);
+        }
+    }
+
+    /// Root names (or merged roots) changed with the same rights: tell the
+    /// serving generation, no relaunch.
+    fn rename(&mut self) {
+        let target = self.target.roots();
+        let mut notify = None;
+        for generation in self.fleet.gens.values_mut() {
+            if !generation.matches {
+                continue;
+            }
+            let same = generation.roots.len() == target.len()
+                && generation
+                    .roots
+                    .iter()
+                    .zip(target)
+                    .all(|(a, b)| a.path == b.path && a.uri == b.uri && a.name == b.name);
+            if same {
+                continue;
+            }
+            generation.roots = target.to_vec();
+            if self.fleet.current == Some(generation.id) {
+                notify = Some((
+                    generation.id,
+                    generation.roots.iter().map(|r| r.path.clone()).collect(),
+                ));
+            }
+        }
+        if let Some((g, paths)) = notify {
+            tracing::info!("root names changed: notifying the server, no relaunch");
+            self.out.push(Action::ToServer(
+                g,
+                message::notification("notifications/roots/list_changed", None),
+            ));
+            self.out.push(Action::WatchRoots(paths));
+        }
+    }
+
+    /// The stdout of `g` closed.
+    pub(super) fn on_stdout_closed(&mut self, g: GenId, now: Instant) {
+        let role = match self.fleet.gens.get(&g) {
+            Some(generation) if generation.phase.stopping() => return,
+            Some(generation) if self.fleet.current == Some(g) => {
+                let _ = generation;
+                Role::Current
+            }
+            Some(generation) if generation.phase.rising() => Role::Rising,
+            Some(_) => Role::Other,
+            None => return,
+        };
+        tracing::warn!(generation = g, "the server closed its stdout: stopping it");
+        self.stop(g, StopWhy::Lost(role));
+        self.settle(now);
+    }
+
+    /// `g` exited (its reaper saw the process end).
+    pub(super) fn on_exited(&mut self, g: GenId, status: Option<ExitInfo>, now: Instant) {
+        let Some(generation) = self.fleet.gens.remove(&g) else {
+            return;
+        };
+        if self.fleet.current == Some(g) {
+            self.fleet.current = None;
+        }
+        self.ledger.forget_gen(g, false);
+        let what = status.map_or_else(|| "ended".to_string(), |s| s.to_string());
+        let killed_by_us = status == Some(ExitInfo::Signal(9));
+        let (why, role) = match &generation.phase {
+            Phase::Stopping(StopWhy::Revoked(w)) => (revoked_message(w), None),
+            Phase::Stopping(StopWhy::Lost(role)) if killed_by_us => (
+                "the server closed its stdout before answering and was stopped".to_string(),
+                Some(*role),
+            ),
+            Phase::Stopping(StopWhy::Lost(role)) => (
+                format!("the server exited ({what}) before answering"),
+                Some(*role),
+            ),
+            Phase::Stopping(StopWhy::Replaced) => (
+                "the server was restarted because its roots changed".to_string(),
+                None,
+            ),
+            Phase::Stopping(StopWhy::SessionEnd) => ("the session is ending".to_string(), None),
+            Phase::Serving => (
+                format!("the server exited ({what}) before answering"),
+                Some(Role::Current),
+            ),
+            Phase::Draining { .. } => (
+                format!("the server exited ({what}) before answering"),
+                Some(Role::Other),
+            ),
+            _ => (
+                format!("the server exited ({what}) before answering"),
+                Some(Role::Rising),
+            ),
+        };
+        if role.is_some() {
+            tracing::warn!(generation = g, "server exited unexpectedly ({what})");
+        } else {
+            tracing::debug!(generation = g, "server stopped ({what})");
+        }
+        for key in self.ledger.sent_to(g) {
+            self.answer_error(&key, code::SERVER_GONE, &why);
+        }
+        let failed = killed_by_us || !status.is_some_and(ExitInfo::success);
+        match role {
+            Some(Role::Current) => self.crashed(false, failed, &what, killed_by_us, now),
+            Some(Role::Rising) => self.crashed(true, failed, &what, killed_by_us, now),
+            _ => {}
+        }
+        self.settle(now);
+    }
+
+    /// The serving (or a starting) generation ended by itself: restart as
+    /// `limits.restart` says, or end the session.
+    fn crashed(&mut self, rising: bool, failed: bool, what: &str, lost: bool, now: Instant) {
+        if self.fleet.ending().is_some() {
+            return;
+        }
+        // A starting generation for the target takes over: no restart.
+        if !rising
+            && self
+                .fleet
+                .gens
+                .values()
+                .any(|g| g.phase.rising() && g.matches)
+        {
+            return;
+        }
+        let limits = &self.inputs.policy.raw.limits;
+        let restart = match limits.restart {
+            RestartName::Never => false,
+            RestartName::OnFailure => failed,
+            RestartName::Always => true,
+        };
+        let what = if lost {
+            "closed its stdout".to_string()
+        } else {
+            format!("exited ({what})")
+        };
+        let first = self.handshake.server_init.is_none();
+        if !restart || self.fleet.restarts >= limits.max_restarts || first {
+            let why = if restart && !first {
+                format!(
+                    "the server {what} and limits.max_restarts = {} is used up",
+                    limits.max_restarts
+                )
+            } else if rising {
+                format!("the relaunched server {what} during its handshake")
+            } else {
+                format!("the server {what}")
+            };
+            self.end(Ending::ServerEnded(why), now);
+            return;
+        }
+        let backoff = limits
+            .restart_backoff_ms
+            .saturating_mul(1u64 << self.fleet.restarts.min(16));
+        self.fleet.restarts += 1;
+        tracing::warn!(
+            attempt = self.fleet.restarts,
+            "restarting the server in {backoff} ms"
+        );
+        self.fleet.phase = FleetPhase::Backoff {
+            until: now + Duration::from_millis(backoff),
+        };
+    }
+
+    /// End the session: every generation is stopped, and every host
+    /// request gets an answer (those in flight on a server closed by the
+    /// host may still be answered by it during the grace period).
+    pub(super) fn end(&mut self, why: Ending, now: Instant) {
+        let _ = now;
+        if self.fleet.ending().is_none() {
+            tracing::info!("session ending: {why:?}");
+            self.fleet.phase = FleetPhase::Ending(why.clone());
+        }
+        let message = match self.fleet.ending() {
+            Some(Ending::LaunchFailed(e)) => {
+                Some(format!("rootfence could not launch the server: {e}"))
+            }
+            Some(Ending::ServerEnded(w)) => Some(w.clone()),
+            _ => None,
+        };
+        for key in self.ledger.host_keys() {
+            let sent = self.ledger.host(key.as_str()).and_then(|r| r.generation());
+            match (&message, sent) {
+                (Some(m), _) => self.answer_error(&key, code::SERVER_GONE, m),
+                (None, None) => self.answer_error(&key, code::SERVER_GONE, "the session is ending"),
+                (None, Some(_)) => {}
+            }
+        }
+        self.queue.clear();
+        let live: Vec<GenId> = self
+            .fleet
+            .gens
+            .values()
+            .filter(|g| !g.phase.stopping())
+            .map(|g| g.id)
+            .collect();
+        for g in live {
+            self.stop(g, StopWhy::SessionEnd);
+        }
+        self.recompute_at = None;
+        self.exchange.awaiting = None;
+    }
+
+    /// Timers of the lifecycle that are due: backoffs, handshakes, drains.
+    pub(super) fn lifecycle_timers(&mut self, now: Instant) {
+        if let FleetPhase::Backoff { until } = self.fleet.phase
+            && until <= now
+        {
+            self.fleet.phase = FleetPhase::Live;
+        }
+        let timeout = self.inputs.policy.raw.limits.initialize_timeout_ms;
+        let late = self
+            .fleet
+            .gens
+            .values()
+            .any(|g| matches!(g.phase, Phase::Handshaking { deadline } if deadline <= now));
+        if late && self.fleet.ending().is_none() {
+            tracing::error!("the relaunched server did not answer initialize in time");
+            self.end(
+                Ending::LaunchFailed(format!(
+                    "the relaunched server did not answer initialize within limits.initialize_timeout_ms = {timeout}"
+                )),
+                now,
+            );
+        }
+        let drained: Vec<GenId> = self
+            .fleet
+            .gens
+            .values()
+            .filter(|g| matches!(g.phase, Phase::Draining { until } if until <= now))
+            .map(|g| g.id)
+            .collect();
+        for g in drained {
+            for key in self.ledger.sent_to(g) {
+                self.answer_error(
+                    &key,
+                    code::SERVER_GONE,
+                    "the server was restarted because its roots changed, and this request did not finish in time",
+                );
+            }
+            self.stop(g, StopWhy::Replaced);
+        }
+    }
+
+    /// The lifecycle's earliest timer.
+    pub(super) fn lifecycle_deadline(&self) -> Option<Instant> {
+        let gens = self.fleet.gens.values().filter_map(|g| match g.phase {
+            Phase::Handshaking { deadline } => Some(deadline),
+            Phase::Draining { until } => Some(until),
+            _ => None,
+        });
+        let backoff = match self.fleet.phase {
+            FleetPhase::Backoff { until } => Some(until),
+            _ => None,
+        };
+        gens.chain(backoff).min()
+    }
+
+    /// A message from the host: the fleet wakes up.
+    pub(super) fn wake(&mut self) {
+        if self.fleet.phase == FleetPhase::Dormant {
+            self.fleet.phase = FleetPhase::Live;
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The session core: everything rootfence decides between the host and the
+//! server generations, with no I/O. It takes [`Event`]s (and the time) and
+//! answers with [`Action`]s, which the loop in `proxy/mod.rs` carries out;
+//! a test drives it with no process and no sleep.
+//!
+//! Which file decides what:
+//!
+//! - `target.rs`: the target, the one plan the session converges on (host
+//!   roots, policy, command line), and when it is recomputed;
+//! - `rights.rs`: the one comparison of plans (what a plan grants outside
+//!   another), used for revocation, promotion and "no relaunch needed";
+//! - `lifecycle.rs`: generations and the fleet (launch, promote, drain,
+//!   revoke, restart, stop), in the order of `settle`;
+//! - `host.rs`: the host's lines (requests held or sent, `initialize`,
+//!   `initialized`, `roots/list_changed`, cancellations, progress, answers
+//!   to server requests);
+//! - `host_roots.rs`: asking the host for its roots, holding host traffic
+//!   meanwhile;
+//! - `server.rs`: the generations' lines, by phase (answers, requests to
+//!   the host through the guard, notifications, `roots/list`);
+//! - `ledger.rs`: every id in flight, in every direction, and id equality;
+//! - `batch.rs`: batches;
+//! - `handshake.rs`: the recorded handshake and its replay;
+//! - `io.rs`: events in, actions out.
+//!
+//! Invariants kept:
+//! - every request the host sends gets exactly one response (from the
+//!   server, or an error from rootfence), across rebuilds, revocations,
+//!   crashes and timeouts; a request the host cancels gets none;
+//! - no generation with a right outside the target is promoted, and none
+//!   keeps running once the target no longer grants its rights;
+//! - at rest, the serving generation's rights are the target's;
+//! - ids rootfence sends to the host come from one counter, and a
+//!   generation's answer is taken only for a request sent to it.
+
+mod batch;
+mod handshake;
+mod host;
+mod host_roots;
+mod io;
+mod ledger;
+mod lifecycle;
+mod rights;
+mod server;
+mod target;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+pub use io::{Action, Ending, Event, GenId, Stop};
+
+use crate::policy::Policy;
+use crate::proxy::guard::Guard;
+use crate::roots::{CanonicalRoot, RootInput};
+use crate::runtime::HostEnv;
+
+/// Called with the enforced root paths whenever they change.
+pub type RootsObserver = Box<dyn FnMut(&[std::path::PathBuf]) + Send>;
+
+/// Everything a session needs to start.
+pub struct SessionConfig {
+    /// The policy in force at start.
+    pub policy: Policy,
+    /// Roots from the command line.
+    pub cli_roots: Vec<RootInput>,
+    /// `--no-host-roots`: ignore the host's roots.
+    pub no_host_roots: bool,
+    /// The server command.
+    pub command: Vec<std::ffi::OsString>,
+    /// rootfence's environment.
+    pub env: HostEnv,
+    /// Told the enforced root paths whenever they change (to watch them);
+    /// called by the loop on [`Action::WatchRoots`].
+    pub roots_observer: Option<RootsObserver>,
+}
+
+/// The session core.
+pub struct Session {
+    inputs: target::Inputs,
+    target: target::Target,
+    /// A debounced recomputation of the target.
+    recompute_at: Option<Instant>,
+    exchange: host_roots::Exchange,
+    handshake: handshake::Handshake,
+    fleet: lifecycle::Fleet,
+    ledger: ledger::Ledger,
+    batches: batch::Batches,
+    /// Host messages held until a generation serves the target.
+    queue: VecDeque<host::Held>,
+    /// The sampling/elicitation guard: rate limit, audit, answer checks.
+    /// Session state, so a relaunched server gets no fresh budget.
+    guard: Guard,
+    /// Actions not yet taken by the loop.
+    out: Vec<Action>,
+}
+
+impl Session {
+    /// A new session (nothing is launched before the host's first message).
+    /// The config's `roots_observer` is the loop's to call; it is ignored
+    /// here.
+    pub fn new(config: SessionConfig) -> Result<Session, String> {
+        let inputs = target::Inputs::new(
+            config.policy,
+            config.cli_roots,
+            config.no_host_roots,
+            config.command,
+            config.env,
+        )?;
+        let target = target::first(&inputs);
+        let guard = Guard::new(&inputs.policy);
+        Ok(Session {
+            inputs,
+            target,
+            recompute_at: None,
+            exchange: host_roots::Exchange::default(),
+            handshake: handshake::Handshake::default(),
+            fleet: lifecycle::Fleet::default(),
+            ledger: ledger::Ledger::default(),
+            batches: batch::Batches::default(),
+            queue: VecDeque::new(),
+            guard,
+            out: Vec::new(),
+        })
+    }
+
+    /// React to one event at `now`.
+    pub fn on_event(&mut self, ev: Event, now: Instant) {
+        match ev {
+            Event::Host(frame) => self.on_host_frame(frame, now),
+            Event::HostEof => self.end(Ending::HostClosed, now),
+            Event::Server(ev) => self.on_server_event(ev, now),
+            Event::PolicyChanged(p) => self.on_policy(p, now),
+            Event::RootsMaybeChanged => self.on_roots_maybe_changed(now),
+            Event::Launched(g, result) => self.on_launched(g, result, now),
+        }
+    }
+
+    /// Fire every timer due at `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        self.roots_timer(now);
+        if self.recompute_at.is_some_and(|d| d <= now) {
+            self.recompute(true, now);
+        }
+        for key in self.ledger.due(now) {
+            // Only `initialize` has a deadline: the server never answered.
+            let timeout = self.inputs.policy.raw.limits.initialize_timeout_ms;
+            let why = format!(
+                "the server did not answer initialize within limits.initialize_timeout_ms = {timeout} (raise it in the rootfence policy if the server is slow to start)"
+            );
+            tracing::error!("{why}");
+            self.answer_error(&key, crate::proxy::message::code::SERVER_GONE, &why);
+            self.end(Ending::LaunchFailed(why), now);
+        }
+        self.lifecycle_timers(now);
+        self.settle(now);
+    }
+
+    /// The earliest instant [`Session::on_timer`] has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.exchange.awaiting,
+            self.recompute_at,
+            self.ledger.next_deadline(),
+            self.lifecycle_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Move the actions decided so far into `into` (which should be empty),
+    /// in order.
+    pub fn take_actions(&mut self, into: &mut Vec<Action>) {
+        std::mem::swap(&mut self.out, into);
+    }
+
+    /// Whether actions wait to be taken.
+    pub fn has_actions(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// How the session ended, once it has.
+    pub fn ending(&self) -> Option<&Ending> {
+        self.fleet.ending()
+    }
+
+    /// Whether the session is over and every generation has exited.
+    pub fn finished(&self) -> bool {
+        self.fleet.ending().is_some() && self.fleet.gens.is_empty()
+    }
+
+    /// The roots the serving generation enforces.
+    pub fn enforced(&self) -> &[CanonicalRoot] {
+        self.fleet
+            .current
+            .and_then(|g| self.fleet.gens.get(&g))
+            .map(|g| g.roots.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// Whether nothing is in flight or held: no host request, no request
+    /// of rootfence's, no batch, no held message, no roots exchange, no
+    /// pending recomputation.
+    pub fn is_idle(&self) -> bool {
+        self.ledger.is_empty(false)
+            && self.batches.is_empty()
+            && self.queue.is_empty()
+            && self.exchange_idle()
+            && self.recompute_at.is_none()
+    }
+}

@@ -1,0 +1,334 @@
+//! The one comparison of sandbox plans: what a plan grants that another
+//! does not.
+//!
+//! Every decision of the session that asks "may this server keep running,
+//! serve, or be left alone" asks it here: a generation whose rights are not
+//! [`Rights::within`] the target is revoked; one whose rights are not the
+//! [`Rights::same`] as the target's is never promoted; a target whose rights
+//! are the same as the serving generation's needs no relaunch (a change of
+//! root names only is a notification).
+//!
+//! Rights are everything a plan grants that matters for security: each
+//! path with its read, write and execute rights (and, for roots, the very
+//! directory the sandbox opened, so a directory replaced under the same
+//! name is another right), TCP ports, UDP and unix sockets, the Landlock
+//! scopes, the environment and the scratch directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use crate::plan::SandboxPlan;
+use crate::runtime;
+
+/// One path and its rights, with the identity (device, inode) of the object
+/// the sandbox grants when it was opened by the roots engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PathRight {
+    path: PathBuf,
+    rights: runtime::Rights,
+    object: Option<(u64, u64)>,
+}
+
+/// What a plan grants, in a form that compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rights {
+    /// Sorted by path.
+    paths: Vec<PathRight>,
+    tcp_connect: BTreeSet<u16>,
+    tcp_bind: BTreeSet<u16>,
+    udp: bool,
+    unix_sockets: bool,
+    /// Signals to processes outside the sandbox allowed (not scoped).
+    signals_out: bool,
+    /// Abstract unix sockets outside the sandbox allowed (not scoped).
+    abstract_out: bool,
+    env: BTreeMap<String, String>,
+    scratch: bool,
+}
+
+/// One thing a plan grants that another does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Excess {
+    /// Rights on a path.
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// The rights not granted by the other plan.
+        rights: runtime::Rights,
+    },
+    /// The same path, but the directory there was replaced: the running
+    /// sandbox still grants the old one, wherever it is now.
+    Replaced(PathBuf),
+    /// TCP connect to this port.
+    TcpConnect(u16),
+    /// TCP bind on this port.
+    TcpBind(u16),
+    /// UDP and other non-TCP IP sockets.
+    Udp,
+    /// Pathname unix sockets outside the sandbox.
+    UnixSockets,
+    /// Signals to processes outside the sandbox.
+    Signals,
+    /// Abstract unix sockets outside the sandbox.
+    AbstractSockets,
+    /// An environment variable (absent or with another value).
+    Env(String),
+    /// A private scratch directory.
+    Scratch,
+}
+
+impl std::fmt::Display for Excess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Excess::Path { path, rights } => {
+                let names: Vec<&str> = [
+                    (rights.read, "read"),
+                    (rights.write, "write"),
+                    (rights.exec, "execute"),
+                ]
+                .into_iter()
+                .filter_map(|(has, n)| has.then_some(n))
+                .collect();
+                write!(f, "{} access to {}", names.join("-"), path.display())
+            }
+            Excess::Replaced(p) => write!(f, "{} (the directory there was replaced)", p.display()),
+            Excess::TcpConnect(p) => write!(f, "TCP connect to port {p}"),
+            Excess::TcpBind(p) => write!(f, "TCP bind on port {p}"),
+            Excess::Udp => f.write_str("UDP sockets"),
+            Excess::UnixSockets => f.write_str("unix sockets"),
+            Excess::Signals => f.write_str("signals outside the sandbox"),
+            Excess::AbstractSockets => f.write_str("abstract unix sockets outside the sandbox"),
+            Excess::Env(k) => write!(f, "environment variable {k}"),
+            Excess::Scratch => f.write_str("a scratch directory"),
+        }
+    }
+}
+
+/// `excess` as one line for a user: the first few items.
+pub fn describe(excess: &[Excess]) -> String {
+    const SHOWN: usize = 3;
+    let mut s = excess
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if excess.len() > SHOWN {
+        s.push_str(&format!(" and {} more", excess.len() - SHOWN));
+    }
+    s
+}
+
+fn object_of(h: &impl AsFd) -> Option<(u64, u64)> {
+    rustix::fs::fstat(h).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
+impl Rights {
+    /// The rights `plan` grants. Reads the identity of each root's open
+    /// handle (one `fstat` each); everything else is taken from the plan.
+    pub fn of(plan: &SandboxPlan) -> Rights {
+        let mut paths: Vec<PathRight> = plan
+            .grants
+            .iter()
+            .map(|g| PathRight {
+                path: g.path.clone(),
+                rights: g.rights,
+                object: g.handle.as_ref().and_then(object_of),
+            })
+            .collect();
+        paths.sort_by(|a, b| a.path.cmp(&b.path));
+        Rights {
+            paths,
+            tcp_connect: plan.network.tcp_connect.iter().copied().collect(),
+            tcp_bind: plan.network.tcp_bind.iter().copied().collect(),
+            udp: plan.network.udp,
+            unix_sockets: plan.network.unix_sockets,
+            signals_out: !plan.scopes.signal,
+            abstract_out: !plan.scopes.abstract_unix_socket,
+            env: plan
+                .env
+                .iter()
+                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .collect(),
+            scratch: plan.scratch,
+        }
+    }
+
+    /// Everything `self` grants that `ceiling` does not, in a stable order.
+    ///
+    /// # Security
+    ///
+    /// A right on a path is covered when some path of `ceiling` that is the
+    /// same path or one of its ancestors (component-wise) has that right,
+    /// which is how Landlock combines rules. A root granted on both sides
+    /// at the same path must be the same directory (device and inode).
+    pub fn excess(&self, ceiling: &Rights) -> Vec<Excess> {
+        let mut out = Vec::new();
+        for p in &self.paths {
+            let missing = runtime::Rights {
+                read: p.rights.read && !ceiling.covers(&p.path, |r| r.read),
+                write: p.rights.write && !ceiling.covers(&p.path, |r| r.write),
+                exec: p.rights.exec && !ceiling.covers(&p.path, |r| r.exec),
+            };
+            if missing != runtime::Rights::default() {
+                out.push(Excess::Path {
+                    path: p.path.clone(),
+                    rights: missing,
+                });
+            }
+            if let Some(obj) = p.object
+                && let Some(other) = ceiling.exact(&p.path).and_then(|c| c.object)
+                && other != obj
+            {
+                out.push(Excess::Replaced(p.path.clone()));
+            }
+        }
+        out.extend(
+            self.tcp_connect
+                .difference(&ceiling.tcp_connect)
+                .map(|p| Excess::TcpConnect(*p)),
+        );
+        out.extend(
+            self.tcp_bind
+                .difference(&ceiling.tcp_bind)
+                .map(|p| Excess::TcpBind(*p)),
+        );
+        for (mine, theirs, e) in [
+            (self.udp, ceiling.udp, Excess::Udp),
+            (self.unix_sockets, ceiling.unix_sockets, Excess::UnixSockets),
+            (self.signals_out, ceiling.signals_out, Excess::Signals),
+            (
+                self.abstract_out,
+                ceiling.abstract_out,
+                Excess::AbstractSockets,
+            ),
+            (self.scratch, ceiling.scratch, Excess::Scratch),
+        ] {
+            if mine && !theirs {
+                out.push(e);
+            }
+        }
+        for (k, v) in &self.env {
+            if ceiling.env.get(k) != Some(v) {
+                out.push(Excess::Env(k.clone()));
+            }
+        }
+        out
+    }
+
+    /// Whether `self` grants nothing outside `ceiling`.
+    pub fn within(&self, ceiling: &Rights) -> bool {
+        self.excess(ceiling).is_empty()
+    }
+
+    /// Whether both grant exactly as much.
+    pub fn same(&self, other: &Rights) -> bool {
+        self.within(other) && other.within(self)
+    }
+
+    fn exact(&self, path: &Path) -> Option<&PathRight> {
+        self.paths
+            .binary_search_by(|p| p.path.as_path().cmp(path))
+            .ok()
+            .map(|i| &self.paths[i])
+    }
+
+    fn covers(&self, path: &Path, right: impl Fn(&runtime::Rights) -> bool) -> bool {
+        path.ancestors()
+            .any(|a| self.exact(a).is_some_and(|g| right(&g.rights)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rights(paths: &[(&str, runtime::Rights)]) -> Rights {
+        let mut paths: Vec<PathRight> = paths
+            .iter()
+            .map(|(p, r)| PathRight {
+                path: PathBuf::from(p),
+                rights: *r,
+                object: None,
+            })
+            .collect();
+        paths.sort_by(|a, b| a.path.cmp(&b.path));
+        Rights {
+            paths,
+            tcp_connect: BTreeSet::new(),
+            tcp_bind: BTreeSet::new(),
+            udp: false,
+            unix_sockets: false,
+            signals_out: false,
+            abstract_out: false,
+            env: BTreeMap::new(),
+            scratch: true,
+        }
+    }
+
+    #[test]
+    fn paths_are_covered_by_ancestors_right_by_right() {
+        use runtime::Rights as R;
+        let ceiling = rights(&[("/a", R::RW), ("/usr", R::RX)]);
+        assert!(rights(&[("/a/b", R::RW)]).within(&ceiling));
+        assert!(rights(&[("/usr/lib", R::R)]).within(&ceiling));
+        assert_eq!(
+            rights(&[("/a/b", R::RX)]).excess(&ceiling),
+            vec![Excess::Path {
+                path: "/a/b".into(),
+                rights: runtime::Rights {
+                    exec: true,
+                    ..Default::default()
+                }
+            }]
+        );
+        // Component-wise: /ab is not beneath /a.
+        assert!(!rights(&[("/ab", R::R)]).within(&ceiling));
+        assert!(!rights(&[("/b", R::R)]).within(&ceiling));
+        assert!(rights(&[]).within(&ceiling));
+        assert_eq!(
+            describe(&rights(&[("/b", R::RW)]).excess(&ceiling)),
+            "read-write access to /b"
+        );
+        assert!(ceiling.same(&ceiling.clone()));
+        assert!(!rights(&[("/a", R::RW)]).same(&ceiling));
+    }
+
+    #[test]
+    fn a_replaced_directory_is_another_right() {
+        use runtime::Rights as R;
+        let mut old = rights(&[("/a", R::RW)]);
+        let mut new = old.clone();
+        old.paths[0].object = Some((1, 10));
+        new.paths[0].object = Some((1, 11));
+        assert_eq!(old.excess(&new), vec![Excess::Replaced("/a".into())]);
+        new.paths[0].object = Some((1, 10));
+        assert!(old.same(&new));
+    }
+
+    #[test]
+    fn network_env_and_scopes_are_rights() {
+        let base = rights(&[]);
+        let mut more = base.clone();
+        more.tcp_connect.insert(443);
+        more.env.insert("TOKEN".into(), "x".into());
+        more.signals_out = true;
+        assert_eq!(
+            more.excess(&base),
+            vec![
+                Excess::TcpConnect(443),
+                Excess::Signals,
+                Excess::Env("TOKEN".into())
+            ]
+        );
+        assert!(base.within(&more));
+        let mut changed = base.clone();
+        changed.env.insert("TOKEN".into(), "y".into());
+        assert!(!more.within(&changed) && !changed.within(&more));
+        assert_eq!(
+            describe(&more.excess(&base)),
+            "TCP connect to port 443, signals outside the sandbox, environment variable TOKEN"
+        );
+    }
+}

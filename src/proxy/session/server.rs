@@ -1,0 +1,464 @@
+//! The servers' side: what rootfence does with each line a generation
+//! writes, and with its stdout closing or its process ending.
+//!
+//! What a generation may say depends on its phase: the serving and
+//! draining ones are relayed (answers to the host requests they handle,
+//! their requests to the host through the guard and with fresh ids, their
+//! notifications); a starting one only answers rootfence's own requests
+//! and has its `roots/list` answered; a stopped one's answers to host
+//! requests still in flight are taken until it exits, unless it was
+//! killed, whose every word is dropped. Every generation's `roots/list` is
+//! answered by rootfence with exactly the roots its sandbox enforces.
+
+use std::time::Instant;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::Session;
+use super::io::GenId;
+use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use crate::proxy::framing::Frame;
+use crate::proxy::guard::{self, Revision};
+use crate::proxy::message::{self, Envelope, Invalid, Kind, code};
+use crate::proxy::server::ServerEvent;
+
+#[derive(serde::Deserialize)]
+struct CancelParams<'a> {
+    #[serde(rename = "requestId", borrow)]
+    request_id: &'a RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct MetaParams<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Meta<'a> {
+    #[serde(rename = "progressToken", borrow, default)]
+    token: Option<&'a RawValue>,
+}
+
+/// What a generation may say, by phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Voice {
+    /// Serving or draining: relayed.
+    Full,
+    /// Starting: only answers to rootfence and its `roots/list`.
+    Rising,
+    /// Stopped gracefully: answers to host requests in flight only.
+    Closing,
+    /// Killed, or gone: nothing.
+    Mute,
+}
+
+impl Session {
+    /// An event from a generation's tasks.
+    pub(super) fn on_server_event(&mut self, ev: ServerEvent, now: Instant) {
+        match ev {
+            ServerEvent::Frame(g, Frame::Line(line)) => self.on_server_line(g, line, now),
+            ServerEvent::Frame(g, Frame::TooLong { len, head }) => {
+                self.on_server_too_long(g, len, &head)
+            }
+            ServerEvent::Eof(g) => self.on_stdout_closed(g, now),
+            ServerEvent::Exited(g, status) => self.on_exited(g, status, now),
+        }
+    }
+
+    fn voice(&self, g: GenId) -> Voice {
+        match self.fleet.gens.get(&g).map(|s| &s.phase) {
+            None => Voice::Mute,
+            Some(p) if p.killed() => Voice::Mute,
+            Some(p) if p.stopping() => Voice::Closing,
+            Some(p) if p.rising() => Voice::Rising,
+            Some(_) => Voice::Full,
+        }
+    }
+
+    fn send_server(&mut self, g: GenId, line: Vec<u8>) {
+        self.out.push(super::io::Action::ToServer(g, line));
+    }
+
+    fn on_server_too_long(&mut self, g: GenId, len: u64, head: &[u8]) {
+        let (id, method) = message::sniff(head);
+        let max = self.inputs.policy.raw.limits.max_message_bytes;
+        tracing::warn!(
+            generation = g,
+            bytes = len,
+            "server message over limits.max_message_bytes = {max}: dropped"
+        );
+        let voice = self.voice(g);
+        if voice == Voice::Mute {
+            return;
+        }
+        let Some(id) = id else { return };
+        if method.is_some() {
+            // A request from the server: refuse it back to the server.
+            self.send_server(
+                g,
+                message::error_response(
+                    Some(&id),
+                    code::INVALID_REQUEST,
+                    &format!("message of {len} bytes exceeds the limit of {max} bytes"),
+                ),
+            );
+            return;
+        }
+        // A response too large for the host: answer the host with an error.
+        let key = IdKey::canonical(&id);
+        let host_key = match self.ledger.own_take(g, &key) {
+            Some(Own::OnBehalf(k)) => Some(k),
+            Some(_) => None,
+            None => self
+                .ledger
+                .host(&key)
+                .filter(|r| {
+                    r.state
+                        == HostState::Sent {
+                            generation: g,
+                            wire: None,
+                        }
+                })
+                .map(|_| IdKey::of(&key)),
+        };
+        if let Some(k) = host_key {
+            self.answer_error(
+                &k,
+                code::INTERNAL_ERROR,
+                &format!(
+                    "the server's response of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
+                ),
+            );
+            self.after_answer(g);
+        }
+    }
+
+    fn on_server_line(&mut self, g: GenId, line: Vec<u8>, now: Instant) {
+        let voice = self.voice(g);
+        if voice == Voice::Mute {
+            return;
+        }
+        let env = match message::parse(&line) {
+            Ok(env) => env,
+            Err(Invalid::Batch) => {
+                if self.handshake.protocol.as_deref() == Some("2025-03-26")
+                    && let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(&line)
+                {
+                    for item in items {
+                        self.on_server_line(g, item.get().as_bytes().to_vec(), now);
+                    }
+                    return;
+                }
+                tracing::warn!(
+                    generation = g,
+                    "server sent a batch outside protocol 2025-03-26: refused"
+                );
+                self.send_server(
+                    g,
+                    message::error_response(
+                        None,
+                        code::INVALID_REQUEST,
+                        "Invalid Request: batches are not allowed in this protocol revision",
+                    ),
+                );
+                return;
+            }
+            Err(Invalid::NotJson(e)) => {
+                tracing::warn!(
+                    generation = g,
+                    "server wrote a line that is not JSON ({e}): dropped"
+                );
+                self.send_server(
+                    g,
+                    message::error_response(None, code::PARSE_ERROR, "Parse error: not JSON"),
+                );
+                return;
+            }
+            Err(Invalid::NotJsonRpc { why, id }) => {
+                tracing::warn!(
+                    generation = g,
+                    "server sent an invalid JSON-RPC message ({why}): dropped"
+                );
+                self.send_server(
+                    g,
+                    message::error_response(
+                        id.as_deref(),
+                        code::INVALID_REQUEST,
+                        &format!("Invalid Request: {why}"),
+                    ),
+                );
+                return;
+            }
+        };
+        match env.kind {
+            Kind::Response => self.on_server_response(g, &line, &env, now),
+            Kind::Request => self.on_server_request(g, voice, &line, &env, now),
+            Kind::Notification if voice == Voice::Full => {
+                self.on_server_notification(g, &line, &env)
+            }
+            Kind::Notification => {
+                tracing::debug!(
+                    generation = g,
+                    "notification from a server not serving: dropped"
+                );
+            }
+        }
+    }
+
+    fn on_server_response(&mut self, g: GenId, line: &[u8], env: &Envelope<'_>, now: Instant) {
+        let Some(id) = env.id else {
+            tracing::warn!(
+                generation = g,
+                "server sent an error response without id: dropped"
+            );
+            return;
+        };
+        let key = IdKey::canonical(id.get());
+        if let Some(own) = self.ledger.own_take(g, &key) {
+            let result = env.result.map(|r| r.get());
+            match own {
+                Own::Initialize => self.on_replayed_init(g, result, now),
+                Own::Replay => {}
+                Own::List(method) => {
+                    if let Some(r) = result
+                        && let Some(note) = self.handshake.compare_list(method, r.to_string())
+                    {
+                        self.send_host(note);
+                    }
+                }
+                Own::OnBehalf(host_key) => {
+                    // Answered under rootfence's id: the host gets it under
+                    // its own.
+                    let Some((host_key, r)) = self.ledger.host_remove(host_key.as_str()) else {
+                        return;
+                    };
+                    self.record_answer(g, r.method, result, now);
+                    let out = match message::span_in(line, id) {
+                        Some(range) => message::splice(line, range, r.id(&host_key).as_bytes()),
+                        None => return,
+                    };
+                    self.reply_host(out, r.batch);
+                    self.after_answer(g);
+                }
+            }
+            return;
+        }
+        let ours = self.ledger.host(&key).is_some_and(|r| {
+            r.state
+                == HostState::Sent {
+                    generation: g,
+                    wire: None,
+                }
+        });
+        if !ours {
+            tracing::warn!(generation = g, id = %id.get(), "server answered no request in flight: dropped");
+            return;
+        }
+        let Some((_, r)) = self.ledger.host_remove(&key) else {
+            return;
+        };
+        self.record_answer(g, r.method, env.result.map(|x| x.get()), now);
+        self.reply_host(line.to_vec(), r.batch);
+        self.after_answer(g);
+    }
+
+    /// What rootfence keeps of a host request's answer: the server's
+    /// handshake, the lists the host saw.
+    fn record_answer(&mut self, g: GenId, method: Method, result: Option<&str>, now: Instant) {
+        match (method, result) {
+            (Method::Initialize, result) => {
+                if let Some(r) = result {
+                    self.handshake.record_server_init(r);
+                }
+                // A host that said `initialized` before this answer.
+                if self.handshake.host_initialized
+                    && let Some(generation) = self.fleet.gens.get_mut(&g)
+                    && !generation.initialized
+                {
+                    generation.initialized = true;
+                    self.send_server(g, message::notification("notifications/initialized", None));
+                }
+                // The first handshake is through: a replacement may now be
+                // launched (and replayed).
+                self.settle(now);
+            }
+            (Method::List { method, paged }, Some(r)) => {
+                self.handshake.record_list(method, paged, r);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_server_request(
+        &mut self,
+        g: GenId,
+        voice: Voice,
+        line: &[u8],
+        env: &Envelope<'_>,
+        now: Instant,
+    ) {
+        let method = env.method.as_deref().unwrap_or_default();
+        let Some(id) = env.id else { return };
+        let id_raw = id.get().to_string();
+        if method == "roots/list" {
+            let reply = self.roots_result(g, &id_raw);
+            self.send_server(g, reply);
+            return;
+        }
+        if voice != Voice::Full {
+            tracing::debug!(
+                generation = g,
+                method,
+                "request from a server not serving: refused"
+            );
+            self.send_server(
+                g,
+                message::error_response(
+                    Some(&id_raw),
+                    code::SERVER_GONE,
+                    "rootfence: this server is not connected to the host (it is starting or stopping)",
+                ),
+            );
+            return;
+        }
+        let (mut params, mut check) = (None, None);
+        if guard::GUARDED.contains(&method) {
+            match self.guard_request(g, method, env.params, line.len(), now) {
+                guard::Verdict::Refuse(refusal) => {
+                    self.send_server(g, refusal.response(&id_raw));
+                    return;
+                }
+                guard::Verdict::Forward {
+                    params: p,
+                    check: c,
+                } => (params, check) = (p, c),
+            }
+        }
+        // Its progress token, if any: the host is given this request's id
+        // instead (unique in the session), mapped back on the host's
+        // progress notifications.
+        let token = env.params.and_then(|p| {
+            serde_json::from_str::<MetaParams<'_>>(p.get())
+                .ok()
+                .and_then(|m| m.meta)
+                .and_then(|m| m.token)
+                .and_then(|t| message::span_in(line, t.into()).map(|r| (r, t.get().to_string())))
+        });
+        let host_id = self.ledger.next_asked().to_string();
+        let out = match params {
+            // A clamp: the request is rewritten.
+            Some(mut p) => {
+                if token.is_some()
+                    && let Some(meta) = p.get_mut("_meta").and_then(Value::as_object_mut)
+                {
+                    meta.insert(
+                        "progressToken".into(),
+                        serde_json::from_str(&host_id).unwrap_or(Value::Null),
+                    );
+                }
+                message::request(&host_id, method, Some(&p.to_string()))
+            }
+            None => {
+                let Some(id_range) = message::span_in(line, id) else {
+                    return;
+                };
+                let mut edits = vec![(id_range, host_id.as_bytes())];
+                if let Some((range, _)) = &token {
+                    edits.push((range.clone(), host_id.as_bytes()));
+                }
+                message::splice_all(line, &mut edits)
+            }
+        };
+        let issued = self.ledger.ask(ToHost::Server {
+            generation: g,
+            id_raw,
+            check,
+            token: token.map(|(_, t)| t),
+        });
+        debug_assert_eq!(issued.to_string(), host_id);
+        self.send_host(out);
+    }
+
+    fn on_server_notification(&mut self, g: GenId, line: &[u8], env: &Envelope<'_>) {
+        if env.method.as_deref() == Some("notifications/cancelled") {
+            // The server cancels one of its requests to the host: use the
+            // id the host knows.
+            let target = env
+                .params
+                .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
+            if let Some(t) = target {
+                let orig = IdKey::canonical(t.request_id.get());
+                let host_id = self.ledger.asked_find(g, &orig);
+                if let (Some(hid), Some(range)) =
+                    (host_id, message::span_in(line, t.request_id.into()))
+                {
+                    self.ledger.asked_remove(hid);
+                    let out = message::splice(line, range, hid.to_string().as_bytes());
+                    return self.send_host(out);
+                }
+                return tracing::debug!("server cancelled a request the host never saw: dropped");
+            }
+        }
+        self.send_host(line.to_vec());
+    }
+
+    /// Ask the guard about a server request `method` in [`guard::GUARDED`].
+    fn guard_request(
+        &mut self,
+        g: GenId,
+        method: &str,
+        params: Option<message::Raw<'_>>,
+        bytes: usize,
+        now: Instant,
+    ) -> guard::Verdict {
+        let params: Value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let requested = self
+            .handshake
+            .host_init
+            .as_ref()
+            .and_then(|v| v.get("protocolVersion"))
+            .and_then(Value::as_str);
+        // Negotiated, else what the host asked for, else the newest
+        // handshake revision.
+        let revision = Revision::parse(
+            self.handshake
+                .protocol
+                .as_deref()
+                .or(requested)
+                .unwrap_or("2025-11-25"),
+        );
+        let host_caps = self
+            .handshake
+            .host_init
+            .as_ref()
+            .and_then(|v| v.get("capabilities"))
+            .unwrap_or(&Value::Null);
+        let ctx = guard::Context {
+            policy: &self.inputs.policy,
+            revision,
+            host_caps,
+            generation: g,
+        };
+        self.guard.on_request(ctx, method, &params, bytes, now)
+    }
+
+    /// The answer to `g`'s `roots/list`: exactly the roots its sandbox
+    /// enforces (canonical URIs, the host's names).
+    fn roots_result(&self, g: GenId, id_raw: &str) -> Vec<u8> {
+        let roots = self
+            .fleet
+            .gens
+            .get(&g)
+            .map(|s| s.roots.as_slice())
+            .unwrap_or_default();
+        let list: Vec<Value> = roots
+            .iter()
+            .map(|r| serde_json::json!({"uri": r.uri, "name": r.name}))
+            .collect();
+        message::result_response(id_raw, &serde_json::json!({"roots": list}).to_string())
+    }
+}

@@ -1,0 +1,229 @@
+//! The target: the one plan the session converges on.
+//!
+//! The target is computed from the root inputs (the policy's static roots,
+//! the command line's, the host's latest `roots/list` answer, minus the
+//! directories seen deleted, renamed or replaced), the policy and the
+//! command. It is recomputed at once when the host's roots arrive, and
+//! after `limits.rebuild_debounce_ms` for policy edits and changes on disk
+//! (a burst of them makes one recomputation). Every lifecycle decision
+//! compares generations with the target (see `lifecycle.rs`), never with
+//! the plan enforced before.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Session;
+use super::rights::Rights;
+use crate::plan::{self, SandboxPlan};
+use crate::policy::{Policy, PolicyFile};
+use crate::roots::{Access, CanonicalRoot, Refusal, RootInput, RootSource, resolve_all};
+use crate::runtime::{self, CommandSpec, HostEnv};
+
+/// What the server should be allowed now.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Bumped whenever the roots or the rights change.
+    pub version: u64,
+    /// The plan a generation launched now gets.
+    pub plan: Arc<SandboxPlan>,
+    /// What that plan grants.
+    pub rights: Arc<Rights>,
+    /// The policy it was computed with: what a server is offered in its
+    /// `initialize` follows it (see `Handshake::offer`).
+    pub policy: Arc<PolicyFile>,
+}
+
+impl Target {
+    fn new(version: u64, plan: SandboxPlan, policy: &PolicyFile) -> Target {
+        let rights = Arc::new(Rights::of(&plan));
+        Target {
+            version,
+            plan: Arc::new(plan),
+            rights,
+            policy: Arc::new(policy.clone()),
+        }
+    }
+
+    /// The roots, as the server is told them.
+    pub fn roots(&self) -> &[CanonicalRoot] {
+        &self.plan.roots
+    }
+}
+
+/// Everything the target is computed from.
+pub struct Inputs {
+    /// The policy in force.
+    pub policy: Policy,
+    cli_roots: Vec<RootInput>,
+    no_host_roots: bool,
+    command: Vec<std::ffi::OsString>,
+    spec: CommandSpec,
+    env: HostEnv,
+    /// The host's roots, from its last readable `roots/list` answer.
+    host_roots: Vec<RootInput>,
+    /// Inputs whose directory was deleted, renamed or replaced after it
+    /// was resolved.
+    dropped: HashSet<String>,
+}
+
+impl Inputs {
+    /// The inputs at the start of a session.
+    pub fn new(
+        policy: Policy,
+        cli_roots: Vec<RootInput>,
+        no_host_roots: bool,
+        command: Vec<std::ffi::OsString>,
+        env: HostEnv,
+    ) -> Result<Inputs, String> {
+        let spec = runtime::discover_for(&command, &policy, &env).map_err(|e| e.to_string())?;
+        Ok(Inputs {
+            policy,
+            cli_roots,
+            no_host_roots,
+            command,
+            spec,
+            env,
+            host_roots: Vec::new(),
+            dropped: HashSet::new(),
+        })
+    }
+
+    /// Whether the host's roots count (not `--no-host-roots`, and the
+    /// policy's `roots.sources` admits them).
+    pub fn accepts_host_roots(&self) -> bool {
+        !self.no_host_roots
+            && (self.policy.sources.is_empty() || self.policy.sources.contains(&RootSource::Host))
+    }
+
+    /// The access host roots get.
+    pub fn host_access(&self) -> Access {
+        self.policy.raw.roots.host_access.into()
+    }
+
+    /// A new policy: the command's runtime is discovered again (kept when
+    /// it can no longer be resolved).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policy = policy;
+        match runtime::discover_for(&self.command, &self.policy, &self.env) {
+            Ok(spec) => self.spec = spec,
+            Err(e) => tracing::error!(
+                "after the policy change the command cannot be resolved: {e}; keeping the old runtime"
+            ),
+        }
+    }
+
+    /// The host's new roots. A fresh list re-affirms a root dropped before.
+    pub fn set_host_roots(&mut self, roots: Vec<RootInput>) {
+        self.dropped.retain(|d| !roots.iter().any(|i| &i.raw == d));
+        self.host_roots = roots;
+    }
+
+    /// Resolve every input and build the plan.
+    pub fn compute(&self) -> (SandboxPlan, Vec<Refusal>) {
+        let mut inputs: Vec<RootInput> = self.policy.static_roots.clone();
+        inputs.extend(self.cli_roots.iter().cloned());
+        if self.accepts_host_roots() {
+            inputs.extend(self.host_roots.iter().cloned());
+        }
+        inputs.retain(|i| !self.dropped.contains(&i.raw));
+        let rules = self.policy.root_rules(self.env.cwd.clone());
+        let (ok, refused) = resolve_all(&inputs, &rules);
+        let shown = refused.clone();
+        let plan = plan::build(&self.policy, ok, refused, self.spec.clone(), &self.env);
+        (plan, shown)
+    }
+
+    /// Drop the inputs of `roots` whose directory is no longer the one
+    /// resolved (deleted, renamed or replaced). Returns whether any was.
+    pub fn drop_moved(&mut self, roots: &[CanonicalRoot]) -> bool {
+        let mut changed = false;
+        for r in roots {
+            if !r.handle.still_at(&r.path) && self.dropped.insert(r.input.clone()) {
+                tracing::warn!(root = %r.uri, "root directory was deleted, renamed or replaced: dropping it");
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+/// The first target of a session (no host roots yet).
+pub fn first(inputs: &Inputs) -> Target {
+    let (plan, refused) = inputs.compute();
+    for r in &refused {
+        tracing::warn!("{r}");
+    }
+    Target::new(1, plan, &inputs.policy.raw)
+}
+
+impl Session {
+    /// Recompute the target now. With `report`, the host is told (as
+    /// logging warnings) which of its roots were refused.
+    pub(super) fn recompute(&mut self, report: bool, now: Instant) {
+        self.recompute_at = None;
+        let (plan, refused) = self.inputs.compute();
+        for r in &refused {
+            tracing::warn!("{r}");
+            if report
+                && r.from == RootSource::Host
+                && let Some(note) = self.handshake.log_to_host("warning", &r.to_string())
+            {
+                self.send_host(note);
+            }
+        }
+        let mut next = Target::new(self.target.version, plan, &self.inputs.policy.raw);
+        let same_roots = next.roots().len() == self.target.roots().len()
+            && next
+                .roots()
+                .iter()
+                .zip(self.target.roots())
+                .all(|(a, b)| a.path == b.path && a.uri == b.uri && a.name == b.name);
+        let same = same_roots
+            && next.rights.same(&self.target.rights)
+            && self.handshake.offer(&next.policy) == self.handshake.offer(&self.target.policy);
+        if !same {
+            next.version += 1;
+            tracing::info!(
+                roots = next.roots().len(),
+                version = next.version,
+                "target changed"
+            );
+        }
+        self.target = next;
+        self.settle(now);
+    }
+
+    /// Recompute the target after the debounce (policy edits, changes on
+    /// disk).
+    pub(super) fn schedule_recompute(&mut self, now: Instant) {
+        let debounce = Duration::from_millis(self.inputs.policy.raw.limits.rebuild_debounce_ms);
+        if self.recompute_at.is_none() {
+            self.recompute_at = Some(now + debounce);
+        }
+    }
+
+    /// A new policy from disk.
+    pub(super) fn on_policy(&mut self, policy: Result<Box<Policy>, String>, now: Instant) {
+        match policy {
+            Ok(p) => {
+                tracing::info!(policy = %p.name(), "policy changed on disk");
+                self.inputs.set_policy(*p);
+                self.guard.policy_changed(&self.inputs.policy);
+                self.schedule_recompute(now);
+            }
+            Err(e) => {
+                tracing::error!("policy change rejected, the previous policy stays in force: {e}");
+            }
+        }
+    }
+
+    /// Something changed near a root directory: drop the target's roots
+    /// that moved, and recompute.
+    pub(super) fn on_roots_maybe_changed(&mut self, now: Instant) {
+        let roots = self.target.plan.roots.clone();
+        if self.inputs.drop_moved(&roots) {
+            self.schedule_recompute(now);
+        }
+    }
+}
