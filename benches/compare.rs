@@ -12,10 +12,10 @@
 //! (peak RSS of rootfence).
 //!
 //! The direct side is a minimal MCP server: this binary in server mode
-//! (see `common`). The relay baseline is the same server behind socat, a
-//! relay that copies bytes both ways and parses nothing: the floor of any
-//! stdio relay, measured in the same run (`apt-get install socat`; without
-//! it the socat column says so). bubblewrap is Debian's (`apt-get install
+//! (see `common`). The relay baseline is the same server behind a byte
+//! relay (this binary in relay mode: two `std::io::copy` loops, spliced
+//! between pipes, parsing nothing, as `socat` would): the floor of any
+//! stdio relay, measured in the same run. bubblewrap is Debian's (`apt-get install
 //! bubblewrap`); without it the bwrap row says so.
 
 mod common;
@@ -56,9 +56,6 @@ fn row(
     }
 }
 
-/// What the socat column says when socat is missing.
-const NO_SOCAT: &str = "socat missing";
-
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -68,7 +65,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
-    if common::maybe_serve() {
+    if common::maybe_serve() || common::maybe_relay() {
         return;
     }
     let args: Vec<String> = std::env::args()
@@ -93,11 +90,6 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         rootfence::sandbox::probe().kernel
     );
-    if common::socat().is_none() {
-        eprintln!(
-            "socat is not installed: the relay baseline (socat column) will be empty; install it with `apt-get install socat`"
-        );
-    }
     let mut rows = Vec::new();
     if want("launch") {
         eprintln!("launch ...");
@@ -133,13 +125,7 @@ fn main() {
 
 fn print_table(rows: &[Row]) {
     println!();
-    if common::socat().is_none() {
-        println!(
-            "socat is not installed: the relay baseline column is empty (apt-get install socat)"
-        );
-        println!();
-    }
-    println!("| measure | baseline | socat relay | rootfence | result | target | met |");
+    println!("| measure | baseline | byte relay | rootfence | result | target | met |");
     println!("|---|---:|---:|---:|---:|---|:---:|");
     for r in rows {
         let met = match r.met {
@@ -242,30 +228,23 @@ fn all_cpus() -> Vec<usize> {
     (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
 }
 
-/// Round trips direct, through socat (if installed) and through rootfence,
+/// Round trips direct, through the byte relay and through rootfence,
 /// in alternating blocks so all three see the same machine.
 fn ping_three(a: &Path, n: usize) -> (Vec<Duration>, Vec<Duration>, Vec<Duration>) {
     let mut d = Peer::spawn(direct());
     d.initialize(false, "[]");
-    let mut s = common::socat().map(|s| {
-        let mut p = Peer::spawn_as_is(common::socat_relayed(s));
-        p.initialize(false, "[]");
-        p
-    });
+    let mut s = Peer::spawn_as_is(common::byte_relayed());
+    s.initialize(false, "[]");
     let mut f = Peer::spawn(fenced(a, &[]));
     f.initialize(false, "[]");
     let (mut dv, mut sv, mut fv) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         dv.extend(common::ping_rtts(&mut d, n / 5));
-        if let Some(s) = s.as_mut() {
-            sv.extend(common::ping_rtts(s, n / 5));
-        }
+        sv.extend(common::ping_rtts(&mut s, n / 5));
         fv.extend(common::ping_rtts(&mut f, n / 5));
     }
     d.close();
-    if let Some(s) = s {
-        s.close();
-    }
+    s.close();
     f.close();
     (dv, sv, fv)
 }
@@ -279,15 +258,9 @@ fn ping(a: &Path, rows: &mut Vec<Row>) {
             let dq = percentile(&mut d, q);
             let fq = percentile(&mut f, q);
             let added = us(fq) - us(dq);
-            let (relay, over) = if s.is_empty() {
-                (NO_SOCAT.to_string(), String::new())
-            } else {
-                let sq = percentile(&mut s, q);
-                (
-                    format!("{:.1} µs", us(sq)),
-                    format!("; +{:.1} µs over socat", us(fq) - us(sq)),
-                )
-            };
+            let sq = percentile(&mut s, q);
+            let relay = format!("{:.1} µs", us(sq));
+            let over = format!("; +{:.1} µs over the byte relay", us(fq) - us(sq));
             let mut r = row(
                 format!("ping round trip{label}, {name}"),
                 format!("{:.1} µs", us(dq)),
@@ -306,7 +279,6 @@ fn ping(a: &Path, rows: &mut Vec<Row>) {
 // ---------------------------------------------------------------- throughput
 
 fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
-    let socat = common::socat();
     for (n, size, label) in [(10_000usize, 1024usize, "1 KiB"), (100, 4 << 20, "4 MiB")] {
         if (size <= 1024 && !small) || (size > 1024 && !big) {
             continue;
@@ -322,23 +294,19 @@ fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
             let (t, by, _) = pipelined(p, &msgs);
             dt.push(t);
             bytes = by;
-            if let Some(s) = socat {
-                let mut p = Peer::spawn_as_is(common::socat_relayed(s));
-                p.initialize(false, "[]");
-                st.push(pipelined(p, &msgs).0);
-            }
+            let mut p = Peer::spawn_as_is(common::byte_relayed());
+            p.initialize(false, "[]");
+            st.push(pipelined(p, &msgs).0);
             let mut p = Peer::spawn(fenced(a, &[]));
             p.initialize(false, "[]");
             ft.push(pipelined(p, &msgs).0);
         }
         let (d, f) = (percentile(&mut dt, 0.5), percentile(&mut ft, 0.5));
-        let sm = (!st.is_empty()).then(|| percentile(&mut st, 0.5));
+        let sm = percentile(&mut st, 0.5);
         let calls = |t: Duration| n as f64 / t.as_secs_f64();
         let gbs = |t: Duration| bytes as f64 / t.as_secs_f64() / 1e9;
-        let mut r = if size <= 1024 {
-            let over = sm.map_or(String::new(), |s| {
-                format!("; {:.1} % of socat", 100.0 * calls(f) / calls(s))
-            });
+        let r = if size <= 1024 {
+            let over = format!("; {:.1} % of the byte relay", 100.0 * calls(f) / calls(sm));
             let mut r = row(
                 format!("{n} pipelined `tools/call`, {label} each way"),
                 format!("{:.0} calls/s", calls(d)),
@@ -347,12 +315,10 @@ fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
                 ">= 80 % of direct",
                 Some(calls(f) / calls(d) >= 0.8),
             );
-            r.relay = sm.map_or(NO_SOCAT.into(), |s| format!("{:.0} calls/s", calls(s)));
+            r.relay = format!("{:.0} calls/s", calls(sm));
             r
         } else {
-            let over = sm.map_or(String::new(), |s| {
-                format!("; {:.1} % of socat", 100.0 * gbs(f) / gbs(s))
-            });
+            let over = format!("; {:.1} % of the byte relay", 100.0 * gbs(f) / gbs(sm));
             let mut r = row(
                 format!("{n} pipelined `tools/call`, {label} each way (bytes both ways)"),
                 format!("{:.2} GB/s", gbs(d)),
@@ -361,12 +327,9 @@ fn throughput(a: &Path, small: bool, big: bool, rows: &mut Vec<Row>) {
                 ">= 1 GB/s relayed",
                 Some(gbs(f) >= 1.0),
             );
-            r.relay = sm.map_or(NO_SOCAT.into(), |s| format!("{:.2} GB/s", gbs(s)));
+            r.relay = format!("{:.2} GB/s", gbs(sm));
             r
         };
-        if r.relay.is_empty() {
-            r.relay = NO_SOCAT.into();
-        }
         rows.push(r);
     }
 }

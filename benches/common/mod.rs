@@ -210,26 +210,46 @@ pub fn fenced(root: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// socat, the zero-parse relay baseline, if installed.
-pub fn socat() -> Option<&'static str> {
-    ["/usr/bin/socat", "/bin/socat"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
+/// Argument that makes a bench binary the byte relay in front of the
+/// minimal server.
+pub const RELAY_ARG: &str = "--rootfence-bench-relay";
+
+/// The minimal server behind a byte relay: a process that starts it on
+/// pipes and copies bytes both ways between its own stdio and the
+/// server's, parsing nothing (`std::io::copy`, which splices between
+/// pipes on Linux). The floor of any stdio relay: what a relay costs
+/// before it reads a single message. Start it with [`Peer::spawn_as_is`].
+pub fn byte_relayed() -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.arg(RELAY_ARG);
+    c
 }
 
-/// The minimal server behind socat: a relay that copies bytes both ways
-/// between its stdio and the server's pipes, parsing nothing. The floor of
-/// any stdio relay. Start it with [`Peer::spawn_as_is`].
-///
-/// socat's own transfer size (8 KiB): with larger blocks (64 KiB, 1 MiB)
-/// socat 1.7.4 sometimes stopped relaying here, bytes read from the server
-/// and never written to the host (about one pipelined run in ten).
-pub fn socat_relayed(socat: &str) -> Command {
-    let server = std::env::current_exe().unwrap();
-    let mut c = Command::new(socat);
-    c.arg("STDIO")
-        .arg(format!("EXEC:{} {SERVER_ARG},pipes", server.display()));
-    c
+/// The byte relay ([`byte_relayed`]): run if asked to; true if this
+/// process was the relay (the caller then returns).
+pub fn maybe_relay() -> bool {
+    if !std::env::args().any(|a| a == RELAY_ARG) {
+        return false;
+    }
+    let mut server = Command::new(std::env::current_exe().unwrap())
+        .arg(SERVER_ARG)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_server = server.stdin.take().unwrap();
+    let mut from_server = server.stdout.take().unwrap();
+    // The same pipe size as the host's and rootfence's pipes.
+    let _ = rustix::pipe::fcntl_setpipe_size(to_server.as_fd(), HOST_PIPE);
+    let _ = rustix::pipe::fcntl_setpipe_size(from_server.as_fd(), HOST_PIPE);
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to_server);
+        // Host EOF: the server's stdin closes when `to_server` drops.
+    });
+    let _ = std::io::copy(&mut from_server, &mut std::io::stdout().lock());
+    let _ = up.join();
+    let _ = server.wait();
+    true
 }
 
 /// The server processes `pid` has started and not reaped (its children).
