@@ -33,7 +33,52 @@ pub struct RunArgs {
 const PIPE_SIZE: usize = 1 << 20;
 
 /// Launches each server generation under the Landlock sandbox.
-pub struct SandboxLauncher;
+pub struct SandboxLauncher {
+    /// The user's home directory, to name paths in denial hints (`~/x`).
+    pub home: Option<std::path::PathBuf>,
+}
+
+/// How long the reaper waits for the rest of a dead server's stderr (a
+/// descendant outside its PID namespace may still hold the pipe).
+const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Relay a server's stderr to rootfence's, reading it for sandbox denials
+/// (each logged once, with the rule that would allow the path). The
+/// returned function, called once the server has exited, gives the last
+/// denial's hint.
+fn relay_stderr(
+    mut from: std::process::ChildStderr,
+    plan: &SandboxPlan,
+    home: Option<std::path::PathBuf>,
+) -> Box<dyn FnOnce() -> Option<String> + Send> {
+    use std::io::{Read, Write};
+    let mut watch = sandbox::hints::StderrWatch::new(plan.clone(), home);
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Option<String>>(1);
+    let exists = |p: &std::path::Path| p.exists();
+    let spawned = std::thread::Builder::new()
+        .name("rootfence-server-stderr".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 8 << 10];
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let _ = std::io::stderr().write_all(&buf[..n]);
+                for d in watch.feed(&buf[..n], &exists) {
+                    tracing::warn!("sandbox denial: {}", d.hint);
+                }
+            }
+            for d in watch.finish(&exists) {
+                tracing::warn!("sandbox denial: {}", d.hint);
+            }
+            let _ = done_tx.send(watch.last_hint().map(str::to_string));
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot read the server's stderr for sandbox denials: {e}");
+    }
+    Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten())
+}
 
 impl Launcher for SandboxLauncher {
     fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
@@ -47,14 +92,9 @@ impl Launcher for SandboxLauncher {
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
         let stdin = child.take_stdin().ok_or("server stdin is not piped")?;
         let stdout = child.take_stdout().ok_or("server stdout is not piped")?;
-        if let Some(stderr) = child.take_stderr() {
-            let _ = std::thread::Builder::new()
-                .name("rootfence-server-stderr".into())
-                .spawn(move || {
-                    let mut from = stderr;
-                    let _ = std::io::copy(&mut from, &mut std::io::stderr());
-                });
-        }
+        let diagnose = child
+            .take_stderr()
+            .map(|stderr| relay_stderr(stderr, plan, self.home.clone()));
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
@@ -67,6 +107,7 @@ impl Launcher for SandboxLauncher {
             pid: child.pid(),
             // Reaps the server and removes its scratch directory.
             reap: Box::new(move || child.wait().map(ExitInfo::from_status)),
+            diagnose,
         })
     }
 }
@@ -145,6 +186,9 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
                 Err(e) => tracing::warn!("cannot watch the root directories: {e}"),
             }
         }
+        let launcher = SandboxLauncher {
+            home: env.home.clone(),
+        };
         let config = SessionConfig {
             policy,
             cli_roots,
@@ -159,7 +203,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         // futex wake-up.
         let session = tokio::spawn(proxy::run(
             config,
-            SandboxLauncher,
+            launcher,
             stdin,
             proxy::stdio::stdout(),
             rx,

@@ -61,6 +61,10 @@ pub struct ServerProcess {
     /// scratch directory). Called exactly once, after a pidfd reported the
     /// exit, so it does not block.
     pub reap: Box<dyn FnOnce() -> std::io::Result<ExitInfo> + Send>,
+    /// After `reap`: why the server may have failed, from what it wrote on
+    /// its stderr (a sandbox denial and the rule that would allow it).
+    /// Called once, in a blocking thread.
+    pub diagnose: Option<Box<dyn FnOnce() -> Option<String> + Send>>,
 }
 
 /// Launches a server for a plan. The production launcher applies the
@@ -107,6 +111,9 @@ pub enum ServerEvent {
     Frame(u64, Frame),
     /// The server's stdout closed or failed.
     Eof(u64),
+    /// A sandbox denial the server reported (its hint), sent just before
+    /// [`ServerEvent::Exited`] when the process ended.
+    Denied(u64, String),
     /// The server process ended.
     Exited(u64, Option<ExitInfo>),
 }
@@ -185,6 +192,14 @@ impl Generation {
                         pidfd.exited().await.is_ok()
                     }
                     Ok(Stop::Graceful(grace)) => terminate(&pidfd, grace).await,
+                    Ok(Stop::KillSoon(wait)) => {
+                        if let Ok(Ok(())) = tokio::time::timeout(wait, pidfd.exited()).await {
+                            true
+                        } else {
+                            pidfd.signal(rustix::process::Signal::KILL);
+                            pidfd.exited().await.is_ok()
+                        }
+                    }
                     Err(_) => terminate(&pidfd, Duration::ZERO).await,
                 },
             };
@@ -198,6 +213,11 @@ impl Generation {
             } else {
                 None
             };
+            if let Some(diagnose) = proc.diagnose
+                && let Ok(Some(hint)) = tokio::task::spawn_blocking(diagnose).await
+            {
+                let _ = events.send(ServerEvent::Denied(id, hint), 0).await;
+            }
             let _ = events.send(ServerEvent::Exited(id, status), 0).await;
         });
 
@@ -221,10 +241,16 @@ impl Generation {
     }
 
     /// Stop the server: close its stdin and either SIGKILL it at once, or
-    /// wait the grace period, SIGTERM, wait again, SIGKILL. The reaper
+    /// wait the grace period, SIGTERM, wait again, SIGKILL; or (its stdout
+    /// closed) wait a moment for its end, then SIGKILL. The reaper
     /// reports [`ServerEvent::Exited`] once it has exited.
     pub fn stop(&mut self, how: Stop) {
-        self.to_server = None;
+        // A server that lost its stdout keeps its stdin while it is given a
+        // moment to end: closing it would make most servers exit cleanly,
+        // hiding why it failed.
+        if !matches!(how, Stop::KillSoon(_)) {
+            self.to_server = None;
+        }
         if how == Stop::Kill {
             // At once, whatever the reaper is waiting for: a pidfd never
             // signals a recycled pid (once reaped, this fails with ESRCH).

@@ -146,6 +146,99 @@ pub fn denial(
     None
 }
 
+/// Longest stderr line read for denials (longer ones are relayed, not
+/// read).
+const MAX_LINE: usize = 8 << 10;
+
+/// Most distinct denied paths reported per server process.
+const MAX_REPORTED: usize = 16;
+
+/// Reads a server's stderr, as it is relayed, for sandbox denials
+/// ([`denial`], line by line). Each denied path is reported once.
+#[derive(Debug)]
+pub struct StderrWatch {
+    plan: SandboxPlan,
+    home: Option<PathBuf>,
+    line: Vec<u8>,
+    /// The current line is longer than [`MAX_LINE`]: skip to its end.
+    skipping: bool,
+    reported: Vec<PathBuf>,
+    last: Option<String>,
+}
+
+impl StderrWatch {
+    /// Watch the stderr of a server launched with `plan`.
+    pub fn new(plan: SandboxPlan, home: Option<PathBuf>) -> StderrWatch {
+        StderrWatch {
+            plan,
+            home,
+            line: Vec::new(),
+            skipping: false,
+            reported: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// Bytes the server wrote to its stderr: the denials found in the lines
+    /// they complete, each path once. `exists` as for [`denial`].
+    pub fn feed(&mut self, mut bytes: &[u8], exists: &dyn Fn(&Path) -> bool) -> Vec<Denial> {
+        let mut found = Vec::new();
+        while !bytes.is_empty() {
+            let (part, done) = match memchr::memchr(b'\n', bytes) {
+                Some(i) => (&bytes[..i], true),
+                None => (bytes, false),
+            };
+            bytes = if done { &bytes[part.len() + 1..] } else { &[] };
+            if !self.skipping {
+                if self.line.len() + part.len() > MAX_LINE {
+                    self.skipping = true;
+                    self.line.clear();
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            if done {
+                if !self.skipping {
+                    found.extend(self.read_line(exists));
+                }
+                self.line.clear();
+                self.skipping = false;
+            }
+        }
+        found
+    }
+
+    /// The stream ended: read an unterminated last line.
+    pub fn finish(&mut self, exists: &dyn Fn(&Path) -> bool) -> Vec<Denial> {
+        let found = if self.skipping || self.line.is_empty() {
+            Vec::new()
+        } else {
+            self.read_line(exists).into_iter().collect()
+        };
+        self.line.clear();
+        found
+    }
+
+    /// The hint of the last denial reported, if any.
+    pub fn last_hint(&self) -> Option<&str> {
+        self.last.as_deref()
+    }
+
+    fn read_line(&mut self, exists: &dyn Fn(&Path) -> bool) -> Option<Denial> {
+        if self.reported.len() >= MAX_REPORTED {
+            return None;
+        }
+        let line = String::from_utf8_lossy(&self.line);
+        let d = denial(&line, &self.plan, self.home.as_deref(), exists)?;
+        if self.reported.contains(&d.path) {
+            return None;
+        }
+        self.reported.push(d.path.clone());
+        self.last = Some(d.hint.clone());
+        Some(d)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +312,41 @@ mod tests {
             d("Error: ENOENT: no such file or directory, open '/home/u/missing.json'"),
             None
         );
+    }
+
+    #[test]
+    fn the_stderr_watch_reads_lines_across_reads_and_reports_each_path_once() {
+        let mut w = StderrWatch::new(plan(), Some("/home/u".into()));
+        let no = |_: &Path| false;
+        assert!(
+            w.feed(b"starting\nError: EACCES: permission de", &no)
+                .is_empty()
+        );
+        let got = w.feed(b"nied, open '/home/u/data/m.json'\nmore\n", &no);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path, Path::new("/home/u/data/m.json"));
+        // The same path again: not reported again.
+        let again = w.feed(
+            b"Error: EACCES: permission denied, open '/home/u/data/m.json'\n",
+            &no,
+        );
+        assert!(again.is_empty());
+        assert!(w.last_hint().unwrap().contains("~/data/m.json"));
+        // An unterminated last line is read at the end.
+        assert!(
+            w.feed(
+                b"PermissionError: [Errno 13] Permission denied: '/srv/x'",
+                &no
+            )
+            .is_empty()
+        );
+        assert_eq!(w.finish(&no)[0].path, Path::new("/srv/x"));
+        // A line over the limit is not read, the next one is.
+        let mut long = vec![b'a'; MAX_LINE + 10];
+        long.extend_from_slice(b" EACCES '/srv/long'\nEACCES: permission denied '/srv/y'\n");
+        let got = w.feed(&long, &no);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path, Path::new("/srv/y"));
     }
 
     #[test]

@@ -54,6 +54,7 @@ impl Launcher for TestLauncher {
             stdout: Box::new(stdout),
             pid,
             reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
+            diagnose: None,
         })
     }
 }

@@ -40,6 +40,9 @@ pub enum Stop {
     Kill,
     /// Close its stdin, wait this long, SIGTERM, wait again, SIGKILL.
     Graceful(Duration),
+    /// Its stdout closed: wait this long for it to end on its own (its exit
+    /// status, and what it said on stderr, tell why), then SIGKILL.
+    KillSoon(Duration),
 }
 
 /// What the session asks the loop to do, in order.

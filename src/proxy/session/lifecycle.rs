@@ -32,6 +32,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Session;
+
+/// How long a server whose stdout closed may take to end on its own before
+/// it is killed: a crashing server closes its stdout as it exits, and its
+/// exit status and last stderr lines say why; one that keeps running
+/// without a stdout is killed.
+const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::io::{Action, Ending, GenId, Stop};
 use super::ledger::{HostState, Method, Own};
 use super::rights::{self, Rights};
@@ -147,6 +153,9 @@ pub struct Gen {
     /// Its rights are the same as the target's and it was offered what
     /// the target offers (refreshed by `settle`).
     pub matches: bool,
+    /// A sandbox denial it reported on its stderr (the hint), added to the
+    /// error its requests get when it exits unexpectedly.
+    pub denied: Option<String>,
 }
 
 /// The fleet's phase.
@@ -301,15 +310,20 @@ impl Session {
         let offer = self.handshake.offer(&self.target.policy);
         let mut revoked = Vec::new();
         for g in self.fleet.gens.values_mut() {
-            if g.phase.killed() {
+            if matches!(g.phase, Phase::Stopping(StopWhy::Revoked(_))) {
                 g.matches = false;
                 continue;
             }
-            // A generation closing gracefully is killed too when its
-            // rights are revoked meanwhile.
+            // A generation closing gracefully, or lost and given a moment
+            // to end, is killed at once when its rights are revoked
+            // meanwhile.
             let excess = g.rights.excess(&self.target.rights);
             if !excess.is_empty() {
                 revoked.push((g.id, rights::describe(&excess)));
+                g.matches = false;
+                continue;
+            }
+            if g.phase.killed() {
                 g.matches = false;
                 continue;
             }
@@ -353,11 +367,20 @@ impl Session {
     /// generation closing gracefully can still be killed.
     pub(super) fn stop(&mut self, g: GenId, why: StopWhy) {
         let grace = Duration::from_millis(self.inputs.policy.raw.limits.shutdown_grace_ms);
+        let how = match &why {
+            StopWhy::Revoked(_) => Stop::Kill,
+            StopWhy::Lost(_) => Stop::KillSoon(LOST_GRACE),
+            _ => Stop::Graceful(grace),
+        };
         let Some(generation) = self.fleet.gens.get_mut(&g) else {
             return;
         };
         let kill = matches!(why, StopWhy::Revoked(_) | StopWhy::Lost(_));
-        if generation.phase.killed() || (generation.phase.stopping() && !kill) {
+        // A lost server waits a moment for its own end; a revocation meanwhile
+        // kills it at once.
+        let upgrade = matches!(why, StopWhy::Revoked(_))
+            && matches!(generation.phase, Phase::Stopping(StopWhy::Lost(_)));
+        if !upgrade && (generation.phase.killed() || (generation.phase.stopping() && !kill)) {
             return;
         }
         tracing::debug!(generation = g, ?why, "stopping the server");
@@ -369,14 +392,7 @@ impl Session {
         // Requests on the host's behalf stay until answered or until it
         // exits; everything else it was owed is dropped.
         self.ledger.forget_gen(g, !kill);
-        self.out.push(Action::Stop(
-            g,
-            if kill {
-                Stop::Kill
-            } else {
-                Stop::Graceful(grace)
-            },
-        ));
+        self.out.push(Action::Stop(g, how));
     }
 
     fn may_promote(&self) -> bool {
@@ -418,6 +434,7 @@ impl Session {
                 initialized: false,
                 init_result: None,
                 matches: true,
+                denied: None,
             },
         );
         self.out.push(Action::Launch(g, self.target.plan.clone()));
@@ -609,6 +626,13 @@ impl Session {
         self.settle(now);
     }
 
+    /// `g` reported a sandbox denial on its stderr before it ended.
+    pub(super) fn on_denied(&mut self, g: GenId, hint: String) {
+        if let Some(generation) = self.fleet.gens.get_mut(&g) {
+            generation.denied = Some(hint);
+        }
+    }
+
     /// `g` exited (its reaper saw the process end).
     pub(super) fn on_exited(&mut self, g: GenId, status: Option<ExitInfo>, now: Instant) {
         let Some(generation) = self.fleet.gens.remove(&g) else {
@@ -627,7 +651,7 @@ impl Session {
                 Some(*role),
             ),
             Phase::Stopping(StopWhy::Lost(role)) => (
-                format!("the server exited ({what}) before answering"),
+                format!("the server closed its stdout and exited ({what}) before answering"),
                 Some(*role),
             ),
             Phase::Stopping(StopWhy::Replaced) => (
@@ -647,6 +671,11 @@ impl Session {
                 format!("the server exited ({what}) before answering"),
                 Some(Role::Rising),
             ),
+        };
+        // An unexpected end, with a denial on its stderr: say why.
+        let why = match (&role, &generation.denied) {
+            (Some(_), Some(hint)) => format!("{why}; {hint}"),
+            _ => why,
         };
         if role.is_some() {
             tracing::warn!(generation = g, "server exited unexpectedly ({what})");

@@ -63,6 +63,7 @@ impl Session {
                 self.on_server_too_long(g, len, &head)
             }
             ServerEvent::Eof(g) => self.on_stdout_closed(g, now),
+            ServerEvent::Denied(g, hint) => self.on_denied(g, hint),
             ServerEvent::Exited(g, status) => self.on_exited(g, status, now),
         }
     }

@@ -730,7 +730,7 @@ impl Sim {
             .collect();
         for (g, how) in stopped {
             let status = match how {
-                Stop::Kill => ExitInfo::Signal(9),
+                Stop::Kill | Stop::KillSoon(_) => ExitInfo::Signal(9),
                 Stop::Graceful(_) => ExitInfo::Code(0),
             };
             if let Some(s) = self.servers.get_mut(&g) {
