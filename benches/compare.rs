@@ -7,7 +7,10 @@
 //! Sections: `launch` (rootfence exec vs a bare spawn vs bubblewrap),
 //! `ping` (round-trip latency, direct vs relayed, also with every process
 //! on one CPU), `throughput` (1 KiB and 4 MiB `tools/call`, pipelined),
-//! `rebuild` (host `list_changed` to the new server answering), `plan`
+//! `rebuild` (host `list_changed` to the new server answering), `startup`
+//! (roots from the host only: `initialize` to the first answer, direct,
+//! through rootfence the first time and with the `initialize` answer
+//! remembered), `plan`
 //! (resolve + plan + Landlock ruleset for 1 to 1,000 roots) and `memory`
 //! (peak RSS of rootfence).
 //!
@@ -111,6 +114,10 @@ fn main() {
     if want("rebuild") {
         eprintln!("rebuild ...");
         rebuild(&a, &b, &mut rows);
+    }
+    if want("startup") {
+        eprintln!("startup ...");
+        startup(&a, &mut rows);
     }
     if want("plan") {
         eprintln!("plan ...");
@@ -410,6 +417,72 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         format!("{:.2} ms", ms(first)),
         "",
         "",
+        None,
+    ));
+}
+
+// ---------------------------------------------------------------- startup
+
+/// Roots from the host only (no `--root`), as VS Code launches servers:
+/// `initialize` sent to the first `ping` answered, the host answering
+/// `roots/list`. Direct; through rootfence with nothing remembered (two
+/// server starts: one for `initialize`, one under the host's roots); and
+/// with the server's `initialize` answer remembered from a previous run
+/// (one start).
+fn startup(a: &Path, rows: &mut Vec<Row>) {
+    let roots = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(a));
+    let cache = tempfile::tempdir().unwrap();
+    let fenced_host_roots = |cache: &Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+        c.args(["run", "--no-watch", "--"])
+            .arg(std::env::current_exe().unwrap())
+            .env("XDG_CACHE_HOME", cache);
+        c
+    };
+    let once = |cmd: Command| {
+        let t = Instant::now();
+        let mut p = Peer::spawn(cmd);
+        p.initialize(true, &roots);
+        p.send(r#"{"jsonrpc":"2.0","id":"first","method":"ping"}"#);
+        p.recv_until("\"first\"", &roots);
+        let d = t.elapsed();
+        p.close();
+        d
+    };
+    let (mut direct_t, mut cold, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..20 {
+        direct_t.push(once(direct()));
+        // A fresh cache directory: nothing remembered.
+        let fresh = cache.path().join(format!("cold-{i}"));
+        cold.push(once(fenced_host_roots(&fresh)));
+        // The same cache directory each time: remembered after the first.
+        let kept = cache.path().join("warm");
+        let t = once(fenced_host_roots(&kept));
+        if i > 0 {
+            warm.push(t);
+        }
+    }
+    let d = percentile(&mut direct_t, 0.5);
+    let c = percentile(&mut cold, 0.5);
+    let w = percentile(&mut warm, 0.5);
+    // The minimal server starts in about 2 ms, so rootfence's own start
+    // (policy, plan, sandbox, the host's roots round trip) dominates the
+    // ratio here; the added time is the measure. Real servers start in
+    // 0.3 to 2 s: `benches/real_servers.py` measures them.
+    rows.push(row(
+        "startup, roots from the host only: `initialize` to first answer, nothing remembered, median",
+        format!("{:.2} ms", ms(d)),
+        format!("{:.2} ms", ms(c)),
+        format!("+{:.2} ms (two server starts)", ms(c) - ms(d)),
+        "",
+        None,
+    ));
+    rows.push(row(
+        "startup, roots from the host only, `initialize` remembered, median",
+        format!("{:.2} ms", ms(d)),
+        format!("{:.2} ms", ms(w)),
+        format!("+{:.2} ms (one server start)", ms(w) - ms(d)),
+        "one server start",
         None,
     ));
 }

@@ -186,6 +186,17 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
                 Err(e) => tracing::warn!("cannot watch the root directories: {e}"),
             }
         }
+        // Remembered `initialize` answers: one server start instead of two
+        // when the roots come from the host.
+        let cache = proxy::init_cache::InitCache::for_command(&env, &args.launch.command);
+        let remembered_init = cache.as_ref().and_then(|c| c.load());
+        let remember: Option<proxy::session::RememberFn> = cache.map(|c| {
+            Box::new(move |init: &proxy::init_cache::RememberedInit| {
+                if let Err(e) = c.store(init) {
+                    tracing::debug!("cannot remember initialize in {}: {e}", c.path().display());
+                }
+            }) as proxy::session::RememberFn
+        });
         let launcher = SandboxLauncher {
             home: env.home.clone(),
         };
@@ -196,6 +207,8 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             command: args.launch.command.clone(),
             env,
             roots_observer: observer,
+            remembered_init,
+            remember,
         };
         let stdin = proxy::stdio::stdin();
         // Run the session as a task, not as the `block_on` future itself:

@@ -14,6 +14,7 @@
 pub mod flow;
 pub mod framing;
 pub mod guard;
+pub mod init_cache;
 pub mod message;
 pub mod scan;
 pub mod server;
@@ -52,6 +53,7 @@ struct Effects<L> {
     server_events: flow::Sender<ServerEvent>,
     max_line: usize,
     observer: Option<RootsObserver>,
+    remember: Option<session::RememberFn>,
 }
 
 impl<L: Launcher> Effects<L> {
@@ -96,6 +98,11 @@ impl<L: Launcher> Effects<L> {
                             obs(&paths);
                         }
                     }
+                    Action::RememberInit(init) => {
+                        if let Some(remember) = self.remember.as_mut() {
+                            remember(&init);
+                        }
+                    }
                 }
             }
         }
@@ -123,6 +130,7 @@ where
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
     let observer = config.roots_observer.take();
+    let remember = config.remember.take();
     let (out_tx, mut out_rx) = framing::line_queue();
     let writer = tokio::spawn(async move {
         let mut w = host_out;
@@ -166,6 +174,7 @@ where
         server_events: srv_tx,
         max_line: max,
         observer,
+        remember,
     };
     let mut actions = Vec::new();
     let mut host_open = true;

@@ -105,6 +105,8 @@ pub fn start_with(
         command: vec![fake_server().into()],
         env,
         roots_observer: None,
+        remembered_init: None,
+        remember: None,
     };
     let log = Launches::default();
     let launcher = TestLauncher {

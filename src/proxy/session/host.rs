@@ -178,6 +178,10 @@ impl Session {
                             .and_then(|p| serde_json::from_str(p.get()).ok())
                             .unwrap_or(Value::Null);
                         self.handshake.record_host_init(params);
+                        if let Some(result) = self.answer_from_memory(now) {
+                            let reply = message::result_response(id.get(), &result);
+                            return self.reply_host(reply, batch);
+                        }
                         let timeout = std::time::Duration::from_millis(
                             self.inputs.policy.raw.limits.initialize_timeout_ms,
                         );

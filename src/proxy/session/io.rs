@@ -50,6 +50,9 @@ pub enum Stop {
 pub enum Action {
     /// Write this line to the host.
     ToHost(Vec<u8>),
+    /// Remember this handshake for the next session of the same command
+    /// (see [`crate::proxy::init_cache`]).
+    RememberInit(crate::proxy::init_cache::RememberedInit),
     /// Write this line to a generation's stdin.
     ToServer(GenId, Vec<u8>),
     /// Launch a generation under this plan, then report

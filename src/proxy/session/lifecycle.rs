@@ -403,6 +403,12 @@ impl Session {
         if self.fleet.phase != FleetPhase::Live || self.fleet.lost_alive() {
             return false;
         }
+        // `initialize` answered from memory: the one launch waits for the
+        // host's roots.
+        if self.defer_launch.is_some() && !(self.handshake.host_initialized && self.exchange_idle())
+        {
+            return false;
+        }
         // While the host's `initialize` is in flight, a replacement could
         // be neither replayed (no answer to replay) nor driven by the host.
         !self.ledger.initialize_sent()
@@ -505,6 +511,19 @@ impl Session {
         {
             generation.init_result = serde_json::from_str(result).ok();
             generation.phase = Phase::Ready;
+            if let Some(told) = self.verify_init.take() {
+                // The host was answered from memory: check it against the
+                // server's own answer.
+                self.defer_launch = None;
+                let real = generation.init_result.clone();
+                if real.as_ref() != Some(&told) {
+                    tracing::warn!(
+                        "the server's initialize answer differs from the remembered one the host got; remembering the new one for the next session"
+                    );
+                    self.handshake.server_init = real;
+                    self.remember_init(result);
+                }
+            }
         }
         self.settle(now);
     }
@@ -844,6 +863,50 @@ impl Session {
     }
 
     /// A message from the host: the fleet wakes up.
+    /// The host's `initialize` was just recorded: answer it from the
+    /// remembered handshake (the result, as JSON text) when the server
+    /// would be sent exactly the remembered `initialize`, no server runs
+    /// yet, and the roots will come from the host. The launch then waits
+    /// for the host's roots (at most `limits.initialize_timeout_ms`).
+    pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
+        let remembered = self.remembered.take()?;
+        if self.fleet.phase != FleetPhase::Dormant
+            || !self.fleet.gens.is_empty()
+            || !(self.handshake.host_has_roots && self.inputs.accepts_host_roots())
+        {
+            return None;
+        }
+        if self.handshake.initialize_params(&self.target.policy) != remembered.params {
+            tracing::debug!("initialize differs from the remembered one: starting the server");
+            return None;
+        }
+        let result = remembered.result.to_string();
+        self.handshake.record_server_init(&result);
+        tracing::info!(
+            "initialize answered as this server answered it before; launching it once the host's roots are known"
+        );
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        self.defer_launch = Some(now + timeout);
+        self.verify_init = Some(remembered.result);
+        self.wake();
+        Some(result)
+    }
+
+    /// The first handshake went through a server: remember it for the next
+    /// session of this command, when that session could use it.
+    pub(super) fn remember_init(&mut self, result: &str) {
+        if !(self.handshake.host_has_roots && self.inputs.accepts_host_roots()) {
+            return;
+        }
+        let Ok(result) = serde_json::from_str::<Value>(result) else {
+            return;
+        };
+        let params = self.handshake.initialize_params(&self.target.policy);
+        self.out.push(Action::RememberInit(
+            crate::proxy::init_cache::RememberedInit { params, result },
+        ));
+    }
+
     pub(super) fn wake(&mut self) {
         if self.fleet.phase == FleetPhase::Dormant {
             self.fleet.phase = FleetPhase::Live;

@@ -50,10 +50,13 @@ mod tests;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use serde_json::Value;
+
 pub use io::{Action, Ending, Event, GenId, Stop};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
+use crate::proxy::init_cache::RememberedInit;
 use crate::roots::{CanonicalRoot, RootInput};
 use crate::runtime::HostEnv;
 
@@ -75,7 +78,16 @@ pub struct SessionConfig {
     /// Told the enforced root paths whenever they change (to watch them);
     /// called by the loop on [`Action::WatchRoots`].
     pub roots_observer: Option<RootsObserver>,
+    /// What a previous run of this command answered to `initialize`
+    /// ([`crate::proxy::init_cache`]): with it, a session whose roots come
+    /// from the host starts one server instead of two.
+    pub remembered_init: Option<RememberedInit>,
+    /// Called by the loop on [`Action::RememberInit`].
+    pub remember: Option<RememberFn>,
 }
+
+/// Stores a handshake for the next session ([`Action::RememberInit`]).
+pub type RememberFn = Box<dyn FnMut(&RememberedInit) + Send>;
 
 /// The session core.
 pub struct Session {
@@ -95,6 +107,14 @@ pub struct Session {
     guard: Guard,
     /// Actions not yet taken by the loop.
     out: Vec<Action>,
+    /// The remembered handshake, until the host's `initialize` is judged.
+    remembered: Option<RememberedInit>,
+    /// `initialize` was answered from memory: no server is launched before
+    /// the host's roots are known (or this instant passes).
+    defer_launch: Option<Instant>,
+    /// `initialize` was answered from memory: the first server's own answer
+    /// is compared with it.
+    verify_init: Option<Value>,
 }
 
 impl Session {
@@ -123,6 +143,9 @@ impl Session {
             queue: VecDeque::new(),
             guard,
             out: Vec::new(),
+            remembered: config.remembered_init,
+            defer_launch: None,
+            verify_init: None,
         })
     }
 
@@ -154,6 +177,12 @@ impl Session {
             self.answer_error(&key, crate::proxy::message::code::SERVER_GONE, &why);
             self.end(Ending::LaunchFailed(why), now);
         }
+        if self.defer_launch.is_some_and(|d| d <= now) {
+            tracing::warn!(
+                "the host's roots did not come in time after initialize; launching the server with the roots known"
+            );
+            self.defer_launch = None;
+        }
         self.lifecycle_timers(now);
         self.settle(now);
     }
@@ -165,6 +194,7 @@ impl Session {
             self.recompute_at,
             self.ledger.next_deadline(),
             self.lifecycle_deadline(),
+            self.defer_launch,
         ]
         .into_iter()
         .flatten()

@@ -271,6 +271,9 @@ impl Session {
         match (method, result) {
             (Method::Initialize, result) => {
                 if let Some(r) = result {
+                    if self.handshake.server_init.is_none() {
+                        self.remember_init(r);
+                    }
                     self.handshake.record_server_init(r);
                 }
                 // A host that said `initialized` before this answer.

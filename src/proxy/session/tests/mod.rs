@@ -5,6 +5,7 @@
 
 mod model;
 mod races;
+mod remembered;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -85,6 +86,8 @@ impl Tree {
                 cwd: Some(self.base.clone()),
             },
             roots_observer: None,
+            remembered_init: None,
+            remember: None,
         }
     }
 }
@@ -165,6 +168,8 @@ pub struct Sim {
     pub answered_at: HashMap<String, Instant>,
     /// The host closed its side.
     pub host_closed: bool,
+    /// Handshakes the session asked to remember.
+    pub remembered: Vec<crate::proxy::init_cache::RememberedInit>,
     events: VecDeque<Event>,
 }
 
@@ -214,6 +219,7 @@ impl Sim {
             host_raw: Vec::new(),
             answered_at: HashMap::new(),
             host_closed: false,
+            remembered: Vec::new(),
             events: VecDeque::new(),
         }
     }
@@ -386,6 +392,7 @@ impl Sim {
             self.trace.push(format!("action {}", short_action(&a)));
             match a {
                 Action::ToHost(line) => self.host_receives(&line),
+                Action::RememberInit(init) => self.remembered.push(init),
                 Action::ToServer(g, line) => {
                     let v: Value = serde_json::from_slice(&line).expect("JSON to a server");
                     if let Some(s) = self.servers.get_mut(&g) {
@@ -849,5 +856,6 @@ fn short_action(a: &Action) -> String {
         ),
         Action::Stop(g, how) => format!("stop {g} {how:?}"),
         Action::WatchRoots(p) => format!("watch {}", p.len()),
+        Action::RememberInit(_) => "remember initialize".to_string(),
     }
 }
