@@ -622,20 +622,37 @@ pub fn discover_with(
                     "pipx-installed tools (older layout)".into(),
                     true,
                 );
+            }
+            if let Some(data) = uv_data_dir(env) {
                 need(
-                    h.join(".local/share/uv"),
+                    data,
                     Rights::RX,
                     "uv-managed pythons and tools".into(),
                     true,
                 );
-                // uv hard-links cache files into environments used outside
-                // the sandbox: the server writes only to a private layer.
+            }
+            // uv hard-links cache files into environments used outside
+            // the sandbox, and runs the tools installed in its tool
+            // directory (which `uvx` locks, so it must be writable): the
+            // server writes both only through private layers.
+            if let Some(cache) = uv_cache(env) {
                 private_needs.push(RuntimeNeed {
-                    path: h.join(".cache/uv"),
+                    path: cache,
                     rights: Rights::RX,
-                    why: "uv cache (writes go to a private layer)".into(),
+                    why: "uv cache (uvx runs environments from it; writes go to a private layer)"
+                        .into(),
                     optional: true,
                     private_env: Some("UV_CACHE_DIR".into()),
+                });
+            }
+            if let Some(tools) = uv_tool_dir(env) {
+                private_needs.push(RuntimeNeed {
+                    path: tools,
+                    rights: Rights::RX,
+                    why: "uv tool directory (uvx locks it and runs installed tools; writes go to a private layer)"
+                        .into(),
+                    optional: true,
+                    private_env: Some("UV_TOOL_DIR".into()),
                 });
             }
         }
@@ -826,13 +843,44 @@ fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
         .or_else(|| env.home.as_ref().map(|h| h.join(".npm")))
 }
 
+/// An environment variable of the host holding an absolute path.
+fn abs_var(env: &HostEnv, name: &str) -> Option<PathBuf> {
+    env.vars
+        .get(name)
+        .filter(|v| v.starts_with('/'))
+        .map(PathBuf::from)
+}
+
+/// uv's cache: `UV_CACHE_DIR` when absolute, else `$XDG_CACHE_HOME/uv`,
+/// else `~/.cache/uv`.
+fn uv_cache(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "UV_CACHE_DIR")
+        .or_else(|| abs_var(env, "XDG_CACHE_HOME").map(|c| c.join("uv")))
+        .or_else(|| env.home.as_ref().map(|h| h.join(".cache/uv")))
+}
+
+/// uv's data directory (managed pythons, tools): `$XDG_DATA_HOME/uv`, else
+/// `~/.local/share/uv`.
+fn uv_data_dir(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "XDG_DATA_HOME")
+        .map(|d| d.join("uv"))
+        .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/uv")))
+}
+
+/// uv's tool directory: `UV_TOOL_DIR` when absolute, else `tools` in its
+/// data directory.
+fn uv_tool_dir(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "UV_TOOL_DIR").or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
+}
+
 /// Environment variables a profile sets for the server (the policy's
 /// `env.set` overrides them).
 ///
 /// Node: `npm_config_cache` names the cache the profile grants, and npm and
 /// npx prefer what the cache holds over asking the registry (the server may
 /// have no network) and skip the update, audit and funding calls that only
-/// phone home.
+/// phone home. Python: `UV_CACHE_DIR` and `UV_TOOL_DIR` name the cache and
+/// tool directory the profile grants, and uv stays offline.
 pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     if profile == Profile::Python {
@@ -844,6 +892,14 @@ pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> 
             ("UV_NO_PROGRESS", "1"),
         ] {
             out.insert(k.to_string(), v.to_string());
+        }
+        for (k, dir) in [
+            ("UV_CACHE_DIR", uv_cache(env)),
+            ("UV_TOOL_DIR", uv_tool_dir(env)),
+        ] {
+            if let Some(dir) = dir {
+                out.insert(k.to_string(), dir.to_string_lossy().into_owned());
+            }
         }
     }
     if profile == Profile::Node {

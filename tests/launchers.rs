@@ -256,3 +256,88 @@ fn uv_runs_offline_with_a_private_cache() {
         .unwrap();
     assert!(!g.rights.write);
 }
+
+#[test]
+fn uv_cache_named_by_uv_cache_dir_is_the_private_layer_the_server_is_pointed_at() {
+    // A host whose uv cache is elsewhere (UV_CACHE_DIR): uvx under the
+    // sandbox must find that cache (offline), written only through a
+    // private layer, and be told where it is (the variable is not passed).
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    let cache = base.join("elsewhere/uv-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut env = env_with(&home, "/usr/bin:/bin", &base);
+    env.vars
+        .insert("UV_CACHE_DIR".into(), cache.display().to_string());
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    let spec = runtime::discover_for(&argv(&["python3", "-c", "pass"]), &policy, &env).unwrap();
+    let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+    assert!(
+        plan.private_layers.iter().any(|l| l.path == cache),
+        "{:?}",
+        plan.private_layers
+    );
+    assert!(
+        !plan
+            .private_layers
+            .iter()
+            .any(|l| l.path == home.join(".cache/uv")),
+        "{:?}",
+        plan.private_layers
+    );
+    let cache_s = cache.display().to_string();
+    assert_eq!(
+        plan.env.get("UV_CACHE_DIR").map(|v| v.0.as_str()),
+        Some(cache_s.as_str())
+    );
+    let g = plan.grants.iter().find(|g| g.path == cache).unwrap();
+    assert!(!g.rights.write && g.rights.exec, "{}", g.rights);
+}
+
+#[test]
+fn uv_tool_directory_is_written_only_through_a_private_layer() {
+    // `uvx` locks (and may install into) uv's tool directory: it must be
+    // writable for uvx to start, and is run later outside, so never
+    // writable for real. Also when named by UV_TOOL_DIR.
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    std::fs::create_dir_all(base.join("bin")).unwrap();
+    write_exec(&base.join("bin/uvx"), "#!/bin/sh\n");
+    let path = format!("{}:/usr/bin:/bin", base.join("bin").display());
+    let default_env = env_with(&home, &path, &base);
+    let mut named_env = default_env.clone();
+    let named = base.join("tools");
+    named_env
+        .vars
+        .insert("UV_TOOL_DIR".into(), named.display().to_string());
+    for (env, dir) in [
+        (default_env, home.join(".local/share/uv/tools")),
+        (named_env, named),
+    ] {
+        let spec =
+            runtime::discover_for(&argv(&["uvx", "mcp-server-time"]), &policy, &env).unwrap();
+        assert_eq!(spec.profile, runtime::Profile::Python);
+        let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+        let layer = plan.private_layers.iter().find(|l| l.path == dir);
+        assert_eq!(
+            layer.and_then(|l| l.env.as_deref()),
+            Some("UV_TOOL_DIR"),
+            "{:?}",
+            plan.private_layers
+        );
+        let dir_s = dir.display().to_string();
+        assert_eq!(
+            plan.env.get("UV_TOOL_DIR").map(|v| v.0.as_str()),
+            Some(dir_s.as_str())
+        );
+        assert!(
+            plan.grants
+                .iter()
+                .filter(|g| dir.starts_with(&g.path))
+                .all(|g| !g.rights.write),
+            "{:?}",
+            plan.grants
+        );
+    }
+}
