@@ -602,6 +602,17 @@ pub fn discover_with(
                     "python virtual environment (pyvenv.cfg, site-packages, its scripts)".into(),
                     false,
                 );
+                if let Some(base) = venv_base(v, env) {
+                    need(
+                        base,
+                        Rights::RX,
+                        format!(
+                            "python the virtual environment {} was made from",
+                            v.display()
+                        ),
+                        true,
+                    );
+                }
             }
             if let Some(h) = home {
                 need(
@@ -703,7 +714,9 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
     }
     // The first argument that is not an option and names an existing file
     // (launchers put subcommands first: `fastmcp run server.py`,
-    // `uv run server.py`).
+    // `uv run server.py`), relative paths taken from the directory the
+    // command runs in (`uv --directory P` runs in P).
+    let cwd = uv_directory(argv, env).or_else(|| env.cwd.clone());
     let script = argv
         .iter()
         .skip(1)
@@ -713,7 +726,7 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
             let a = if a.is_absolute() {
                 a.to_path_buf()
             } else {
-                env.cwd.as_ref()?.join(a)
+                cwd.as_ref()?.join(a)
             };
             std::fs::canonicalize(&a).ok().filter(|p| p.is_file())
         })
@@ -784,10 +797,47 @@ fn venv_of(program: &Path) -> Option<PathBuf> {
         .then(|| root.to_path_buf())
 }
 
-/// The projects a `uv` command runs in: `--directory P` / `--project P`
-/// (before or after `run`), else, for `uv run`, the current directory
-/// when it holds a `pyproject.toml`.
-fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
+/// The install prefix of the Python a virtual environment was made from:
+/// `home = <prefix>/bin` in its `pyvenv.cfg`, when that directory holds a
+/// Python (`uv run` and the venv's own `bin/python` link run it; uv takes
+/// a venv whose Python it cannot see for broken and recreates it).
+///
+/// # Security
+///
+/// `pyvenv.cfg` is as writable as the venv: a `home` that is not a `bin`
+/// directory with a Python in it, or whose prefix is a shared directory
+/// (`/`, the home directory, ...), grants nothing.
+fn venv_base(venv: &Path, env: &HostEnv) -> Option<PathBuf> {
+    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let home = cfg.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "home").then(|| v.trim().to_string())
+    })?;
+    let bin = std::fs::canonicalize(&home).ok()?;
+    if base_name(&bin) != "bin" || !holds_python(&bin) {
+        return None;
+    }
+    let prefix = bin.parent()?.to_path_buf();
+    (!shared_directory(&prefix, env)).then_some(prefix)
+}
+
+/// Whether `bin` holds an executable `python`, `python3` or `python3.X`.
+fn holds_python(bin: &Path) -> bool {
+    std::fs::read_dir(bin).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("python"))
+                .is_some_and(|v| v.is_empty() || v.starts_with(|c: char| c.is_ascii_digit()))
+                && is_executable(&e.path())
+        })
+    })
+}
+
+/// The directories a `uv` command names with `flag` (`--directory P`,
+/// `--project=P`, before or after `run`), canonical, relative ones taken
+/// from the current directory. Nothing for other commands.
+fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
     let Some(first) = argv.first() else {
         return Vec::new();
     };
@@ -809,18 +859,38 @@ fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
         std::fs::canonicalize(&p).ok().filter(|d| d.is_dir())
     };
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        for flag in ["--directory", "--project"] {
-            if a == flag {
-                out.extend(args.get(i + 1).and_then(|v| abs(v)));
-            } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
-                out.extend(abs(v));
-            }
+    for (i, a) in args.iter().enumerate() {
+        if a == flag {
+            out.extend(args.get(i + 1).and_then(|v| abs(v)));
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            out.extend(abs(v));
         }
-        i += 1;
     }
+    out
+}
+
+/// The directory a `uv --directory P` command runs in (the last given).
+fn uv_directory(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
+    uv_flag_dirs(argv, "--directory", env).pop()
+}
+
+/// The projects a `uv` command runs in: `--directory P` / `--project P`
+/// (before or after `run`), else, for `uv run`, the current directory
+/// when it holds a `pyproject.toml`.
+fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
+    if argv
+        .first()
+        .is_none_or(|first| base_name(Path::new(first)) != "uv")
+    {
+        return Vec::new();
+    }
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut out = uv_flag_dirs(argv, "--directory", env);
+    out.extend(uv_flag_dirs(argv, "--project", env));
     if out.is_empty()
         && args.iter().any(|a| a == "run")
         && let Some(cwd) = &env.cwd

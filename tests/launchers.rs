@@ -174,8 +174,59 @@ fn uv_directory_grants_the_project_and_its_venv() {
             Some(Rights::R)
         );
         assert_eq!(granted(&spec, &proj.join("uv.lock")), Some(Rights::R));
-        // Not the project as a whole: it may hold anything.
-        assert_eq!(granted(&spec, &proj), None);
+        // The project rule names its files, not the project as a whole
+        // (it may hold anything): the project directory is read-only at
+        // most, as the directory of the script `uv --directory` runs.
+        let want = if args[1] == "--directory" {
+            Some(Rights::R)
+        } else {
+            None
+        };
+        assert_eq!(granted(&spec, &proj), want, "{args:?}");
+    }
+}
+
+#[test]
+fn uv_directory_runs_the_script_found_in_that_directory() {
+    // `uv --directory P run server.py` runs P/server.py, whatever the
+    // current directory.
+    let (_t, base) = tmp();
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &elsewhere,
+    );
+    for args in [
+        vec![
+            "uv",
+            "--directory",
+            proj.to_str().unwrap(),
+            "run",
+            "server.py",
+        ],
+        vec!["uv", "run", "--directory=../proj", "server.py"],
+    ] {
+        let spec = runtime::discover(&argv(&args), ProfileName::Auto, &env).unwrap();
+        let script = spec.needs.iter().find(|n| n.path == proj);
+        assert_eq!(
+            script.map(|n| n.rights),
+            Some(Rights::R),
+            "{args:?}: {:?}",
+            grants(&spec)
+        );
+        assert!(
+            script.is_some_and(|n| n.why.contains("server.py")),
+            "{script:?}"
+        );
+        assert_eq!(granted(&spec, &elsewhere), None);
     }
 }
 
@@ -339,5 +390,104 @@ fn uv_tool_directory_is_written_only_through_a_private_layer() {
             "{:?}",
             plan.grants
         );
+    }
+}
+
+#[test]
+fn a_venv_run_by_uv_grants_the_interpreter_it_was_made_from() {
+    // `uv --directory P run server.py`: uv runs P/.venv/bin/python, a link
+    // to the Python the venv was made from (here outside /usr, as pyenv's
+    // and uv's own pythons are). Without it in the view, uv takes the venv
+    // for broken and tries to recreate it.
+    let (_t, base) = tmp();
+    let prefix = base.join("pythons/3.11");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::create_dir_all(prefix.join("lib/python3.11")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", prefix.join("bin/python3.11")).unwrap();
+    // uv installed in a tree of its own.
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    let venv_dir = proj.join(".venv");
+    std::fs::create_dir_all(venv_dir.join("bin")).unwrap();
+    std::fs::write(
+        venv_dir.join("pyvenv.cfg"),
+        format!("home = {}\n", prefix.join("bin").display()),
+    )
+    .unwrap();
+    // The venv's python links to the base's bin/python3.11 (itself a link
+    // further on, as distributions' are): the prefix granted is the one
+    // the venv names, where its standard library is.
+    std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv_dir.join("bin/python")).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &base,
+    );
+    let spec = runtime::discover(
+        &argv(&[
+            "uv",
+            "--directory",
+            proj.to_str().unwrap(),
+            "run",
+            "server.py",
+        ]),
+        ProfileName::Auto,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        granted(&spec, &prefix),
+        Some(Rights::RX),
+        "{:?}",
+        grants(&spec)
+    );
+    assert_eq!(granted(&spec, &base.join("pythons")), None);
+}
+
+#[test]
+fn a_venv_naming_a_shared_directory_as_its_home_grants_nothing_more() {
+    // pyvenv.cfg is as writable as the venv: a `home` whose prefix is the
+    // home directory, or that is not a bin/ directory, widens nothing.
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    // ~/bin holds a python: its prefix would be the home directory itself.
+    std::os::unix::fs::symlink("/usr/bin/python3", home.join("bin/python3")).unwrap();
+    // uv installed in a tree of its own.
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".venv/bin")).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let env = env_with(
+        &home,
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &base,
+    );
+    for cfg_home in [home.join("bin"), home.clone(), PathBuf::from("/")] {
+        std::fs::write(
+            proj.join(".venv/pyvenv.cfg"),
+            format!("home = {}\n", cfg_home.display()),
+        )
+        .unwrap();
+        let spec = runtime::discover(
+            &argv(&[
+                "uv",
+                "--directory",
+                proj.to_str().unwrap(),
+                "run",
+                "server.py",
+            ]),
+            ProfileName::Auto,
+            &env,
+        )
+        .unwrap();
+        for p in [&home, &base, Path::new("/")] {
+            assert_eq!(granted(&spec, p), None, "{cfg_home:?}: {:?}", grants(&spec));
+        }
     }
 }
