@@ -763,8 +763,16 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
 }
 
 /// Directories shared by everything the user runs: a script there is
-/// granted alone, never with its directory.
+/// granted alone, never with its directory, and a cache named as one is not
+/// granted at all. `dir` is compared as given and, when it exists,
+/// resolved (a symbolic link to `/tmp` is `/tmp`).
 fn shared_directory(dir: &Path, env: &HostEnv) -> bool {
+    shared_as_named(dir, env) || std::fs::canonicalize(dir).is_ok_and(|c| shared_as_named(&c, env))
+}
+
+/// Whether `dir`, as given, is one of the shared directories (the home
+/// directory as given or resolved).
+fn shared_as_named(dir: &Path, env: &HostEnv) -> bool {
     const SHARED: &[&str] = &[
         "/",
         "/tmp",
@@ -904,13 +912,16 @@ fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
 
 /// The npm cache: `npm_config_cache` (or `NPM_CONFIG_CACHE`) when absolute,
 /// else `~/.npm`.
+///
+/// # Security
+///
+/// None when that is a shared directory (`/tmp`, the home directory, ...):
+/// a cache is granted whole, and a shared directory never is.
 fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
-    env.vars
-        .get("npm_config_cache")
-        .or_else(|| env.vars.get("NPM_CONFIG_CACHE"))
-        .filter(|c| c.starts_with('/'))
-        .map(PathBuf::from)
+    abs_var(env, "npm_config_cache")
+        .or_else(|| abs_var(env, "NPM_CONFIG_CACHE"))
         .or_else(|| env.home.as_ref().map(|h| h.join(".npm")))
+        .filter(|c| !shared_directory(c, env))
 }
 
 /// An environment variable of the host holding an absolute path.
@@ -922,11 +933,13 @@ fn abs_var(env: &HostEnv, name: &str) -> Option<PathBuf> {
 }
 
 /// uv's cache: `UV_CACHE_DIR` when absolute, else `$XDG_CACHE_HOME/uv`,
-/// else `~/.cache/uv`.
+/// else `~/.cache/uv`; None when that is a shared directory (as for
+/// [`npm_cache`]).
 fn uv_cache(env: &HostEnv) -> Option<PathBuf> {
     abs_var(env, "UV_CACHE_DIR")
         .or_else(|| abs_var(env, "XDG_CACHE_HOME").map(|c| c.join("uv")))
         .or_else(|| env.home.as_ref().map(|h| h.join(".cache/uv")))
+        .filter(|c| !shared_directory(c, env))
 }
 
 /// uv's data directory (managed pythons, tools): `$XDG_DATA_HOME/uv`, else
@@ -935,12 +948,15 @@ fn uv_data_dir(env: &HostEnv) -> Option<PathBuf> {
     abs_var(env, "XDG_DATA_HOME")
         .map(|d| d.join("uv"))
         .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/uv")))
+        .filter(|d| !shared_directory(d, env))
 }
 
 /// uv's tool directory: `UV_TOOL_DIR` when absolute, else `tools` in its
-/// data directory.
+/// data directory; None when that is a shared directory.
 fn uv_tool_dir(env: &HostEnv) -> Option<PathBuf> {
-    abs_var(env, "UV_TOOL_DIR").or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
+    abs_var(env, "UV_TOOL_DIR")
+        .or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
+        .filter(|d| !shared_directory(d, env))
 }
 
 /// Environment variables a profile sets for the server (the policy's

@@ -491,3 +491,63 @@ fn a_venv_naming_a_shared_directory_as_its_home_grants_nothing_more() {
         }
     }
 }
+
+#[test]
+fn caches_named_as_shared_directories_are_not_granted() {
+    // UV_CACHE_DIR=/tmp (or npm_config_cache=/var/tmp, or a link to /tmp)
+    // must not hand the server the whole shared directory, not even
+    // through a private layer. (The home directory is elsewhere: the
+    // built-in deny list, under it, does not already keep /tmp out.)
+    let (_t, base) = tmp();
+    let home = PathBuf::from("/nonexistent-rootfence-home");
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uvx"), "#!/bin/sh\n");
+    let link = base.join("cache-link");
+    std::os::unix::fs::symlink("/tmp", &link).unwrap();
+    let link = link.to_str().unwrap();
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    for named in [
+        [
+            ("UV_CACHE_DIR", "/tmp"),
+            ("UV_TOOL_DIR", "/dev/shm"),
+            ("npm_config_cache", "/var/tmp"),
+        ],
+        [
+            ("UV_CACHE_DIR", link),
+            ("UV_TOOL_DIR", link),
+            ("npm_config_cache", link),
+        ],
+    ] {
+        let mut env = env_with(
+            &home,
+            &format!("{}:/usr/bin:/bin", base.join("uv/bin").display()),
+            &base,
+        );
+        for (k, v) in named {
+            env.vars.insert(k.into(), v.into());
+        }
+        for cmd in [["uvx", "mcp-server-time"], ["node", "-e"]] {
+            let spec = runtime::discover_for(&argv(&cmd), &policy, &env)
+                .expect("node is required: apt-get install -y nodejs");
+            let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+            for shared in ["/tmp", "/dev/shm", "/var/tmp", link] {
+                let shared = Path::new(shared);
+                assert!(
+                    !plan.grants.iter().any(|g| g.path == shared),
+                    "{cmd:?} {named:?}: {shared:?} granted: {:?}",
+                    plan.grants.iter().map(|g| &g.path).collect::<Vec<_>>()
+                );
+                assert!(
+                    !plan.private_layers.iter().any(|l| l.path == shared),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.private_layers
+                );
+                assert!(
+                    !plan.env.values().any(|(v, _)| Path::new(v) == shared),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.env
+                );
+            }
+        }
+    }
+}
