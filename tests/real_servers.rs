@@ -155,6 +155,10 @@ fn npm_cache() -> String {
 }
 
 fn npx(package: &str, args: &[String]) -> Vec<String> {
+    assert!(
+        PATH.split(':').any(|d| Path::new(d).join("npx").exists()),
+        "npx is required by this test and is not in {PATH}: apt-get install -y nodejs npm"
+    );
     let mut v = strings(&[
         "npx",
         "-y",
