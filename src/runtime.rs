@@ -918,10 +918,14 @@ fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
 /// None when that is a shared directory (`/tmp`, the home directory, ...):
 /// a cache is granted whole, and a shared directory never is.
 fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
+    npm_cache_named(env).filter(|c| !shared_directory(c, env))
+}
+
+/// The npm cache as the host names it, shared directory or not.
+fn npm_cache_named(env: &HostEnv) -> Option<PathBuf> {
     abs_var(env, "npm_config_cache")
         .or_else(|| abs_var(env, "NPM_CONFIG_CACHE"))
         .or_else(|| env.home.as_ref().map(|h| h.join(".npm")))
-        .filter(|c| !shared_directory(c, env))
 }
 
 /// An environment variable of the host holding an absolute path.
@@ -936,10 +940,14 @@ fn abs_var(env: &HostEnv, name: &str) -> Option<PathBuf> {
 /// else `~/.cache/uv`; None when that is a shared directory (as for
 /// [`npm_cache`]).
 fn uv_cache(env: &HostEnv) -> Option<PathBuf> {
+    uv_cache_named(env).filter(|c| !shared_directory(c, env))
+}
+
+/// uv's cache as the host names it, shared directory or not.
+fn uv_cache_named(env: &HostEnv) -> Option<PathBuf> {
     abs_var(env, "UV_CACHE_DIR")
         .or_else(|| abs_var(env, "XDG_CACHE_HOME").map(|c| c.join("uv")))
         .or_else(|| env.home.as_ref().map(|h| h.join(".cache/uv")))
-        .filter(|c| !shared_directory(c, env))
 }
 
 /// uv's data directory (managed pythons, tools): `$XDG_DATA_HOME/uv`, else
@@ -954,9 +962,32 @@ fn uv_data_dir(env: &HostEnv) -> Option<PathBuf> {
 /// uv's tool directory: `UV_TOOL_DIR` when absolute, else `tools` in its
 /// data directory; None when that is a shared directory.
 fn uv_tool_dir(env: &HostEnv) -> Option<PathBuf> {
-    abs_var(env, "UV_TOOL_DIR")
-        .or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
-        .filter(|d| !shared_directory(d, env))
+    uv_tool_dir_named(env).filter(|d| !shared_directory(d, env))
+}
+
+/// uv's tool directory as the host names it, shared directory or not.
+fn uv_tool_dir_named(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "UV_TOOL_DIR").or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
+}
+
+/// The caches of a profile that the host names as shared directories
+/// (`UV_CACHE_DIR=/tmp`, a link to the home directory, ...), which the
+/// profile does not grant: each with the variable that names it to the
+/// server, for the plan's warnings.
+pub fn shared_caches(profile: Profile, env: &HostEnv) -> Vec<(&'static str, PathBuf)> {
+    let named = match profile {
+        Profile::Native => vec![],
+        Profile::Node => vec![("npm_config_cache", npm_cache_named(env))],
+        Profile::Python => vec![
+            ("UV_CACHE_DIR", uv_cache_named(env)),
+            ("UV_TOOL_DIR", uv_tool_dir_named(env)),
+        ],
+    };
+    named
+        .into_iter()
+        .filter_map(|(var, dir)| dir.map(|d| (var, d)))
+        .filter(|(_, d)| shared_directory(d, env))
+        .collect()
 }
 
 /// Environment variables a profile sets for the server (the policy's

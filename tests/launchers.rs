@@ -530,6 +530,21 @@ fn caches_named_as_shared_directories_are_not_granted() {
             let spec = runtime::discover_for(&argv(&cmd), &policy, &env)
                 .expect("node is required: apt-get install -y nodejs");
             let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+            // The plan says why, and what to do.
+            let vars: &[&str] = if cmd[0] == "node" {
+                &["npm_config_cache"]
+            } else {
+                &["UV_CACHE_DIR", "UV_TOOL_DIR"]
+            };
+            for var in vars {
+                assert!(
+                    plan.warnings.iter().any(|w| w
+                        .contains(&format!("({var}) not granted: it is a shared directory"))
+                        && w.contains(&format!("set {var} to a directory of its own"))),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.warnings
+                );
+            }
             for shared in ["/tmp", "/dev/shm", "/var/tmp", link] {
                 let shared = Path::new(shared);
                 assert!(
