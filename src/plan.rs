@@ -419,6 +419,12 @@ pub fn build(
     for (k, v) in crate::runtime::profile_env(command.profile, env) {
         out_env.insert(k, (v, EnvSource::Profile));
     }
+    for (var, dir) in crate::runtime::shared_caches(command.profile, env) {
+        warnings.push(format!(
+            "{} ({var}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {var} to a directory of its own",
+            dir.display()
+        ));
+    }
     for (k, v) in &policy.env_set {
         out_env.insert(k.clone(), (v.clone(), EnvSource::Set));
     }

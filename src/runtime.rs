@@ -602,6 +602,17 @@ pub fn discover_with(
                     "python virtual environment (pyvenv.cfg, site-packages, its scripts)".into(),
                     false,
                 );
+                if let Some(base) = venv_base(v, env) {
+                    need(
+                        base,
+                        Rights::RX,
+                        format!(
+                            "python the virtual environment {} was made from",
+                            v.display()
+                        ),
+                        true,
+                    );
+                }
             }
             if let Some(h) = home {
                 need(
@@ -622,20 +633,37 @@ pub fn discover_with(
                     "pipx-installed tools (older layout)".into(),
                     true,
                 );
+            }
+            if let Some(data) = uv_data_dir(env) {
                 need(
-                    h.join(".local/share/uv"),
+                    data,
                     Rights::RX,
                     "uv-managed pythons and tools".into(),
                     true,
                 );
-                // uv hard-links cache files into environments used outside
-                // the sandbox: the server writes only to a private layer.
+            }
+            // uv hard-links cache files into environments used outside
+            // the sandbox, and runs the tools installed in its tool
+            // directory (which `uvx` locks, so it must be writable): the
+            // server writes both only through private layers.
+            if let Some(cache) = uv_cache(env) {
                 private_needs.push(RuntimeNeed {
-                    path: h.join(".cache/uv"),
+                    path: cache,
                     rights: Rights::RX,
-                    why: "uv cache (writes go to a private layer)".into(),
+                    why: "uv cache (uvx runs environments from it; writes go to a private layer)"
+                        .into(),
                     optional: true,
                     private_env: Some("UV_CACHE_DIR".into()),
+                });
+            }
+            if let Some(tools) = uv_tool_dir(env) {
+                private_needs.push(RuntimeNeed {
+                    path: tools,
+                    rights: Rights::RX,
+                    why: "uv tool directory (uvx locks it and runs installed tools; writes go to a private layer)"
+                        .into(),
+                    optional: true,
+                    private_env: Some("UV_TOOL_DIR".into()),
                 });
             }
         }
@@ -686,7 +714,9 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
     }
     // The first argument that is not an option and names an existing file
     // (launchers put subcommands first: `fastmcp run server.py`,
-    // `uv run server.py`).
+    // `uv run server.py`), relative paths taken from the directory the
+    // command runs in (`uv --directory P` runs in P).
+    let cwd = uv_directory(argv, env).or_else(|| env.cwd.clone());
     let script = argv
         .iter()
         .skip(1)
@@ -696,7 +726,7 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
             let a = if a.is_absolute() {
                 a.to_path_buf()
             } else {
-                env.cwd.as_ref()?.join(a)
+                cwd.as_ref()?.join(a)
             };
             std::fs::canonicalize(&a).ok().filter(|p| p.is_file())
         })
@@ -733,8 +763,16 @@ fn script_tree(argv: &[OsString], profile: Profile, env: &HostEnv) -> Option<(Pa
 }
 
 /// Directories shared by everything the user runs: a script there is
-/// granted alone, never with its directory.
+/// granted alone, never with its directory, and a cache named as one is not
+/// granted at all. `dir` is compared as given and, when it exists,
+/// resolved (a symbolic link to `/tmp` is `/tmp`).
 fn shared_directory(dir: &Path, env: &HostEnv) -> bool {
+    shared_as_named(dir, env) || std::fs::canonicalize(dir).is_ok_and(|c| shared_as_named(&c, env))
+}
+
+/// Whether `dir`, as given, is one of the shared directories (the home
+/// directory as given or resolved).
+fn shared_as_named(dir: &Path, env: &HostEnv) -> bool {
     const SHARED: &[&str] = &[
         "/",
         "/tmp",
@@ -767,10 +805,47 @@ fn venv_of(program: &Path) -> Option<PathBuf> {
         .then(|| root.to_path_buf())
 }
 
-/// The projects a `uv` command runs in: `--directory P` / `--project P`
-/// (before or after `run`), else, for `uv run`, the current directory
-/// when it holds a `pyproject.toml`.
-fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
+/// The install prefix of the Python a virtual environment was made from:
+/// `home = <prefix>/bin` in its `pyvenv.cfg`, when that directory holds a
+/// Python (`uv run` and the venv's own `bin/python` link run it; uv takes
+/// a venv whose Python it cannot see for broken and recreates it).
+///
+/// # Security
+///
+/// `pyvenv.cfg` is as writable as the venv: a `home` that is not a `bin`
+/// directory with a Python in it, or whose prefix is a shared directory
+/// (`/`, the home directory, ...), grants nothing.
+fn venv_base(venv: &Path, env: &HostEnv) -> Option<PathBuf> {
+    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let home = cfg.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "home").then(|| v.trim().to_string())
+    })?;
+    let bin = std::fs::canonicalize(&home).ok()?;
+    if base_name(&bin) != "bin" || !holds_python(&bin) {
+        return None;
+    }
+    let prefix = bin.parent()?.to_path_buf();
+    (!shared_directory(&prefix, env)).then_some(prefix)
+}
+
+/// Whether `bin` holds an executable `python`, `python3` or `python3.X`.
+fn holds_python(bin: &Path) -> bool {
+    std::fs::read_dir(bin).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("python"))
+                .is_some_and(|v| v.is_empty() || v.starts_with(|c: char| c.is_ascii_digit()))
+                && is_executable(&e.path())
+        })
+    })
+}
+
+/// The directories a `uv` command names with `flag` (`--directory P`,
+/// `--project=P`, before or after `run`), canonical, relative ones taken
+/// from the current directory. Nothing for other commands.
+fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
     let Some(first) = argv.first() else {
         return Vec::new();
     };
@@ -792,18 +867,38 @@ fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
         std::fs::canonicalize(&p).ok().filter(|d| d.is_dir())
     };
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        for flag in ["--directory", "--project"] {
-            if a == flag {
-                out.extend(args.get(i + 1).and_then(|v| abs(v)));
-            } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
-                out.extend(abs(v));
-            }
+    for (i, a) in args.iter().enumerate() {
+        if a == flag {
+            out.extend(args.get(i + 1).and_then(|v| abs(v)));
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            out.extend(abs(v));
         }
-        i += 1;
     }
+    out
+}
+
+/// The directory a `uv --directory P` command runs in (the last given).
+fn uv_directory(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
+    uv_flag_dirs(argv, "--directory", env).pop()
+}
+
+/// The projects a `uv` command runs in: `--directory P` / `--project P`
+/// (before or after `run`), else, for `uv run`, the current directory
+/// when it holds a `pyproject.toml`.
+fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
+    if argv
+        .first()
+        .is_none_or(|first| base_name(Path::new(first)) != "uv")
+    {
+        return Vec::new();
+    }
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut out = uv_flag_dirs(argv, "--directory", env);
+    out.extend(uv_flag_dirs(argv, "--project", env));
     if out.is_empty()
         && args.iter().any(|a| a == "run")
         && let Some(cwd) = &env.cwd
@@ -817,13 +912,82 @@ fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
 
 /// The npm cache: `npm_config_cache` (or `NPM_CONFIG_CACHE`) when absolute,
 /// else `~/.npm`.
+///
+/// # Security
+///
+/// None when that is a shared directory (`/tmp`, the home directory, ...):
+/// a cache is granted whole, and a shared directory never is.
 fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
-    env.vars
-        .get("npm_config_cache")
-        .or_else(|| env.vars.get("NPM_CONFIG_CACHE"))
-        .filter(|c| c.starts_with('/'))
-        .map(PathBuf::from)
+    npm_cache_named(env).filter(|c| !shared_directory(c, env))
+}
+
+/// The npm cache as the host names it, shared directory or not.
+fn npm_cache_named(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "npm_config_cache")
+        .or_else(|| abs_var(env, "NPM_CONFIG_CACHE"))
         .or_else(|| env.home.as_ref().map(|h| h.join(".npm")))
+}
+
+/// An environment variable of the host holding an absolute path.
+fn abs_var(env: &HostEnv, name: &str) -> Option<PathBuf> {
+    env.vars
+        .get(name)
+        .filter(|v| v.starts_with('/'))
+        .map(PathBuf::from)
+}
+
+/// uv's cache: `UV_CACHE_DIR` when absolute, else `$XDG_CACHE_HOME/uv`,
+/// else `~/.cache/uv`; None when that is a shared directory (as for
+/// [`npm_cache`]).
+fn uv_cache(env: &HostEnv) -> Option<PathBuf> {
+    uv_cache_named(env).filter(|c| !shared_directory(c, env))
+}
+
+/// uv's cache as the host names it, shared directory or not.
+fn uv_cache_named(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "UV_CACHE_DIR")
+        .or_else(|| abs_var(env, "XDG_CACHE_HOME").map(|c| c.join("uv")))
+        .or_else(|| env.home.as_ref().map(|h| h.join(".cache/uv")))
+}
+
+/// uv's data directory (managed pythons, tools): `$XDG_DATA_HOME/uv`, else
+/// `~/.local/share/uv`.
+fn uv_data_dir(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "XDG_DATA_HOME")
+        .map(|d| d.join("uv"))
+        .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/uv")))
+        .filter(|d| !shared_directory(d, env))
+}
+
+/// uv's tool directory: `UV_TOOL_DIR` when absolute, else `tools` in its
+/// data directory; None when that is a shared directory.
+fn uv_tool_dir(env: &HostEnv) -> Option<PathBuf> {
+    uv_tool_dir_named(env).filter(|d| !shared_directory(d, env))
+}
+
+/// uv's tool directory as the host names it, shared directory or not.
+fn uv_tool_dir_named(env: &HostEnv) -> Option<PathBuf> {
+    abs_var(env, "UV_TOOL_DIR").or_else(|| uv_data_dir(env).map(|d| d.join("tools")))
+}
+
+/// The caches of a profile that the host names as shared directories
+/// (`UV_CACHE_DIR=/tmp`, a link to the home directory, ...), which the
+/// profile does not grant: each with the variable that names it to the
+/// server, for the plan's warnings.
+pub fn shared_caches(profile: Profile, env: &HostEnv) -> Vec<(&'static str, PathBuf)> {
+    let named = match profile {
+        Profile::Native => vec![],
+        Profile::Node => vec![("npm_config_cache", npm_cache_named(env))],
+        Profile::Python => vec![
+            ("UV_CACHE_DIR", uv_cache_named(env)),
+            ("UV_TOOL_DIR", uv_tool_dir_named(env)),
+        ],
+    };
+    named
+        .into_iter()
+        .filter_map(|(var, dir)| dir.map(|d| (var, d)))
+        .filter(|(_, d)| shared_directory(d, env))
+        .collect()
 }
 
 /// Environment variables a profile sets for the server (the policy's
@@ -832,7 +996,8 @@ fn npm_cache(env: &HostEnv) -> Option<PathBuf> {
 /// Node: `npm_config_cache` names the cache the profile grants, and npm and
 /// npx prefer what the cache holds over asking the registry (the server may
 /// have no network) and skip the update, audit and funding calls that only
-/// phone home.
+/// phone home. Python: `UV_CACHE_DIR` and `UV_TOOL_DIR` name the cache and
+/// tool directory the profile grants, and uv stays offline.
 pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     if profile == Profile::Python {
@@ -844,6 +1009,14 @@ pub fn profile_env(profile: Profile, env: &HostEnv) -> BTreeMap<String, String> 
             ("UV_NO_PROGRESS", "1"),
         ] {
             out.insert(k.to_string(), v.to_string());
+        }
+        for (k, dir) in [
+            ("UV_CACHE_DIR", uv_cache(env)),
+            ("UV_TOOL_DIR", uv_tool_dir(env)),
+        ] {
+            if let Some(dir) = dir {
+                out.insert(k.to_string(), dir.to_string_lossy().into_owned());
+            }
         }
     }
     if profile == Profile::Node {

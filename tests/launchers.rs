@@ -174,8 +174,59 @@ fn uv_directory_grants_the_project_and_its_venv() {
             Some(Rights::R)
         );
         assert_eq!(granted(&spec, &proj.join("uv.lock")), Some(Rights::R));
-        // Not the project as a whole: it may hold anything.
-        assert_eq!(granted(&spec, &proj), None);
+        // The project rule names its files, not the project as a whole
+        // (it may hold anything): the project directory is read-only at
+        // most, as the directory of the script `uv --directory` runs.
+        let want = if args[1] == "--directory" {
+            Some(Rights::R)
+        } else {
+            None
+        };
+        assert_eq!(granted(&spec, &proj), want, "{args:?}");
+    }
+}
+
+#[test]
+fn uv_directory_runs_the_script_found_in_that_directory() {
+    // `uv --directory P run server.py` runs P/server.py, whatever the
+    // current directory.
+    let (_t, base) = tmp();
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &elsewhere,
+    );
+    for args in [
+        vec![
+            "uv",
+            "--directory",
+            proj.to_str().unwrap(),
+            "run",
+            "server.py",
+        ],
+        vec!["uv", "run", "--directory=../proj", "server.py"],
+    ] {
+        let spec = runtime::discover(&argv(&args), ProfileName::Auto, &env).unwrap();
+        let script = spec.needs.iter().find(|n| n.path == proj);
+        assert_eq!(
+            script.map(|n| n.rights),
+            Some(Rights::R),
+            "{args:?}: {:?}",
+            grants(&spec)
+        );
+        assert!(
+            script.is_some_and(|n| n.why.contains("server.py")),
+            "{script:?}"
+        );
+        assert_eq!(granted(&spec, &elsewhere), None);
     }
 }
 
@@ -255,4 +306,263 @@ fn uv_runs_offline_with_a_private_cache() {
         .find(|g| g.path == home.join(".cache/uv"))
         .unwrap();
     assert!(!g.rights.write);
+}
+
+#[test]
+fn uv_cache_named_by_uv_cache_dir_is_the_private_layer_the_server_is_pointed_at() {
+    // A host whose uv cache is elsewhere (UV_CACHE_DIR): uvx under the
+    // sandbox must find that cache (offline), written only through a
+    // private layer, and be told where it is (the variable is not passed).
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    let cache = base.join("elsewhere/uv-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut env = env_with(&home, "/usr/bin:/bin", &base);
+    env.vars
+        .insert("UV_CACHE_DIR".into(), cache.display().to_string());
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    let spec = runtime::discover_for(&argv(&["python3", "-c", "pass"]), &policy, &env).unwrap();
+    let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+    assert!(
+        plan.private_layers.iter().any(|l| l.path == cache),
+        "{:?}",
+        plan.private_layers
+    );
+    assert!(
+        !plan
+            .private_layers
+            .iter()
+            .any(|l| l.path == home.join(".cache/uv")),
+        "{:?}",
+        plan.private_layers
+    );
+    let cache_s = cache.display().to_string();
+    assert_eq!(
+        plan.env.get("UV_CACHE_DIR").map(|v| v.0.as_str()),
+        Some(cache_s.as_str())
+    );
+    let g = plan.grants.iter().find(|g| g.path == cache).unwrap();
+    assert!(!g.rights.write && g.rights.exec, "{}", g.rights);
+}
+
+#[test]
+fn uv_tool_directory_is_written_only_through_a_private_layer() {
+    // `uvx` locks (and may install into) uv's tool directory: it must be
+    // writable for uvx to start, and is run later outside, so never
+    // writable for real. Also when named by UV_TOOL_DIR.
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    std::fs::create_dir_all(base.join("bin")).unwrap();
+    write_exec(&base.join("bin/uvx"), "#!/bin/sh\n");
+    let path = format!("{}:/usr/bin:/bin", base.join("bin").display());
+    let default_env = env_with(&home, &path, &base);
+    let mut named_env = default_env.clone();
+    let named = base.join("tools");
+    named_env
+        .vars
+        .insert("UV_TOOL_DIR".into(), named.display().to_string());
+    for (env, dir) in [
+        (default_env, home.join(".local/share/uv/tools")),
+        (named_env, named),
+    ] {
+        let spec =
+            runtime::discover_for(&argv(&["uvx", "mcp-server-time"]), &policy, &env).unwrap();
+        assert_eq!(spec.profile, runtime::Profile::Python);
+        let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+        let layer = plan.private_layers.iter().find(|l| l.path == dir);
+        assert_eq!(
+            layer.and_then(|l| l.env.as_deref()),
+            Some("UV_TOOL_DIR"),
+            "{:?}",
+            plan.private_layers
+        );
+        let dir_s = dir.display().to_string();
+        assert_eq!(
+            plan.env.get("UV_TOOL_DIR").map(|v| v.0.as_str()),
+            Some(dir_s.as_str())
+        );
+        assert!(
+            plan.grants
+                .iter()
+                .filter(|g| dir.starts_with(&g.path))
+                .all(|g| !g.rights.write),
+            "{:?}",
+            plan.grants
+        );
+    }
+}
+
+#[test]
+fn a_venv_run_by_uv_grants_the_interpreter_it_was_made_from() {
+    // `uv --directory P run server.py`: uv runs P/.venv/bin/python, a link
+    // to the Python the venv was made from (here outside /usr, as pyenv's
+    // and uv's own pythons are). Without it in the view, uv takes the venv
+    // for broken and tries to recreate it.
+    let (_t, base) = tmp();
+    let prefix = base.join("pythons/3.11");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::create_dir_all(prefix.join("lib/python3.11")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", prefix.join("bin/python3.11")).unwrap();
+    // uv installed in a tree of its own.
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    let venv_dir = proj.join(".venv");
+    std::fs::create_dir_all(venv_dir.join("bin")).unwrap();
+    std::fs::write(
+        venv_dir.join("pyvenv.cfg"),
+        format!("home = {}\n", prefix.join("bin").display()),
+    )
+    .unwrap();
+    // The venv's python links to the base's bin/python3.11 (itself a link
+    // further on, as distributions' are): the prefix granted is the one
+    // the venv names, where its standard library is.
+    std::os::unix::fs::symlink(prefix.join("bin/python3.11"), venv_dir.join("bin/python")).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let env = env_with(
+        &base.join("home"),
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &base,
+    );
+    let spec = runtime::discover(
+        &argv(&[
+            "uv",
+            "--directory",
+            proj.to_str().unwrap(),
+            "run",
+            "server.py",
+        ]),
+        ProfileName::Auto,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        granted(&spec, &prefix),
+        Some(Rights::RX),
+        "{:?}",
+        grants(&spec)
+    );
+    assert_eq!(granted(&spec, &base.join("pythons")), None);
+}
+
+#[test]
+fn a_venv_naming_a_shared_directory_as_its_home_grants_nothing_more() {
+    // pyvenv.cfg is as writable as the venv: a `home` whose prefix is the
+    // home directory, or that is not a bin/ directory, widens nothing.
+    let (_t, base) = tmp();
+    let home = base.join("home");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    // ~/bin holds a python: its prefix would be the home directory itself.
+    std::os::unix::fs::symlink("/usr/bin/python3", home.join("bin/python3")).unwrap();
+    // uv installed in a tree of its own.
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uv"), "#!/bin/sh\n");
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".venv/bin")).unwrap();
+    std::fs::write(proj.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    std::fs::write(proj.join("server.py"), "").unwrap();
+    let env = env_with(
+        &home,
+        &format!("{}:/usr/bin", base.join("uv/bin").display()),
+        &base,
+    );
+    for cfg_home in [home.join("bin"), home.clone(), PathBuf::from("/")] {
+        std::fs::write(
+            proj.join(".venv/pyvenv.cfg"),
+            format!("home = {}\n", cfg_home.display()),
+        )
+        .unwrap();
+        let spec = runtime::discover(
+            &argv(&[
+                "uv",
+                "--directory",
+                proj.to_str().unwrap(),
+                "run",
+                "server.py",
+            ]),
+            ProfileName::Auto,
+            &env,
+        )
+        .unwrap();
+        for p in [&home, &base, Path::new("/")] {
+            assert_eq!(granted(&spec, p), None, "{cfg_home:?}: {:?}", grants(&spec));
+        }
+    }
+}
+
+#[test]
+fn caches_named_as_shared_directories_are_not_granted() {
+    // UV_CACHE_DIR=/tmp (or npm_config_cache=/var/tmp, or a link to /tmp)
+    // must not hand the server the whole shared directory, not even
+    // through a private layer. (The home directory is elsewhere: the
+    // built-in deny list, under it, does not already keep /tmp out.)
+    let (_t, base) = tmp();
+    let home = PathBuf::from("/nonexistent-rootfence-home");
+    std::fs::create_dir_all(base.join("uv/bin")).unwrap();
+    write_exec(&base.join("uv/bin/uvx"), "#!/bin/sh\n");
+    let link = base.join("cache-link");
+    std::os::unix::fs::symlink("/tmp", &link).unwrap();
+    let link = link.to_str().unwrap();
+    let policy = Policy::parse("version = 1\n", None, Some(&home)).unwrap();
+    for named in [
+        [
+            ("UV_CACHE_DIR", "/tmp"),
+            ("UV_TOOL_DIR", "/dev/shm"),
+            ("npm_config_cache", "/var/tmp"),
+        ],
+        [
+            ("UV_CACHE_DIR", link),
+            ("UV_TOOL_DIR", link),
+            ("npm_config_cache", link),
+        ],
+    ] {
+        let mut env = env_with(
+            &home,
+            &format!("{}:/usr/bin:/bin", base.join("uv/bin").display()),
+            &base,
+        );
+        for (k, v) in named {
+            env.vars.insert(k.into(), v.into());
+        }
+        for cmd in [["uvx", "mcp-server-time"], ["node", "-e"]] {
+            let spec = runtime::discover_for(&argv(&cmd), &policy, &env)
+                .expect("node is required: apt-get install -y nodejs");
+            let plan = rootfence::plan::build(&policy, vec![], vec![], spec, &env);
+            // The plan says why, and what to do.
+            let vars: &[&str] = if cmd[0] == "node" {
+                &["npm_config_cache"]
+            } else {
+                &["UV_CACHE_DIR", "UV_TOOL_DIR"]
+            };
+            for var in vars {
+                assert!(
+                    plan.warnings.iter().any(|w| w
+                        .contains(&format!("({var}) not granted: it is a shared directory"))
+                        && w.contains(&format!("set {var} to a directory of its own"))),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.warnings
+                );
+            }
+            for shared in ["/tmp", "/dev/shm", "/var/tmp", link] {
+                let shared = Path::new(shared);
+                assert!(
+                    !plan.grants.iter().any(|g| g.path == shared),
+                    "{cmd:?} {named:?}: {shared:?} granted: {:?}",
+                    plan.grants.iter().map(|g| &g.path).collect::<Vec<_>>()
+                );
+                assert!(
+                    !plan.private_layers.iter().any(|l| l.path == shared),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.private_layers
+                );
+                assert!(
+                    !plan.env.values().any(|(v, _)| Path::new(v) == shared),
+                    "{cmd:?} {named:?}: {:?}",
+                    plan.env
+                );
+            }
+        }
+    }
 }

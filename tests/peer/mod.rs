@@ -5,8 +5,10 @@
 
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -54,22 +56,92 @@ pub fn server_js(package_dir: &str) -> PathBuf {
 /// Run host.py with a scenario (see its docstring); returns its step
 /// results and its summary line.
 pub fn run_host(scenario: &Value) -> (Vec<Value>, Value) {
+    let run = run_host_within(scenario, Duration::from_secs(600));
+    (run.steps, run.summary)
+}
+
+/// What a host.py run gave: its step results, its summary line, and its
+/// stderr (where the server's stderr goes: rootfence's log lines and the
+/// server's own).
+pub struct HostRun {
+    pub steps: Vec<Value>,
+    pub summary: Value,
+    pub stderr: String,
+}
+
+/// Run host.py with a scenario; fail the test with everything host.py and
+/// the server printed if it fails or is not done within `limit` (a hung
+/// session must not hang the suite).
+pub fn run_host_within(scenario: &Value, limit: Duration) -> HostRun {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("scenario.json");
     std::fs::write(&f, scenario.to_string()).unwrap();
-    let out = Command::new(python())
+    let mut child = Command::new(python())
         .arg(peers().join("host.py"))
         .arg(&f)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "host failed: {stderr}\n{stdout}");
-    let mut lines: Vec<Value> = stdout
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out.join().unwrap();
+    let stderr = err.join().unwrap();
+    let Some(status) = status else {
+        panic!("host.py did not finish within {limit:?}\nstderr:\n{stderr}\nstdout:\n{stdout}");
+    };
+    assert!(status.success(), "host failed: {stderr}\n{stdout}");
+    let mut steps: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let summary = lines.pop().unwrap();
+    let summary = steps.pop().unwrap();
     assert_eq!(summary["summary"], true, "{stdout}");
-    (lines, summary)
+    HostRun {
+        steps,
+        summary,
+        stderr,
+    }
+}
+
+/// A file or directory `install.sh` makes, or a failure saying to run it.
+pub fn installed(rel: &str) -> PathBuf {
+    let p = peers().join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run tests/peers/install.sh (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// The version package-lock.json pins for the npm package `name`.
+pub fn locked_version(name: &str) -> String {
+    let lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(peers().join("package-lock.json")).unwrap())
+            .unwrap();
+    lock["packages"][format!("node_modules/{name}")]["version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} is not in tests/peers/package-lock.json"))
+        .to_string()
 }
