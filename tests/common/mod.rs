@@ -286,6 +286,14 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
             continue;
         };
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        // rootfence's own PID-namespace init is a clone of rootfence (its
+        // command line, with the marker in the server's arguments) that
+        // exits just after reporting the server's status, having killed
+        // and reaped everything in the namespace: not the server's.
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        if exe.is_some_and(|e| std::fs::canonicalize(rootfence()).is_ok_and(|r| r == e)) {
+            continue;
+        }
         if cmd.contains(marker) {
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie = state
