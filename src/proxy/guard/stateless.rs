@@ -236,6 +236,10 @@ pub enum RetryPlan {
         /// The host's roots, when rootfence asked for them: a `roots/list`
         /// result. Rebuild as after the handshake era's `roots/list`.
         host_roots: Option<Value>,
+        /// The `inputResponses` keys filled in with the enforced roots:
+        /// when `host_roots` changes the target, the session fills them in
+        /// again with the roots of the generation the request goes to.
+        roots_keys: Vec<String>,
     },
     /// Answer the host's request with this error; the server sees nothing.
     Refuse(Refusal),
@@ -570,7 +574,11 @@ impl Guard {
         }
         let responses = (!responses.is_empty()).then(|| Value::Object(responses).to_string());
         match retry_params(params, responses.as_deref(), p.server_state.as_deref()) {
-            Some(params) => RetryPlan::Send { params, host_roots },
+            Some(params) => RetryPlan::Send {
+                params,
+                host_roots,
+                roots_keys: p.roots_keys,
+            },
             None => RetryPlan::Refuse(Refusal::malformed(
                 "stateless.request_state",
                 "params must be an object",

@@ -363,8 +363,9 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
         ],
     )
     .unwrap();
-    let RetryPlan::Send { params, host_roots } =
-        g.on_host_retry("tools/call", &host_retry, &f.roots)
+    let RetryPlan::Send {
+        params, host_roots, ..
+    } = g.on_host_retry("tools/call", &host_retry, &f.roots)
     else {
         panic!()
     };
@@ -493,6 +494,7 @@ fn the_host_roots_are_learned_through_input_requests() {
     let RetryPlan::Send {
         params,
         host_roots: got,
+        ..
     } = g.on_host_retry("tools/call", &retry, &f.roots)
     else {
         panic!()
@@ -529,6 +531,7 @@ fn the_host_roots_are_learned_through_input_requests() {
     let RetryPlan::Send {
         params,
         host_roots: got,
+        ..
     } = g.on_host_retry("tools/call", &retry, &f.roots)
     else {
         panic!()
