@@ -156,6 +156,16 @@ impl Session {
                     generation = g,
                     "server sent a batch outside protocol 2025-03-26: refused"
                 );
+                // Its members asking the host something are recorded.
+                let items: Vec<&RawValue> = serde_json::from_slice(&line).unwrap_or_default();
+                for item in items {
+                    if let Ok(m) = message::parse(item.get().as_bytes())
+                        && let Some(method) = m.method.as_deref()
+                        && guard::route::SERVER_REQUEST_METHODS.contains(&method)
+                    {
+                        self.guard.on_dropped_batch_member(g, method);
+                    }
+                }
                 self.send_server(
                     g,
                     message::error_response(
