@@ -5,6 +5,7 @@
 
 mod model;
 mod races;
+mod stateless;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
