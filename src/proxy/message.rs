@@ -281,6 +281,14 @@ pub fn span_in(line: &[u8], part: Raw<'_>) -> Option<std::ops::Range<usize>> {
     (end <= line.len()).then_some(start..end)
 }
 
+/// Byte range of `part` inside `line`; `part` must be a slice of `line`'s
+/// text (as [`member`] of it returns).
+pub fn span_of(line: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= line.len()).then_some(start..end)
+}
+
 /// `line` with `range` replaced by `with`.
 pub fn splice(line: &[u8], range: std::ops::Range<usize>, with: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(line.len() - range.len() + with.len() + 1);

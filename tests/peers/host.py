@@ -14,8 +14,9 @@ The scenario is a JSON object:
    "steps": [{"call": tool, "args": {...}} | {"roots": [[uri, name], ...]}
              | {"wait_for": tool, "args": {...}, "contains": text, "timeout": s}
              | {"list_tools": true}]}
-Prints one JSON object per step on stdout, and a final summary line (with
-the negotiated `protocol`).
+Prints one JSON object per step on stdout (a call answered with a JSON-RPC
+error has its `code`), and a final summary line (with the negotiated
+`protocol`).
 `roots: null` means the host declares no roots capability. With
 "sampling" / "elicitation" the host declares that capability and answers
 with the given reply; the summary counts the callback's calls
@@ -59,7 +60,7 @@ async def run_steps(session, steps, state, out, counts):
                 out.append({"call": step["call"], "error": bool(r.is_error), "text": text_of(r)})
             except Exception as e:  # a JSON-RPC error response
                 counts["answered"] += 1
-                out.append({"call": step["call"], "error": True, "text": "rpc error: %s" % e})
+                out.append({"call": step["call"], "error": True, "text": "rpc error: %s" % e, "code": getattr(e, "code", None)})
         elif "wait_for" in step:
             deadline = time.monotonic() + step.get("timeout", 20)
             while True:

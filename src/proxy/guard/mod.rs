@@ -308,6 +308,20 @@ impl Guard {
         );
     }
 
+    /// The server sent `method`, a server → host request method, as a
+    /// member of a batch in a revision without batches (the whole batch is
+    /// refused): record that it was dropped.
+    pub fn on_dropped_batch_member(&mut self, generation: u64, method: &str) {
+        self.record(
+            generation,
+            method,
+            Decision::Refused,
+            Some("guard.batch"),
+            "sent in a batch",
+            Some("batches exist only in protocol 2025-03-26: the batch was refused whole"),
+        );
+    }
+
     /// [`Guard::on_request`] for a request that came as `via` (`""` for a
     /// JSON-RPC request, else the input-request key of an
     /// `input_required` result).

@@ -81,6 +81,12 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The host requests whose result may be `input_required`.
 pub const INPUT_REQUIRED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
+/// Largest params of a handshake-era request kept for a retry
+/// ([`InputContext::sent_params`]): in that era a server asks for roots
+/// with `roots/list` itself, and keeping a copy of every large request
+/// until it is answered would double the relay's memory.
+pub const KEEP_PARAMS: usize = 64 << 10;
+
 /// How many times in a row rootfence retries a request itself because the
 /// server asked only for roots (the Python SDK's own cap on rounds is 10).
 pub const MAX_OWN_ROUNDS: u32 = 10;
@@ -193,8 +199,10 @@ pub struct InputContext<'a> {
     /// The host request's method (`tools/call`, ...).
     pub method: &'a str,
     /// The params the request was sent to the server with (raw JSON): the
-    /// base of rootfence's own retry.
-    pub sent_params: &'a str,
+    /// base of rootfence's own retry. `None` when they were not kept (a
+    /// large request of the handshake era, see [`KEEP_PARAMS`]): a result
+    /// asking only for roots is then refused.
+    pub sent_params: Option<&'a str>,
     /// The enforced roots as a `roots/list` result: `{"roots":[{uri,name}]}`.
     pub roots: &'a Value,
     /// How many times in a row rootfence already retried this request
@@ -236,6 +244,10 @@ pub enum RetryPlan {
         /// The host's roots, when rootfence asked for them: a `roots/list`
         /// result. Rebuild as after the handshake era's `roots/list`.
         host_roots: Option<Value>,
+        /// The `inputResponses` keys filled in with the enforced roots:
+        /// when `host_roots` changes the target, the session fills them in
+        /// again with the roots of the generation the request goes to.
+        roots_keys: Vec<String>,
     },
     /// Answer the host's request with this error; the server sees nothing.
     Refuse(Refusal),
@@ -438,8 +450,14 @@ impl Guard {
                 .iter()
                 .map(|k| (k.clone(), ctx.roots.clone()))
                 .collect();
+            let Some(sent) = ctx.sent_params else {
+                return InputPlan::Refuse(refuse_input(&format!(
+                    "the server answered a request of the handshake era over {} KiB with an input_required result asking for roots; rootfence answers those only for smaller requests (in this era the server asks with roots/list)",
+                    KEEP_PARAMS >> 10
+                )));
+            };
             let Some(params) = retry_params(
-                ctx.sent_params,
+                sent,
                 Some(&Value::Object(responses).to_string()),
                 server_state.as_deref(),
             ) else {
@@ -570,7 +588,11 @@ impl Guard {
         }
         let responses = (!responses.is_empty()).then(|| Value::Object(responses).to_string());
         match retry_params(params, responses.as_deref(), p.server_state.as_deref()) {
-            Some(params) => RetryPlan::Send { params, host_roots },
+            Some(params) => RetryPlan::Send {
+                params,
+                host_roots,
+                roots_keys: p.roots_keys,
+            },
             None => RetryPlan::Refuse(Refusal::malformed(
                 "stateless.request_state",
                 "params must be an object",

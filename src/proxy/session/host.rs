@@ -16,6 +16,7 @@ use super::batch::{self, BatchId};
 use super::handshake::list_method;
 use super::io::{Action, GenId};
 use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use super::stateless::Prepared;
 use crate::proxy::framing::Frame;
 use crate::proxy::message::{self, Envelope, Invalid, Kind, code};
 
@@ -162,6 +163,18 @@ impl Session {
                     );
                     return self.reply_host(reply, batch);
                 }
+                // The guard's look: protocol version, capabilities, retries.
+                let params_raw = env.params.map(|p| p.get());
+                let (edited, judged) = match self.prepare_request(id.get(), method, params_raw, now)
+                {
+                    Prepared::Answered(reply) => return self.reply_host(reply, batch),
+                    Prepared::Send { params, judged } => (params, judged),
+                };
+                let params_now = edited.as_deref().or(params_raw);
+                let out_line = edited.as_ref().and_then(|p| {
+                    let range = message::span_in(&line, env.params?)?;
+                    Some(message::splice(&line, range, p.as_bytes()))
+                });
                 let mut deadline = None;
                 let kind = match method {
                     "initialize" if self.handshake.host_init.is_some() => {
@@ -173,9 +186,8 @@ impl Session {
                         return self.reply_host(reply, batch);
                     }
                     "initialize" => {
-                        let params = env
-                            .params
-                            .and_then(|p| serde_json::from_str(p.get()).ok())
+                        let params = params_now
+                            .and_then(|p| serde_json::from_str(p).ok())
                             .unwrap_or(Value::Null);
                         self.handshake.record_host_init(params);
                         if let Some(result) = self.answer_from_memory(now) {
@@ -189,10 +201,10 @@ impl Session {
                         Method::Initialize
                     }
                     "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-                        self.handshake
-                            .record_host_request(method, env.params.map(|p| p.get()));
+                        self.handshake.record_host_request(method, params_now);
                         Method::Other
                     }
+                    "server/discover" => Method::Discover,
                     m => match list_method(m) {
                         Some(list) => Method::List {
                             method: list,
@@ -215,16 +227,21 @@ impl Session {
                             generation: g,
                             wire: None,
                         };
+                        r.judged = judged;
                     }
                     drop(env);
-                    self.out.push(Action::ToServer(g, line));
+                    self.out.push(Action::ToServer(g, out_line.unwrap_or(line)));
                     return;
                 }
                 let key = IdKey::of(&key);
                 self.ledger
                     .host_insert(key.clone(), id.get(), kind, batch, deadline);
+                if let Some(r) = self.ledger.host_mut(key.as_str()) {
+                    r.judged = judged;
+                }
                 drop(env);
-                self.queue.push_back(Held::Request(key, line));
+                self.queue
+                    .push_back(Held::Request(key, out_line.unwrap_or(line)));
                 if self.fleet.phase == super::lifecycle::FleetPhase::Dormant {
                     // The first message that needs a server (`initialize`,
                     // or a probe before it): launch one.

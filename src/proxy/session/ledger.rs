@@ -33,9 +33,11 @@ use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
 use std::time::Instant;
 
+use serde_json::Value;
+
 use super::batch::BatchId;
 use super::io::GenId;
-use crate::proxy::guard::AnswerCheck;
+use crate::proxy::guard::{AnswerCheck, Revision};
 
 /// A request id in canonical form: ids equal as JSON values have equal
 /// keys.
@@ -94,8 +96,35 @@ pub enum Method {
         /// Asked with a cursor.
         paged: bool,
     },
+    /// `server/discover` (2026-07-28): its result's `supportedVersions`
+    /// are filtered to the revisions the guard knows.
+    Discover,
     /// Anything else.
     Other,
+}
+
+/// What the guard needs to judge an `input_required` result to a host's
+/// `tools/call`, `prompts/get` or `resources/read` (see
+/// `guard::stateless`).
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The method (one of `guard::stateless::INPUT_REQUIRED_METHODS`).
+    pub method: &'static str,
+    /// The params as sent to the server (raw JSON): the base of
+    /// rootfence's own retries. Kept for every request of the stateless
+    /// era, and for those of the handshake era up to
+    /// [`KEEP_PARAMS`](crate::proxy::guard::stateless::KEEP_PARAMS).
+    pub params: Option<Box<str>>,
+    /// The request's revision: its `_meta` protocol version, or the
+    /// negotiated one.
+    pub revision: Revision,
+    /// Whether the request is of the stateless era.
+    pub stateless: bool,
+    /// The host's client capabilities for this request, when its `_meta`
+    /// declares them (else those of the host's `initialize`).
+    pub host_caps: Option<Value>,
+    /// How many times in a row rootfence retried it itself.
+    pub own_rounds: u32,
 }
 
 /// Where a host request is.
@@ -127,6 +156,9 @@ pub struct HostRequest {
     /// For `initialize`: when it is answered with an error if the server
     /// has not answered.
     pub deadline: Option<Instant>,
+    /// For a request whose result may be `input_required`: how to judge
+    /// it.
+    pub judged: Option<Box<Judged>>,
 }
 
 impl HostRequest {
@@ -237,6 +269,7 @@ impl Ledger {
                 batch,
                 state: HostState::Queued,
                 deadline,
+                judged: None,
             },
         );
     }

@@ -19,6 +19,10 @@
 //! - `server.rs`: the generations' lines, by phase (answers, requests to
 //!   the host through the guard, notifications, `roots/list`);
 //! - `ledger.rs`: every id in flight, in every direction, and id equality;
+//! - `stateless.rs`: the guard's look at each host request and at the
+//!   server's answer to it: protocol versions, `_meta` capabilities,
+//!   `input_required` results judged, rootfence's own retries, the host's
+//!   retries and roots in the stateless era (2026-07-28);
 //! - `batch.rs`: batches;
 //! - `handshake.rs`: the recorded handshake and its replay;
 //! - `io.rs`: events in, actions out.
@@ -42,6 +46,7 @@ mod ledger;
 mod lifecycle;
 mod rights;
 mod server;
+mod stateless;
 mod target;
 
 #[cfg(test)]
@@ -105,6 +110,9 @@ pub struct Session {
     /// The sampling/elicitation guard: rate limit, audit, answer checks.
     /// Session state, so a relaunched server gets no fresh budget.
     guard: Guard,
+    /// rootfence asked the host for its roots inside a result (the
+    /// stateless era's only way), once.
+    host_roots_asked: bool,
     /// Actions not yet taken by the loop.
     out: Vec<Action>,
     /// The remembered handshake, until the host's `initialize` is judged.
@@ -142,6 +150,7 @@ impl Session {
             batches: batch::Batches::default(),
             queue: VecDeque::new(),
             guard,
+            host_roots_asked: false,
             out: Vec::new(),
             remembered: config.remembered_init,
             defer_launch: None,

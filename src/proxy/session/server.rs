@@ -18,8 +18,9 @@ use serde_json::value::RawValue;
 use super::Session;
 use super::io::GenId;
 use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use super::stateless::Verdict;
 use crate::proxy::framing::Frame;
-use crate::proxy::guard::{self, Revision};
+use crate::proxy::guard::{self, version};
 use crate::proxy::message::{self, Envelope, Invalid, Kind, code};
 use crate::proxy::server::ServerEvent;
 
@@ -156,6 +157,16 @@ impl Session {
                     generation = g,
                     "server sent a batch outside protocol 2025-03-26: refused"
                 );
+                // Its members asking the host something are recorded.
+                let items: Vec<&RawValue> = serde_json::from_slice(&line).unwrap_or_default();
+                for item in items {
+                    if let Ok(m) = message::parse(item.get().as_bytes())
+                        && let Some(method) = m.method.as_deref()
+                        && guard::route::SERVER_REQUEST_METHODS.contains(&method)
+                    {
+                        self.guard.on_dropped_batch_member(g, method);
+                    }
+                }
                 self.send_server(
                     g,
                     message::error_response(
@@ -193,6 +204,20 @@ impl Session {
                 return;
             }
         };
+        if guard::route::server_message(env.kind, env.method.as_deref())
+            == guard::route::ServerRoute::Drop
+        {
+            // A server -> host request method without an id: it can be
+            // neither judged nor answered.
+            let method = env.method.as_deref().unwrap_or_default();
+            tracing::warn!(
+                generation = g,
+                method,
+                "server sent a request method as a notification: dropped"
+            );
+            self.guard.on_dropped_notification(g, method);
+            return;
+        }
         match env.kind {
             Kind::Response => self.on_server_response(g, &line, &env, now),
             Kind::Request => self.on_server_request(g, voice, &line, &env, now),
@@ -232,16 +257,7 @@ impl Session {
                 Own::OnBehalf(host_key) => {
                     // Answered under rootfence's id: the host gets it under
                     // its own.
-                    let Some((host_key, r)) = self.ledger.host_remove(host_key.as_str()) else {
-                        return;
-                    };
-                    self.record_answer(g, r.method, result, now);
-                    let out = match message::span_in(line, id) {
-                        Some(range) => message::splice(line, range, r.id(&host_key).as_bytes()),
-                        None => return,
-                    };
-                    self.reply_host(out, r.batch);
-                    self.after_answer(g);
+                    self.answer_host(g, host_key.as_str(), line, env, true, now);
                 }
             }
             return;
@@ -257,11 +273,70 @@ impl Session {
             tracing::warn!(generation = g, id = %id.get(), "server answered no request in flight: dropped");
             return;
         }
-        let Some((_, r)) = self.ledger.host_remove(&key) else {
+        let key = key.into_owned();
+        self.answer_host(g, &key, line, env, false, now);
+    }
+
+    /// `g` answered host request `key` with `line` (under rootfence's own
+    /// id when `mapped`): judged, then relayed to the host under its id.
+    fn answer_host(
+        &mut self,
+        g: GenId,
+        key: &str,
+        line: &[u8],
+        env: &Envelope<'_>,
+        mapped: bool,
+        now: Instant,
+    ) {
+        let result = env.result.map(|r| r.get());
+        let mut new_result = None;
+        if let Some(r) = result {
+            match self.judge_result(g, key, r, now) {
+                Verdict::Done => return,
+                Verdict::Relay(changed) => new_result = changed,
+            }
+        }
+        let Some((host_key, r)) = self.ledger.host_remove(key) else {
             return;
         };
-        self.record_answer(g, r.method, env.result.map(|x| x.get()), now);
-        self.reply_host(line.to_vec(), r.batch);
+        if r.method == Method::Discover
+            && new_result.is_none()
+            && let Some(filtered) = result.and_then(version::filter_discover_result)
+        {
+            tracing::info!("server/discover: revisions the guard does not know are not offered");
+            new_result = Some(filtered);
+        }
+        self.record_answer(g, r.method, new_result.as_deref().or(result), now);
+        let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
+        if mapped {
+            let Some(range) = env.id.and_then(|id| message::span_in(line, id)) else {
+                return;
+            };
+            edits.push((range, r.id(&host_key).as_bytes().to_vec()));
+        }
+        if let Some(new) = new_result
+            && let Some(range) = env.result.and_then(|x| message::span_in(line, x))
+        {
+            edits.push((range, new.into_bytes()));
+        }
+        if env.is_error
+            && let Ok(text) = std::str::from_utf8(line)
+            && let Some(error) = message::member(text, "error")
+            && let Some(filtered) = version::filter_version_error(error)
+            && let Some(range) = message::span_of(line, error)
+        {
+            edits.push((range, filtered.into_bytes()));
+        }
+        let out = if edits.is_empty() {
+            line.to_vec()
+        } else {
+            let mut e: Vec<(std::ops::Range<usize>, &[u8])> = edits
+                .iter()
+                .map(|(r, w)| (r.clone(), w.as_slice()))
+                .collect();
+            message::splice_all(line, &mut e)
+        };
+        self.reply_host(out, r.batch);
         self.after_answer(g);
     }
 
@@ -328,7 +403,8 @@ impl Session {
             return;
         }
         let (mut params, mut check) = (None, None);
-        if guard::GUARDED.contains(&method) {
+        if guard::route::server_message(env.kind, Some(method)) == guard::route::ServerRoute::Judge
+        {
             match self.guard_request(g, method, env.params, line.len(), now) {
                 guard::Verdict::Refuse(refusal) => {
                     self.send_server(g, refusal.response(&id_raw));
@@ -420,21 +496,7 @@ impl Session {
         let params: Value = params
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
-        let requested = self
-            .handshake
-            .host_init
-            .as_ref()
-            .and_then(|v| v.get("protocolVersion"))
-            .and_then(Value::as_str);
-        // Negotiated, else what the host asked for, else the newest
-        // handshake revision.
-        let revision = Revision::parse(
-            self.handshake
-                .protocol
-                .as_deref()
-                .or(requested)
-                .unwrap_or("2025-11-25"),
-        );
+        let revision = self.handshake_revision();
         let host_caps = self
             .handshake
             .host_init
@@ -459,10 +521,7 @@ impl Session {
             .get(&g)
             .map(|s| s.roots.as_slice())
             .unwrap_or_default();
-        let list: Vec<Value> = roots
-            .iter()
-            .map(|r| serde_json::json!({"uri": r.uri, "name": r.name}))
-            .collect();
-        message::result_response(id_raw, &serde_json::json!({"roots": list}).to_string())
+        let result = super::stateless::roots_value(roots);
+        message::result_response(id_raw, &result.to_string())
     }
 }

@@ -127,7 +127,7 @@ impl Fixture {
             host_caps: &self.caps,
             generation: 3,
             method: "tools/call",
-            sent_params: &self.sent,
+            sent_params: Some(&self.sent),
             roots: &self.roots,
             own_rounds: 0,
             ask_host_roots: false,
@@ -177,7 +177,7 @@ fn roots_only_results_are_retried_by_rootfence_with_the_enforced_roots() {
         ],
     )
     .unwrap();
-    ctx.sent_params = &with_old;
+    ctx.sent_params = Some(&with_old);
     let r = result(
         json!({"a":{"method":"roots/list"},"b":{"method":"roots/list","params":{}}}),
         None,
@@ -195,6 +195,15 @@ fn roots_only_results_are_retried_by_rootfence_with_the_enforced_roots() {
         panic!()
     };
     assert_eq!((e.rule, e.code), ("stateless.roots_rounds", -32001));
+    // Params not kept (a large request of the handshake era): refused,
+    // never retried with something else.
+    let mut ctx = f.ctx();
+    ctx.sent_params = None;
+    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
+        panic!()
+    };
+    assert_eq!((e.rule, e.code), ("stateless.input_request", -32001));
+    assert!(e.message.contains("64 KiB"), "{}", e.message);
 }
 
 #[test]
@@ -363,8 +372,9 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
         ],
     )
     .unwrap();
-    let RetryPlan::Send { params, host_roots } =
-        g.on_host_retry("tools/call", &host_retry, &f.roots)
+    let RetryPlan::Send {
+        params, host_roots, ..
+    } = g.on_host_retry("tools/call", &host_retry, &f.roots)
     else {
         panic!()
     };
@@ -493,6 +503,7 @@ fn the_host_roots_are_learned_through_input_requests() {
     let RetryPlan::Send {
         params,
         host_roots: got,
+        ..
     } = g.on_host_retry("tools/call", &retry, &f.roots)
     else {
         panic!()
@@ -529,6 +540,7 @@ fn the_host_roots_are_learned_through_input_requests() {
     let RetryPlan::Send {
         params,
         host_roots: got,
+        ..
     } = g.on_host_retry("tools/call", &retry, &f.roots)
     else {
         panic!()

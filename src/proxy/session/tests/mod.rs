@@ -6,6 +6,7 @@
 mod model;
 mod races;
 mod remembered;
+mod stateless;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -476,6 +477,12 @@ impl Sim {
             }
             if m.get("method").is_none() {
                 let id = m.get("id").cloned().unwrap_or(Value::Null).to_string();
+                if self.model.is_some()
+                    && m.pointer("/result/inputRequests")
+                        .is_some_and(|r| r.to_string().contains("roots/list"))
+                {
+                    self.violation(format!("request {id}: a roots question reached the host"));
+                }
                 self.answered_at.entry(id.clone()).or_insert(self.now);
                 let got = {
                     let list = self.answers.entry(id.clone()).or_default();
@@ -619,6 +626,14 @@ impl Sim {
                         .cloned()
                         .unwrap_or(json!("2025-06-18"));
                     out.push(json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,"capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"sim","version":"1"}}}));
+                }
+                (Some(id), "tools/call")
+                    if m.pointer("/params/name") == Some(&json!("roots"))
+                        && m.pointer("/params/inputResponses").is_none() =>
+                {
+                    // Asks for roots first (2026-07-28's way; judged in
+                    // every revision): rootfence answers and sends again.
+                    out.push(json!({"jsonrpc":"2.0","id":id,"result":{"resultType":"input_required","inputRequests":{"w":{"method":"roots/list"}},"requestState":"s"}}));
                 }
                 (Some(id), "tools/call") if m.pointer("/params/name") == Some(&json!("slow")) => {
                     s.held.push(id);

@@ -1,5 +1,7 @@
 //! The session core against a small reference model, under random
-//! interleavings of host requests, batches, cancellations and duplicate
+//! interleavings of host requests (some answered first with a roots-only
+//! `input_required` result rootfence answers and sends again), batches,
+//! cancellations and duplicate
 //! ids, roots changes (reverts included) answered at once or later, policy
 //! edits of the TCP ports, slow, silent and failed launches, server
 //! requests with progress, crashes, closed stdouts, timeouts and host EOF.
@@ -11,7 +13,8 @@
 //! right outside the target is killed in the same step; only a generation
 //! launched with exactly the target is promoted or sent host requests, and
 //! only once every generation with a revoked right has exited; every
-//! launch is of the target; no request is answered twice. At rest: the
+//! launch is of the target; no request is answered twice; no roots
+//! question reaches the host. At rest: the
 //! serving generation holds exactly the target and is the only one left,
 //! every request got its answer (`initialize` within its deadline),
 //! every batch one reply, and nothing is left in flight or held.
@@ -32,6 +35,7 @@ const PORTS: [u16; 2] = [1001, 1002];
 #[derive(Debug, Clone)]
 enum Op {
     Call { slow: bool },
+    RootsCall,
     Dup(Index),
     Batch,
     Cancel(Index),
@@ -64,6 +68,7 @@ fn launch() -> impl Strategy<Value = Launch> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => any::<bool>().prop_map(|slow| Op::Call { slow }),
+        2 => Just(Op::RootsCall),
         1 => any::<Index>().prop_map(Op::Dup),
         1 => Just(Op::Batch),
         2 => any::<Index>().prop_map(Op::Cancel),
@@ -187,6 +192,10 @@ impl Driver {
                 let id = self.new_id();
                 let tool = if *slow { "slow" } else { "echo" };
                 self.sim.call(json!(id), tool);
+            }
+            Op::RootsCall if host => {
+                let id = self.new_id();
+                self.sim.call(json!(id), "roots");
             }
             Op::Dup(i) if host => {
                 let open = self.unanswered();

@@ -1,0 +1,395 @@
+//! The guard's look at every host request and at the server's answer to
+//! it, in both eras (the decisions are in `guard::stateless` and
+//! `guard::version`; this file applies them to the session).
+//!
+//! A host request, before it is recorded:
+//!
+//! - a protocol version in its `_meta` that the guard does not know is
+//!   answered with `-32022` (the server never sees it);
+//! - `initialize` offers no revision newer than the guard knows;
+//! - the client capabilities in its `_meta` (2026-07-28, every request,
+//!   `server/discover` included) are shaped as `initialize`'s are;
+//! - a `tools/call`, `prompts/get` or `resources/read` that retries a
+//!   result rootfence changed (its `requestState` is rootfence's token)
+//!   gets the server's `requestState` back, the enforced roots filled in,
+//!   its form answers checked; the host's roots it carries (rootfence
+//!   asked) are applied as a handshake-era `roots/list` answer is, and the
+//!   request waits for the generation serving the new target;
+//! - the host's first such request of the stateless era, when it declared
+//!   roots, is answered by rootfence with a result asking only for its
+//!   roots (nothing reaches the server): the host's retry brings them.
+//!
+//! A server's answer to a host request:
+//!
+//! - an `input_required` result (or one carrying `inputRequests`) is
+//!   judged ([`Guard::on_input_required`](crate::proxy::guard::Guard::on_input_required)):
+//!   relayed, relayed changed, retried by rootfence itself under its own
+//!   id (roots only; the final answer goes to the host under its id), or
+//!   refused with `-32001`;
+//! - a `server/discover` result lists only the revisions the guard knows,
+//!   and so does a `-32022` error.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::Session;
+use super::io::{Action, GenId};
+use super::ledger::{HostState, IdKey, Judged, Own};
+use crate::proxy::guard::stateless::{self, InputContext, InputPlan, RetryPlan};
+use crate::proxy::guard::{Refusal, Revision, version};
+use crate::proxy::message::{self, code};
+use crate::roots::CanonicalRoot;
+
+/// What the guard made of a host request.
+pub(super) enum Prepared {
+    /// Answer the host with this line; nothing goes to the server.
+    Answered(Vec<u8>),
+    /// Send it.
+    Send {
+        /// The params to send instead of the host's (raw JSON).
+        params: Option<String>,
+        /// For a request whose result may be `input_required`: how to
+        /// judge it.
+        judged: Option<Box<Judged>>,
+    },
+}
+
+/// What to do with a server's answer to a host request.
+pub(super) enum Verdict {
+    /// Relay it to the host; with this result (raw JSON) instead of the
+    /// server's.
+    Relay(Option<String>),
+    /// Handled: the host was answered, or rootfence sent the request again.
+    Done,
+}
+
+/// The roots `roots` as a `roots/list` result: `{"roots":[{uri,name}]}`.
+pub(super) fn roots_value(roots: &[CanonicalRoot]) -> Value {
+    let list: Vec<Value> = roots
+        .iter()
+        .map(|r| serde_json::json!({"uri": r.uri, "name": r.name}))
+        .collect();
+    serde_json::json!({ "roots": list })
+}
+
+/// The protocol version a request's `params._meta` names, if the guard
+/// knows it.
+fn meta_revision(params: &str) -> Option<Revision> {
+    let v = message::member(params, "_meta")
+        .and_then(|m| message::member(m, version::META_PROTOCOL_VERSION))?;
+    Revision::known(&serde_json::from_str::<String>(v).ok()?)
+}
+
+/// Whether a request's `params._meta` carries client capabilities.
+fn has_meta_capabilities(params: &str) -> bool {
+    message::member(params, "_meta")
+        .and_then(|m| message::member(m, stateless::META_CLIENT_CAPABILITIES))
+        .is_some()
+}
+
+/// Whether client capabilities declare roots.
+fn declares_roots(caps: &Value) -> bool {
+    caps.get("roots").is_some_and(Value::is_object)
+}
+
+/// `params` with the members `keys` of its `inputResponses` set to `roots`.
+fn fill_roots(params: &str, keys: &[String], roots: &Value) -> Option<String> {
+    let responses = message::member(params, "inputResponses")?;
+    let text = roots.to_string();
+    let edits: Vec<(&str, Option<&str>)> = keys
+        .iter()
+        .map(|k| (k.as_str(), Some(text.as_str())))
+        .collect();
+    let responses = message::edit_members(responses, &edits)?;
+    message::edit_members(params, &[("inputResponses", Some(&responses))])
+}
+
+/// No capabilities.
+static NULL: Value = Value::Null;
+
+/// The capabilities the host declared in `initialize` (`null` before).
+fn init_capabilities(h: &super::handshake::Handshake) -> &Value {
+    h.host_init
+        .as_ref()
+        .and_then(|v| v.get("capabilities"))
+        .unwrap_or(&NULL)
+}
+
+impl Session {
+    /// The revision of the handshake: negotiated, else what the host
+    /// asked for, else the newest handshake revision.
+    pub(super) fn handshake_revision(&self) -> Revision {
+        let requested = self
+            .handshake
+            .host_init
+            .as_ref()
+            .and_then(|v| v.get("protocolVersion"))
+            .and_then(Value::as_str);
+        Revision::parse(
+            self.handshake
+                .protocol
+                .as_deref()
+                .or(requested)
+                .unwrap_or("2025-11-25"),
+        )
+    }
+
+    /// The guard's look at host request `method` with id `id_raw` and
+    /// `params` (raw JSON), before it is recorded (see the module
+    /// documentation).
+    pub(super) fn prepare_request(
+        &mut self,
+        id_raw: &str,
+        method: &str,
+        params: Option<&str>,
+        now: Instant,
+    ) -> Prepared {
+        if let Some(p) = params
+            && let Err(requested) = version::check_request(p)
+        {
+            tracing::warn!(
+                method,
+                requested = %requested,
+                "host request in a protocol revision the guard does not know: refused"
+            );
+            return Prepared::Answered(version::unsupported_response(id_raw, &requested));
+        }
+        if method == "initialize" {
+            let capped = params.and_then(version::cap_initialize);
+            if capped.is_some() {
+                tracing::info!(
+                    "the host offered a protocol revision newer than the guard knows: the server is offered {} at most",
+                    Revision::LATEST
+                );
+            }
+            return Prepared::Send {
+                params: capped,
+                judged: None,
+            };
+        }
+        let policy = &self.inputs.policy.raw;
+        let Some(m) = stateless::INPUT_REQUIRED_METHODS
+            .iter()
+            .copied()
+            .find(|m| *m == method)
+        else {
+            return Prepared::Send {
+                params: params.and_then(|p| stateless::shape_meta_capabilities(p, policy)),
+                judged: None,
+            };
+        };
+        let base = params.unwrap_or("null");
+        let meta = meta_revision(base);
+        let revision = meta.unwrap_or_else(|| self.handshake_revision());
+        let is_stateless = meta.is_some_and(Revision::is_stateless);
+        let meta_caps = has_meta_capabilities(base).then(|| stateless::host_capabilities(base));
+        let host_caps = match &meta_caps {
+            Some(c) => c,
+            None => init_capabilities(&self.handshake),
+        };
+        let roots = roots_value(self.target.roots());
+        let mut edited = None;
+        match self.guard.on_host_retry(m, base, &roots) {
+            RetryPlan::Unchanged => {
+                if is_stateless
+                    && declares_roots(host_caps)
+                    && self.inputs.accepts_host_roots()
+                    && !self.host_roots_asked
+                {
+                    // rootfence learns the host's roots before the server
+                    // sees its first request that can carry the question.
+                    self.host_roots_asked = true;
+                    tracing::info!(
+                        method = m,
+                        "asking the host for its roots (2026-07-28: inside a result)"
+                    );
+                    let result = self.guard.ask_host_roots(m);
+                    return Prepared::Answered(message::result_response(id_raw, &result));
+                }
+            }
+            RetryPlan::Refuse(r) => {
+                tracing::warn!(
+                    method = m,
+                    rule = r.rule,
+                    "host retry refused: {}",
+                    r.message
+                );
+                return Prepared::Answered(r.response(id_raw));
+            }
+            RetryPlan::Send {
+                params,
+                host_roots,
+                roots_keys,
+            } => {
+                let mut params = params;
+                if let Some(hr) = host_roots {
+                    self.on_host_roots_answer(&hr, now);
+                    let after = roots_value(self.target.roots());
+                    if after != roots
+                        && !roots_keys.is_empty()
+                        && let Some(p) = fill_roots(&params, &roots_keys, &after)
+                    {
+                        params = p;
+                    }
+                }
+                edited = Some(params);
+            }
+        }
+        let policy = &self.inputs.policy.raw;
+        if let Some(p) =
+            stateless::shape_meta_capabilities(edited.as_deref().unwrap_or(base), policy)
+        {
+            edited = Some(p);
+        }
+        let sent = edited.as_deref().unwrap_or(base);
+        let judged = Judged {
+            method: m,
+            params: (is_stateless || sent.len() <= stateless::KEEP_PARAMS).then(|| sent.into()),
+            revision,
+            stateless: is_stateless,
+            host_caps: meta_caps,
+            own_rounds: 0,
+        };
+        Prepared::Send {
+            params: edited.filter(|_| params.is_some()),
+            judged: Some(Box::new(judged)),
+        }
+    }
+
+    /// The host's roots, given in answer to rootfence's own input request
+    /// (a `roots/list` result): applied as a handshake-era `roots/list`
+    /// answer is, at once.
+    fn on_host_roots_answer(&mut self, result: &Value, now: Instant) {
+        match super::host_roots::parse(&result.to_string(), self.inputs.host_access()) {
+            Ok(roots) => {
+                tracing::info!(roots = roots.len(), "the host gave its roots");
+                self.inputs.set_host_roots(roots);
+                self.recompute(true, now);
+            }
+            Err(e) => tracing::warn!(
+                "the host answered rootfence's roots/list input request with something unreadable ({e}); keeping the previous host roots"
+            ),
+        }
+    }
+
+    /// Judge `result` (raw JSON), `g`'s answer to host request `key`, when
+    /// it needs it.
+    pub(super) fn judge_result(
+        &mut self,
+        g: GenId,
+        key: &str,
+        result: &str,
+        now: Instant,
+    ) -> Verdict {
+        let Some(j) = self.ledger.host(key).and_then(|r| r.judged.as_deref()) else {
+            return Verdict::Relay(None);
+        };
+        if !stateless::needs_judging(result) {
+            return Verdict::Relay(None);
+        }
+        let roots = roots_value(
+            self.fleet
+                .gens
+                .get(&g)
+                .map(|s| s.roots.as_slice())
+                .unwrap_or_default(),
+        );
+        let host_caps = match &j.host_caps {
+            Some(c) => c,
+            None => init_capabilities(&self.handshake),
+        };
+        let ctx = InputContext {
+            policy: &self.inputs.policy,
+            revision: j.revision,
+            host_caps,
+            generation: g,
+            method: j.method,
+            sent_params: j.params.as_deref(),
+            roots: &roots,
+            own_rounds: j.own_rounds,
+            ask_host_roots: j.stateless
+                && declares_roots(host_caps)
+                && self.inputs.accepts_host_roots(),
+        };
+        match self.guard.on_input_required(ctx, result, now) {
+            InputPlan::Relay => Verdict::Relay(None),
+            InputPlan::ToHost(r) => Verdict::Relay(Some(r)),
+            InputPlan::Refuse(r) => {
+                tracing::warn!(
+                    generation = g,
+                    rule = r.rule,
+                    "input_required result refused: {}",
+                    r.message
+                );
+                self.answer_refusal(key, &r);
+                self.after_answer(g);
+                Verdict::Done
+            }
+            InputPlan::Retry(params) => {
+                self.retry(g, key, &params);
+                Verdict::Done
+            }
+        }
+    }
+
+    /// The server asked only for roots: send host request `key` to `g`
+    /// again under rootfence's own id, with `params`.
+    fn retry(&mut self, g: GenId, key: &str, params: &str) {
+        let alive = self.fleet.gens.get(&g).is_some_and(|s| !s.phase.stopping());
+        let Some(method) = self
+            .ledger
+            .host(key)
+            .and_then(|r| r.judged.as_deref())
+            .map(|j| j.method)
+        else {
+            return;
+        };
+        if !alive {
+            let k = IdKey::of(key);
+            self.answer_error(
+                &k,
+                code::SERVER_GONE,
+                "the server was stopped before rootfence could send the request again with the roots it asked for; send the request again",
+            );
+            self.after_answer(g);
+            return;
+        }
+        let host_key = IdKey::of(key);
+        let wire = self.ledger.own_send(g, Own::OnBehalf(host_key));
+        if let Some(r) = self.ledger.host_mut(key) {
+            r.state = HostState::Sent {
+                generation: g,
+                wire: Some(IdKey::of(&wire)),
+            };
+            if let Some(j) = r.judged.as_deref_mut() {
+                j.own_rounds += 1;
+            }
+        }
+        tracing::debug!(
+            generation = g,
+            method,
+            "the server asked only for roots: answered and sent again"
+        );
+        self.out.push(Action::ToServer(
+            g,
+            message::request(&wire, method, Some(params)),
+        ));
+    }
+
+    /// Answer host request `key` with the guard's refusal (and forget it).
+    pub(super) fn answer_refusal(&mut self, key: &str, refusal: &Refusal) {
+        let Some((key, r)) = self.ledger.host_remove(key) else {
+            return;
+        };
+        if let HostState::Sent {
+            generation,
+            wire: Some(w),
+        } = &r.state
+        {
+            self.ledger.own_forget(*generation, w.as_str());
+        }
+        let reply = refusal.response(r.id(&key));
+        self.reply_host(reply, r.batch);
+    }
+}
