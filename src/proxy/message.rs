@@ -395,11 +395,37 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawMembers<'a> {
 /// if it is repeated, as serde reads it); `None` when `object` is not an
 /// object or has no such member.
 pub fn member<'a>(object: &'a str, key: &str) -> Option<&'a str> {
+    if !may_name(object, key) {
+        return None;
+    }
+    // The fast scan when it is sure (the same answer serde gives), serde
+    // otherwise.
+    if let Some(found) = super::scan::member(object.as_bytes(), key.as_bytes()) {
+        return found.and_then(|v| {
+            // `v` is a slice of `object` that starts and ends on JSON
+            // token boundaries, which are character boundaries.
+            let start = v.as_ptr() as usize - object.as_ptr() as usize;
+            object.get(start..start + v.len())
+        });
+    }
     let m: RawMembers<'a> = serde_json::from_str(object).ok()?;
     m.0.into_iter()
         .rev()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.get())
+}
+
+/// Whether JSON text `text` may hold a member named `key`: it holds the
+/// key's bytes, or a backslash (an escape such as `\u` or `\/` makes a
+/// key's text differ from its name). `false` is certain; two substring
+/// searches, far cheaper than reading the text.
+pub fn may_name(text: &str, key: &str) -> bool {
+    let t = text.as_bytes();
+    if key.contains(['"', '\\']) || key.chars().any(char::is_control) {
+        return true;
+    }
+    // Any escape at all (one byte search) may be one that hides the key.
+    memchr::memchr(b'\\', t).is_some() || memchr::memmem::find(t, key.as_bytes()).is_some()
 }
 
 /// `object` (a JSON object's text) with members replaced, added or
@@ -702,6 +728,8 @@ mod tests {
             Just("\"result\"".to_string()),
             Just("\"error\"".to_string()),
             Just("\"i\\u0064\"".to_string()),
+            Just("\"a\\/b\"".to_string()),
+            Just("\"a/b\"".to_string()),
             "\"[a-z]{0,3}\"",
         ];
         // Near-valid leaves: numbers and literals with grammar-edge
@@ -785,6 +813,18 @@ mod tests {
                 proptest::prop_assert!(slow.is_ok(), "scan read {:?}; serde refused it", String::from_utf8_lossy(&line));
                 let slow = slow.unwrap_or_else(|_| unreachable!());
                 proptest::prop_assert_eq!(members_text(&fast), members_text(&slow));
+            }
+        }
+
+        /// [`member`] gives what serde reads (the last of repeated
+        /// members), whether the fast scan or serde answered.
+        #[test]
+        fn member_agrees_with_serde(text in json_text()) {
+            for key in ["id", "method", "params", "result", "error", "ab", "a/b"] {
+                let slow: Option<String> = serde_json::from_str::<RawMembers<'_>>(&text)
+                    .ok()
+                    .and_then(|m| m.0.into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.get().to_string()));
+                proptest::prop_assert_eq!(member(&text, key).map(str::to_string), slow, "{} in {}", key, text);
             }
         }
     }

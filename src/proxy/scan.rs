@@ -41,6 +41,49 @@ const MAX_DEPTH: usize = 100;
 /// object whose envelope members appear once each; `None` if unsure.
 pub fn members(b: &[u8]) -> Option<Members<'_>> {
     let mut m = Members::default();
+    each_member(b, |key, value| {
+        let slot = match key {
+            b"jsonrpc" => &mut m.jsonrpc,
+            b"id" => &mut m.id,
+            b"method" => &mut m.method,
+            b"params" => &mut m.params,
+            b"result" => &mut m.result,
+            b"error" => &mut m.error,
+            _ => return Some(()),
+        };
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(value);
+        Some(())
+    })?;
+    Some(m)
+}
+
+/// Member `key` of the JSON object `b`, as its exact text: `Some(None)`
+/// when `b` is certainly a valid JSON object without it, `Some(Some(v))`
+/// when it certainly has it once, `None` if unsure (the caller asks serde).
+pub fn member<'a>(b: &'a [u8], key: &[u8]) -> Option<Option<&'a [u8]>> {
+    let mut found = None;
+    each_member(b, |k, value| {
+        if k == key {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(value);
+        }
+        Some(())
+    })?;
+    Some(found)
+}
+
+/// Call `visit` with each top-level member (key without quotes, value's
+/// exact text) of `b`, if `b` is certainly one valid JSON object; `None`
+/// if unsure or if `visit` says so.
+fn each_member<'a>(
+    b: &'a [u8],
+    mut visit: impl FnMut(&'a [u8], &'a [u8]) -> Option<()>,
+) -> Option<()> {
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
@@ -64,21 +107,7 @@ pub fn members(b: &[u8]) -> Option<Members<'_>> {
             }
             i = ws(b, i + 1);
             let vend = value_end(b, i, 1)?;
-            let slot = match key {
-                b"jsonrpc" => Some(&mut m.jsonrpc),
-                b"id" => Some(&mut m.id),
-                b"method" => Some(&mut m.method),
-                b"params" => Some(&mut m.params),
-                b"result" => Some(&mut m.result),
-                b"error" => Some(&mut m.error),
-                _ => None,
-            };
-            if let Some(slot) = slot {
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(&b[i..vend]);
-            }
+            visit(key, &b[i..vend])?;
             i = ws(b, vend);
             match b.get(i) {
                 Some(b',') => i = ws(b, i + 1),
@@ -90,7 +119,7 @@ pub fn members(b: &[u8]) -> Option<Members<'_>> {
             }
         }
     }
-    (ws(b, i) == b.len()).then_some(m)
+    (ws(b, i) == b.len()).then_some(())
 }
 
 /// Index of the first non-whitespace byte at or after `i`.

@@ -60,25 +60,35 @@ pub const MAX_SCANNED_DIRS: usize = 1024;
 /// [`MAX_SCANNED_DIRS`] subdirectories).
 pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
     let mut found = Vec::new();
-    scan_one(dir, root, &mut found);
-    let mut truncated = false;
     let Ok(entries) = dir.entries() else {
         return (found, false);
     };
+    // One pass over the root's entries: its own metadata by name (the
+    // entry's type, so a symlink named `.git` is not a repository), and
+    // its subdirectories to look into.
+    let mut truncated = false;
     let mut scanned = 0;
     for e in entries.flatten() {
         let Ok(ft) = e.file_type() else { continue };
-        if !ft.is_dir() {
+        let name = e.file_name();
+        if let Some(kind) = name.to_str().and_then(|n| kind_of(n, ft.is_dir())) {
+            if !ft.is_symlink() {
+                found.push(ControlPath {
+                    path: root.join(&name),
+                    kind,
+                });
+            }
             continue;
         }
-        let name = e.file_name();
-        if name.to_str().is_some_and(|n| kind_of(n, true).is_some()) {
+        if !ft.is_dir() || truncated {
             continue;
         }
         scanned += 1;
         if scanned > MAX_SCANNED_DIRS {
+            // Keep reading the root's own entries; look into no more
+            // subdirectories.
             truncated = true;
-            break;
+            continue;
         }
         if let Ok(sub) = e.open_dir() {
             scan_one(&sub, &root.join(&name), &mut found);

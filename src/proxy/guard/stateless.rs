@@ -170,9 +170,26 @@ pub fn needs_judging(result: &str) -> bool {
         #[serde(rename = "inputRequests", default, borrow)]
         input_requests: Option<&'a serde_json::value::RawValue>,
     }
-    // Only an object can carry input requests.
-    if !result.trim_start().starts_with('{') {
+    // Only an object can carry input requests; the text of one that does
+    // names them.
+    if !result.trim_start().starts_with('{')
+        || !(message::may_name(result, "resultType") || message::may_name(result, "inputRequests"))
+    {
         return false;
+    }
+    // The fast scan when it is sure: a `resultType` that is not exactly
+    // the string "input_required" in plain text is judged too, unless it
+    // is another plain string (tool results can be megabytes; serde reads
+    // them at a fraction of the scan's speed).
+    let scan = crate::proxy::scan::member;
+    if let (Some(rt), Some(ir)) = (
+        scan(result.as_bytes(), b"resultType"),
+        scan(result.as_bytes(), b"inputRequests"),
+    ) {
+        let plain_other = |v: &[u8]| {
+            v.len() >= 2 && v[0] == b'"' && !v.contains(&b'\\') && v != b"\"input_required\""
+        };
+        return rt.is_some_and(|v| !plain_other(v)) || ir.is_some_and(|v| v != b"null");
     }
     match serde_json::from_str::<Peek<'_>>(result) {
         Ok(p) => {

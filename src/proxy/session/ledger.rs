@@ -224,6 +224,9 @@ impl ToHost {
 #[derive(Debug)]
 pub struct Ledger {
     host: HashMap<IdKey, HostRequest>,
+    /// How many host requests have a deadline (only `initialize` has one):
+    /// with none, the deadline look-ups cost nothing per message.
+    timed: usize,
     own: HashMap<GenId, HashMap<IdKey, Own>>,
     to_host: HashMap<u64, ToHost>,
     next_to_host: u64,
@@ -234,6 +237,7 @@ impl Default for Ledger {
     fn default() -> Self {
         Ledger {
             host: HashMap::new(),
+            timed: 0,
             own: HashMap::new(),
             to_host: HashMap::new(),
             next_to_host: 1,
@@ -261,7 +265,8 @@ impl Ledger {
         deadline: Option<Instant>,
     ) {
         let raw = (raw != key.as_str()).then(|| raw.into());
-        self.host.insert(
+        self.timed += usize::from(deadline.is_some());
+        let old = self.host.insert(
             key,
             HostRequest {
                 raw,
@@ -272,6 +277,9 @@ impl Ledger {
                 judged: None,
             },
         );
+        if old.is_some_and(|o| o.deadline.is_some()) {
+            self.timed -= 1;
+        }
     }
 
     /// A host request in flight.
@@ -286,7 +294,11 @@ impl Ledger {
 
     /// Take a host request out (it is being answered).
     pub fn host_remove(&mut self, key: &str) -> Option<(IdKey, HostRequest)> {
-        self.host.remove_entry(key)
+        let removed = self.host.remove_entry(key);
+        if removed.as_ref().is_some_and(|(_, r)| r.deadline.is_some()) {
+            self.timed -= 1;
+        }
+        removed
     }
 
     /// The keys of the host requests sent to `g`.
@@ -315,11 +327,17 @@ impl Ledger {
 
     /// The earliest deadline of a host request.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.timed == 0 {
+            return None;
+        }
         self.host.values().filter_map(|r| r.deadline).min()
     }
 
     /// The host requests whose deadline is due at `now`.
     pub fn due(&self, now: Instant) -> Vec<IdKey> {
+        if self.timed == 0 {
+            return Vec::new();
+        }
         let mut v: Vec<IdKey> = self
             .host
             .iter()

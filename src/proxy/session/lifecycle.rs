@@ -862,7 +862,6 @@ impl Session {
         gens.chain(backoff).min()
     }
 
-    /// A message from the host: the fleet wakes up.
     /// The host's `initialize` was just recorded: answer it from the
     /// remembered handshake (the result, as JSON text) when the server
     /// would be sent exactly the remembered `initialize`, no server runs
@@ -907,6 +906,7 @@ impl Session {
         ));
     }
 
+    /// A message from the host: the fleet wakes up.
     pub(super) fn wake(&mut self) {
         if self.fleet.phase == FleetPhase::Dormant {
             self.fleet.phase = FleetPhase::Live;

@@ -16,6 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Session;
+use super::batch::BatchId;
 use super::io::GenId;
 use super::ledger::{HostState, IdKey, Method, Own, ToHost};
 use super::stateless::Verdict;
@@ -53,6 +54,27 @@ enum Voice {
     Closing,
     /// Killed, or gone: nothing.
     Mute,
+}
+
+/// A server's answer to relay to the host: the line, with these edits.
+struct Relay {
+    edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
+    batch: Option<BatchId>,
+}
+
+impl Relay {
+    /// The line with the edits made (moved as it is when there are none).
+    fn apply(self, line: Vec<u8>) -> Vec<u8> {
+        if self.edits.is_empty() {
+            return line;
+        }
+        let mut e: Vec<(std::ops::Range<usize>, &[u8])> = self
+            .edits
+            .iter()
+            .map(|(r, w)| (r.clone(), w.as_slice()))
+            .collect();
+        message::splice_all(&line, &mut e)
+    }
 }
 
 impl Session {
@@ -219,7 +241,15 @@ impl Session {
             return;
         }
         match env.kind {
-            Kind::Response => self.on_server_response(g, &line, &env, now),
+            Kind::Response => {
+                if let Some(relay) = self.on_server_response(g, &line, &env, now) {
+                    drop(env);
+                    let batch = relay.batch;
+                    let out = relay.apply(line);
+                    self.reply_host(out, batch);
+                    self.after_answer(g);
+                }
+            }
             Kind::Request => self.on_server_request(g, voice, &line, &env, now),
             Kind::Notification if voice == Voice::Full => {
                 self.on_server_notification(g, &line, &env)
@@ -233,13 +263,19 @@ impl Session {
         }
     }
 
-    fn on_server_response(&mut self, g: GenId, line: &[u8], env: &Envelope<'_>, now: Instant) {
+    fn on_server_response(
+        &mut self,
+        g: GenId,
+        line: &[u8],
+        env: &Envelope<'_>,
+        now: Instant,
+    ) -> Option<Relay> {
         let Some(id) = env.id else {
             tracing::warn!(
                 generation = g,
                 "server sent an error response without id: dropped"
             );
-            return;
+            return None;
         };
         let key = IdKey::canonical(id.get());
         if let Some(own) = self.ledger.own_take(g, &key) {
@@ -257,10 +293,10 @@ impl Session {
                 Own::OnBehalf(host_key) => {
                     // Answered under rootfence's id: the host gets it under
                     // its own.
-                    self.answer_host(g, host_key.as_str(), line, env, true, now);
+                    return self.answer_host(g, host_key.as_str(), line, env, true, now);
                 }
             }
-            return;
+            return None;
         }
         let ours = self.ledger.host(&key).is_some_and(|r| {
             r.state
@@ -271,14 +307,15 @@ impl Session {
         });
         if !ours {
             tracing::warn!(generation = g, id = %id.get(), "server answered no request in flight: dropped");
-            return;
+            return None;
         }
         let key = key.into_owned();
-        self.answer_host(g, &key, line, env, false, now);
+        self.answer_host(g, &key, line, env, false, now)
     }
 
     /// `g` answered host request `key` with `line` (under rootfence's own
-    /// id when `mapped`): judged, then relayed to the host under its id.
+    /// id when `mapped`): judged; what to relay to the host under its id
+    /// (the caller owns the line, which goes on without a copy).
     fn answer_host(
         &mut self,
         g: GenId,
@@ -287,18 +324,16 @@ impl Session {
         env: &Envelope<'_>,
         mapped: bool,
         now: Instant,
-    ) {
+    ) -> Option<Relay> {
         let result = env.result.map(|r| r.get());
         let mut new_result = None;
         if let Some(r) = result {
             match self.judge_result(g, key, r, now) {
-                Verdict::Done => return,
+                Verdict::Done => return None,
                 Verdict::Relay(changed) => new_result = changed,
             }
         }
-        let Some((host_key, r)) = self.ledger.host_remove(key) else {
-            return;
-        };
+        let (host_key, r) = self.ledger.host_remove(key)?;
         if r.method == Method::Discover
             && new_result.is_none()
             && let Some(filtered) = result.and_then(version::filter_discover_result)
@@ -309,9 +344,7 @@ impl Session {
         self.record_answer(g, r.method, new_result.as_deref().or(result), now);
         let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
         if mapped {
-            let Some(range) = env.id.and_then(|id| message::span_in(line, id)) else {
-                return;
-            };
+            let range = env.id.and_then(|id| message::span_in(line, id))?;
             edits.push((range, r.id(&host_key).as_bytes().to_vec()));
         }
         if let Some(new) = new_result
@@ -327,17 +360,10 @@ impl Session {
         {
             edits.push((range, filtered.into_bytes()));
         }
-        let out = if edits.is_empty() {
-            line.to_vec()
-        } else {
-            let mut e: Vec<(std::ops::Range<usize>, &[u8])> = edits
-                .iter()
-                .map(|(r, w)| (r.clone(), w.as_slice()))
-                .collect();
-            message::splice_all(line, &mut e)
-        };
-        self.reply_host(out, r.batch);
-        self.after_answer(g);
+        Some(Relay {
+            edits,
+            batch: r.batch,
+        })
     }
 
     /// What rootfence keeps of a host request's answer: the server's

@@ -145,7 +145,11 @@ impl Session {
         params: Option<&str>,
         now: Instant,
     ) -> Prepared {
-        if let Some(p) = params
+        // Most requests (every one of the handshake era) have no `_meta`
+        // and no `requestState`: looked for once, cheaply.
+        let meta = params.is_some_and(|p| message::may_name(p, "_meta"));
+        if meta
+            && let Some(p) = params
             && let Err(requested) = version::check_request(p)
         {
             tracing::warn!(
@@ -175,22 +179,31 @@ impl Session {
             .find(|m| *m == method)
         else {
             return Prepared::Send {
-                params: params.and_then(|p| stateless::shape_meta_capabilities(p, policy)),
+                params: params
+                    .filter(|_| meta)
+                    .and_then(|p| stateless::shape_meta_capabilities(p, policy)),
                 judged: None,
             };
         };
         let base = params.unwrap_or("null");
-        let meta = meta_revision(base);
-        let revision = meta.unwrap_or_else(|| self.handshake_revision());
-        let is_stateless = meta.is_some_and(Revision::is_stateless);
-        let meta_caps = has_meta_capabilities(base).then(|| stateless::host_capabilities(base));
+        let meta_rev = if meta { meta_revision(base) } else { None };
+        let revision = meta_rev.unwrap_or_else(|| self.handshake_revision());
+        let is_stateless = meta_rev.is_some_and(Revision::is_stateless);
+        let meta_caps =
+            (meta && has_meta_capabilities(base)).then(|| stateless::host_capabilities(base));
         let host_caps = match &meta_caps {
             Some(c) => c,
             None => init_capabilities(&self.handshake),
         };
-        let roots = roots_value(self.target.roots());
         let mut edited = None;
-        match self.guard.on_host_retry(m, base, &roots) {
+        let mut roots = Value::Null;
+        let retry = if message::may_name(base, "requestState") {
+            roots = roots_value(self.target.roots());
+            self.guard.on_host_retry(m, base, &roots)
+        } else {
+            RetryPlan::Unchanged
+        };
+        match retry {
             RetryPlan::Unchanged => {
                 if is_stateless
                     && declares_roots(host_caps)
@@ -237,8 +250,9 @@ impl Session {
             }
         }
         let policy = &self.inputs.policy.raw;
-        if let Some(p) =
-            stateless::shape_meta_capabilities(edited.as_deref().unwrap_or(base), policy)
+        if meta
+            && let Some(p) =
+                stateless::shape_meta_capabilities(edited.as_deref().unwrap_or(base), policy)
         {
             edited = Some(p);
         }
