@@ -41,6 +41,15 @@ pub struct LaunchArgs {
     /// A read-only root. Repeatable.
     #[arg(long = "ro-root", value_name = "DIR")]
     pub ro_roots: Vec<String>,
+    /// An environment variable for the server: NAME passes rootfence's
+    /// own value (what a host config's "env" sets), NAME=VALUE sets it.
+    /// Repeatable. Wins over the policy's [env] pass and the runtime
+    /// profile, not over [env] set. Refused for variables that make a
+    /// runtime load code (LD_PRELOAD, NODE_OPTIONS, PYTHONPATH, ...; the
+    /// list is in policy/README.md) and those in [env] deny, unless the
+    /// policy names them in [env] pass or [env] set.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<crate::envvars::EnvFlag>,
     /// The server command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -148,6 +157,15 @@ fn check(files: &[PathBuf]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Load the policy of a launch (see [`load_policy`]) with its `--env`
+/// flags checked and applied; the error is ready to print.
+pub fn load_launch_policy(args: &LaunchArgs, env: &HostEnv) -> Result<Policy, String> {
+    load_policy(args.policy.as_deref(), env)
+        .map_err(|e| e.to_string())?
+        .with_env_flags(&args.env)
+        .map_err(|e| e.to_string())
 }
 
 /// Load the policy named on the command line, or the built-in default.
