@@ -4,6 +4,7 @@
 mod exec;
 mod explain;
 mod run;
+mod wrap;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -97,6 +98,12 @@ enum Command {
     },
     /// Print the JSON Schema of the policy file format.
     Schema,
+    /// Rewrite a host's MCP config (Claude Desktop, VS Code, Cursor, Claude
+    /// Code) so that every stdio server is launched through `rootfence
+    /// run`, with its env keys passed and the directories in its arguments
+    /// as roots; or back with --undo. Prints the result, or rewrites the
+    /// file with --in-place (keeping a backup).
+    Wrap(wrap::WrapArgs),
 }
 
 /// Parse the command line and run. Returns the process exit code.
@@ -108,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Explain { launch, json } => explain::explain(&launch, json),
         Command::Exec(args) => exec::exec(&args),
         Command::Run(args) => run::run(args),
+        Command::Wrap(args) => wrap::wrap(&args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);
