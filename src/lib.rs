@@ -5,6 +5,8 @@
 //! thin imperative shell:
 //!
 //! - [`roots`]: root URIs and paths to canonical roots (or refusals);
+//! - [`envvars`]: the `--env` flag and the variables refused to it;
+//! - [`hostconfig`]: host MCP configs, rewritten to launch through rootfence;
 //! - [`policy`]: the security-policy file format and its validation;
 //! - [`plan`]: `(policy, roots, command) -> SandboxPlan`, pure;
 //! - [`runtime`]: discovering what a command needs to start (effectful);
@@ -12,6 +14,8 @@
 //! - [`cli`]: the command-line interface.
 
 pub mod cli;
+pub mod envvars;
+pub mod hostconfig;
 pub mod plan;
 pub mod policy;
 pub mod proxy;

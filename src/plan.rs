@@ -96,6 +96,9 @@ pub enum EnvSource {
     Set,
     /// Set by the runtime profile (the policy's `env.set` overrides it).
     Profile,
+    /// Given with `--env` (`NAME` passes rootfence's value, `NAME=VALUE`
+    /// sets it); overrides `env.pass` and the profile, not `env.set`.
+    Flag,
 }
 
 /// Whether the server gets namespaces of its own (and with them a
@@ -193,6 +196,10 @@ pub struct SandboxPlan {
     /// The server's environment (`TMPDIR` is added at launch when
     /// `scratch` is on).
     pub env: BTreeMap<String, (String, EnvSource)>,
+    /// Names (never values) of rootfence's environment variables that do
+    /// not reach the server, sorted. `TMPDIR` is left out when `scratch`
+    /// replaces it.
+    pub env_dropped: Vec<String>,
     /// A private scratch directory exported as `TMPDIR`.
     pub scratch: bool,
     /// Directories written through a private layer (never for real).
@@ -388,46 +395,7 @@ pub fn build(
     }
     let grants = combine(grants);
 
-    let mut out_env = BTreeMap::new();
-    for pattern in &policy.env_pass {
-        if pattern == "LC_*" {
-            // The locale categories, not whatever else a name beginning
-            // with LC_ holds in rootfence's environment.
-            for name in LOCALE_CATEGORIES {
-                if let Some(v) = env.vars.get(*name) {
-                    out_env.insert((*name).to_string(), (v.clone(), EnvSource::Passed));
-                }
-            }
-            continue;
-        }
-        match pattern.strip_suffix('*') {
-            Some(prefix) => {
-                for (k, v) in env.vars.range(prefix.to_string()..) {
-                    if !k.starts_with(prefix) {
-                        break;
-                    }
-                    out_env.insert(k.clone(), (v.clone(), EnvSource::Passed));
-                }
-            }
-            None => {
-                if let Some(v) = env.vars.get(pattern) {
-                    out_env.insert(pattern.clone(), (v.clone(), EnvSource::Passed));
-                }
-            }
-        }
-    }
-    for (k, v) in crate::runtime::profile_env(command.profile, env) {
-        out_env.insert(k, (v, EnvSource::Profile));
-    }
-    for (var, dir) in crate::runtime::shared_caches(command.profile, env) {
-        warnings.push(format!(
-            "{} ({var}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {var} to a directory of its own",
-            dir.display()
-        ));
-    }
-    for (k, v) in &policy.env_set {
-        out_env.insert(k.clone(), (v.clone(), EnvSource::Set));
-    }
+    let (out_env, env_dropped) = environment(policy, command.profile, env, &mut warnings);
 
     SandboxPlan {
         policy: policy.name(),
@@ -447,6 +415,7 @@ pub fn build(
             abstract_unix_socket: true,
         },
         env: out_env,
+        env_dropped,
         scratch: policy.raw.runtime.scratch,
         private_layers,
         exec_in_roots,
@@ -456,6 +425,100 @@ pub fn build(
         limits: policy.raw.limits.clone(),
         warnings,
     }
+}
+
+/// The server's environment and the names of rootfence's variables that
+/// do not reach it. Precedence, lowest first: `env.pass`, the runtime
+/// profile, `--env` flags, `env.set` (see [`crate::envvars`]).
+///
+/// # Security
+///
+/// Only `env.pass` entries, the profile, the policy's `--env` flags (checked
+/// by [`Policy::with_env_flags`]) and `env.set` put a variable in the
+/// result; a `PREFIX*` pattern never passes a variable the policy refuses
+/// ([`Policy::env_refusal`]).
+fn environment(
+    policy: &Policy,
+    profile: crate::runtime::Profile,
+    env: &HostEnv,
+    warnings: &mut Vec<String>,
+) -> (BTreeMap<String, (String, EnvSource)>, Vec<String>) {
+    let mut out = BTreeMap::new();
+    for pattern in &policy.env_pass {
+        if pattern == "LC_*" {
+            // The locale categories, not whatever else a name beginning
+            // with LC_ holds in rootfence's environment.
+            for name in LOCALE_CATEGORIES {
+                if let Some(v) = env.vars.get(*name) {
+                    out.insert((*name).to_string(), (v.clone(), EnvSource::Passed));
+                }
+            }
+            continue;
+        }
+        match pattern.strip_suffix('*') {
+            Some(prefix) => {
+                for (k, v) in env.vars.range(prefix.to_string()..) {
+                    if !k.starts_with(prefix) {
+                        break;
+                    }
+                    if policy.env_refusal(k).is_some() {
+                        continue;
+                    }
+                    out.insert(k.clone(), (v.clone(), EnvSource::Passed));
+                }
+            }
+            None => {
+                if let Some(v) = env.vars.get(pattern) {
+                    out.insert(pattern.clone(), (v.clone(), EnvSource::Passed));
+                }
+            }
+        }
+    }
+    for (k, v) in crate::runtime::profile_env(profile, env) {
+        out.insert(k, (v, EnvSource::Profile));
+    }
+    for (var, dir) in crate::runtime::shared_caches(profile, env) {
+        warnings.push(format!(
+            "{} ({var}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {var} to a directory of its own",
+            dir.display()
+        ));
+    }
+    for f in &policy.env_flags {
+        if policy.env_set.contains_key(&f.name) {
+            warnings.push(format!(
+                "{f} has no effect: the policy sets {} ([env] set), which wins",
+                f.name
+            ));
+            continue;
+        }
+        let value = match &f.value {
+            Some(v) => Some(v.clone()),
+            None => env.vars.get(&f.name).cloned(),
+        };
+        match value {
+            Some(v) => {
+                out.insert(f.name.clone(), (v, EnvSource::Flag));
+            }
+            None => warnings.push(format!(
+                "{f}: {} is not set in rootfence's environment; the server does not get it",
+                f.name
+            )),
+        }
+    }
+    for (k, v) in &policy.env_set {
+        out.insert(k.clone(), (v.clone(), EnvSource::Set));
+    }
+    let scratch = policy.raw.runtime.scratch;
+    let dropped = env
+        .vars
+        .keys()
+        .filter(|k| {
+            let replaced = scratch && *k == "TMPDIR";
+            !replaced && !out.contains_key(*k)
+        })
+        .cloned()
+        .collect();
+    (out, dropped)
 }
 
 /// Apply `[roots] vcs` to the control files found in read-write roots:

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::envvars::EnvFlag;
 use crate::policy::Policy;
 use crate::proxy::Event;
 
@@ -19,13 +20,16 @@ pub struct PolicyWatcher {
 }
 
 /// Watch `file` and send [`Event::PolicyChanged`] with the newly loaded
-/// policy (or why it was rejected) whenever its content changes.
+/// policy (or why it was rejected) whenever its content changes. The
+/// launch's `--env` flags are checked against each new policy: one that
+/// refuses a flag is rejected like an invalid one.
 ///
 /// The parent directory is watched, so editors that replace the file
 /// (write a temporary file, rename it over) are seen too.
 pub fn watch_policy(
     file: &Path,
     home: Option<PathBuf>,
+    env_flags: Vec<EnvFlag>,
     tx: UnboundedSender<Event>,
 ) -> notify::Result<PolicyWatcher> {
     let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
@@ -64,8 +68,9 @@ pub fn watch_policy(
             Some(bytes) => match String::from_utf8(bytes) {
                 Err(_) => Err(format!("policy {} is not UTF-8", shown.display())),
                 Ok(text) => Policy::parse(&text, Some(&shown), home.as_deref())
-                    .map(Box::new)
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| e.to_string())
+                    .and_then(|p| p.with_env_flags(&env_flags).map_err(|e| e.to_string()))
+                    .map(Box::new),
             },
         };
         let _ = tx.send(Event::PolicyChanged(result));

@@ -19,7 +19,7 @@ async fn policy_edits_are_loaded_or_rejected() {
     let file = dir.path().join("p.toml");
     std::fs::write(&file, "[limits]\nmax_restarts = 1\n").unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let _w = watch_policy(&file, None, tx).unwrap();
+    let _w = watch_policy(&file, None, vec![], tx).unwrap();
 
     // An editor that writes a new file and renames it over the old one.
     let tmp = dir.path().join(".p.toml.swp");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use crate::runtime::HostEnv;
 use crate::sandbox::{self, SandboxError, StdioConfig};
 
-use super::{LaunchArgs, load_policy};
+use super::{LaunchArgs, load_launch_policy};
 
 /// Exit code when rootfence itself fails before starting the command (as
 /// `env` and container runtimes do).
@@ -72,7 +72,7 @@ fn install_forwarding() {
 
 pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     let env = HostEnv::current();
-    let policy = match load_policy(args.launch.policy.as_deref(), &env) {
+    let policy = match load_launch_policy(&args.launch, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");

@@ -10,7 +10,7 @@ use crate::roots::{self, Access, RootInput};
 use crate::runtime::{self, HostEnv};
 use crate::sandbox;
 
-use super::{LaunchArgs, load_policy};
+use super::{LaunchArgs, load_launch_policy, load_policy};
 
 /// Resolve the roots of `args` (policy static roots, then command line)
 /// under `policy`, discover the command, and build the plan.
@@ -35,7 +35,7 @@ pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<San
 
 pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     let env = HostEnv::current();
-    let policy = match load_policy(args.policy.as_deref(), &env) {
+    let policy = match load_launch_policy(args, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
@@ -242,11 +242,20 @@ pub fn render(plan: &SandboxPlan) -> String {
                 plan::EnvSource::Passed => "passed",
                 plan::EnvSource::Set => "set by policy",
                 plan::EnvSource::Profile => "set by the runtime profile",
+                plan::EnvSource::Flag => "--env",
             }
         );
     }
     if plan.scratch {
         let _ = writeln!(s, "  TMPDIR=<scratch dir>");
+    }
+    if !plan.env_dropped.is_empty() {
+        let _ = writeln!(
+            s,
+            "not passed ({} variables of rootfence's environment; pass one with --env NAME or [env] pass):",
+            plan.env_dropped.len()
+        );
+        let _ = writeln!(s, "  {}", plan.env_dropped.join(" "));
     }
     for line in withheld(&plan.capabilities) {
         let _ = writeln!(s, "{line}");
@@ -285,6 +294,7 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         policy: None,
         roots: vec![],
         ro_roots: vec![],
+        env: vec![],
         command: vec!["/bin/true".into()],
     };
     let (losses, coverage) = match plan_for(&args, &policy, &env) {

@@ -4,6 +4,7 @@
 mod exec;
 mod explain;
 mod run;
+mod wrap;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -41,6 +42,15 @@ pub struct LaunchArgs {
     /// A read-only root. Repeatable.
     #[arg(long = "ro-root", value_name = "DIR")]
     pub ro_roots: Vec<String>,
+    /// An environment variable for the server: NAME passes rootfence's
+    /// own value (what a host config's "env" sets), NAME=VALUE sets it.
+    /// Repeatable. Wins over the policy's [env] pass and the runtime
+    /// profile, not over [env] set. Refused for variables that make a
+    /// runtime load code (LD_PRELOAD, NODE_OPTIONS, PYTHONPATH, ...; the
+    /// list is in policy/README.md) and those in [env] deny, unless the
+    /// policy names them in [env] pass or [env] set.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<crate::envvars::EnvFlag>,
     /// The server command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -88,6 +98,12 @@ enum Command {
     },
     /// Print the JSON Schema of the policy file format.
     Schema,
+    /// Rewrite a host's MCP config (Claude Desktop, VS Code, Cursor, Claude
+    /// Code) so that every stdio server is launched through `rootfence
+    /// run`, with its env keys passed and the directories in its arguments
+    /// as roots; or back with --undo. Prints the result, or rewrites the
+    /// file with --in-place (keeping a backup).
+    Wrap(wrap::WrapArgs),
 }
 
 /// Parse the command line and run. Returns the process exit code.
@@ -99,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Explain { launch, json } => explain::explain(&launch, json),
         Command::Exec(args) => exec::exec(&args),
         Command::Run(args) => run::run(args),
+        Command::Wrap(args) => wrap::wrap(&args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);
@@ -148,6 +165,15 @@ fn check(files: &[PathBuf]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Load the policy of a launch (see [`load_policy`]) with its `--env`
+/// flags checked and applied; the error is ready to print.
+pub fn load_launch_policy(args: &LaunchArgs, env: &HostEnv) -> Result<Policy, String> {
+    load_policy(args.policy.as_deref(), env)
+        .map_err(|e| e.to_string())?
+        .with_env_flags(&args.env)
+        .map_err(|e| e.to_string())
 }
 
 /// Load the policy named on the command line, or the built-in default.

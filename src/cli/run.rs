@@ -13,7 +13,7 @@ use crate::runtime::HostEnv;
 use crate::sandbox::{self, StdioConfig};
 use crate::watch;
 
-use super::{LaunchArgs, load_policy};
+use super::{LaunchArgs, load_launch_policy};
 
 /// `rootfence run` options.
 #[derive(Debug, clap::Args)]
@@ -36,6 +36,9 @@ const PIPE_SIZE: usize = 1 << 20;
 pub struct SandboxLauncher {
     /// The user's home directory, to name paths in denial hints (`~/x`).
     pub home: Option<std::path::PathBuf>,
+    /// Whether the variables left out of the server's environment were
+    /// logged (once per session).
+    env_logged: bool,
 }
 
 /// How long the reaper waits for the rest of a dead server's stderr (a
@@ -85,6 +88,10 @@ impl Launcher for SandboxLauncher {
         for w in &plan.warnings {
             tracing::warn!("{w}");
         }
+        if !self.env_logged {
+            self.env_logged = true;
+            log_dropped_env(&plan.env_dropped);
+        }
         // stderr too: the server never holds rootfence's own (which may be
         // a terminal); its lines are relayed to rootfence's stderr.
         let mut child =
@@ -112,9 +119,37 @@ impl Launcher for SandboxLauncher {
     }
 }
 
+/// Log, once, the names of rootfence's variables that do not reach the
+/// server: all of them at info, and at warn those that look like a host
+/// config's settings for the server (not a shell's or a session's, see
+/// [`crate::envvars::SESSION`]). Names only: values may be secrets.
+fn log_dropped_env(dropped: &[String]) {
+    if dropped.is_empty() {
+        return;
+    }
+    tracing::info!(
+        "{} variables of rootfence's environment do not reach the server: {} (pass one with --env NAME, or [env] pass in the policy)",
+        dropped.len(),
+        dropped.join(" ")
+    );
+    let suspect: Vec<&str> = dropped
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !crate::envvars::is_session_variable(n))
+        .collect();
+    if !suspect.is_empty() {
+        tracing::warn!(
+            "not passed to the server: {}; if the host's config sets {} for the server, add --env NAME for each to rootfence's arguments (`rootfence wrap` does), or list {} in the policy's [env] pass",
+            suspect.join(" "),
+            if suspect.len() == 1 { "it" } else { "them" },
+            if suspect.len() == 1 { "it" } else { "them" },
+        );
+    }
+}
+
 pub(super) fn run(args: RunArgs) -> ExitCode {
     let env = HostEnv::current();
-    let policy = match load_policy(args.launch.policy.as_deref(), &env) {
+    let policy = match load_launch_policy(&args.launch, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
@@ -169,7 +204,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         let mut observer: Option<proxy::session::RootsObserver> = None;
         if !args.no_watch {
             if let Some(file) = &args.launch.policy {
-                match watch::watch_policy(file, env.home.clone(), tx.clone()) {
+                match watch::watch_policy(
+                    file,
+                    env.home.clone(),
+                    args.launch.env.clone(),
+                    tx.clone(),
+                ) {
                     Ok(w) => _policy_watch = Some(w),
                     Err(e) => tracing::warn!("cannot watch {} for changes: {e}", file.display()),
                 }
@@ -199,6 +239,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         });
         let launcher = SandboxLauncher {
             home: env.home.clone(),
+            env_logged: false,
         };
         let config = SessionConfig {
             policy,

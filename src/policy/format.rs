@@ -293,6 +293,11 @@ pub struct EnvSection {
     /// Variables set to fixed values.
     #[schemars(with = "BTreeMap<String, String>")]
     pub set: BTreeMap<Spanned<String>, String>,
+    /// Variables (`NAME` or `PREFIX*`) that `--env` may not name and `pass`
+    /// patterns never pass, in addition to the built-in list (`LD_PRELOAD`,
+    /// `NODE_OPTIONS`, `PYTHONPATH`, ...).
+    #[schemars(with = "Vec<String>")]
+    pub deny: Vec<Spanned<String>>,
 }
 
 impl Default for EnvSection {
@@ -306,6 +311,7 @@ impl Default for EnvSection {
                 .map(|p| Spanned::new(0..0, p.to_string()))
                 .collect(),
             set: BTreeMap::new(),
+            deny: Vec::new(),
         }
     }
 }

@@ -118,6 +118,29 @@ pub enum ExtraKind {
     Write,
 }
 
+/// A variable `--env` may not name and `[env] pass` patterns never pass.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EnvRule {
+    /// `NAME` or `PREFIX*`.
+    pub pattern: String,
+    /// Why it is refused.
+    pub why: String,
+}
+
+/// A `--env` flag the policy refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--env {name} refused: {name} {why}; a policy that means it names it in [env] pass or [env] set (policy {policy})"
+)]
+pub struct EnvRefused {
+    /// The variable.
+    pub name: String,
+    /// Why.
+    pub why: String,
+    /// The policy's name.
+    pub policy: String,
+}
+
 /// A validated policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -143,6 +166,12 @@ pub struct Policy {
     pub env_pass: Vec<String>,
     /// Environment variables set.
     pub env_set: BTreeMap<String, String>,
+    /// Variables refused to `--env` and to `pass` patterns: the built-in
+    /// list ([`crate::envvars::REFUSED`]) and `[env] deny`.
+    pub env_deny: Vec<EnvRule>,
+    /// The launch's `--env` flags, checked against this policy (see
+    /// [`Policy::with_env_flags`]); empty when loaded.
+    pub env_flags: Vec<crate::envvars::EnvFlag>,
     /// Audit file, expanded.
     pub audit_file: Option<PathBuf>,
     /// Home directory used for expansion.
@@ -212,6 +241,42 @@ impl Policy {
             home: self.home.clone(),
             cwd,
         }
+    }
+
+    /// The rule refusing `name` to `--env` and to `pass` patterns, if any.
+    /// A variable the policy names exactly in `[env] pass` or `[env] set`
+    /// is never refused: the policy means it.
+    pub fn env_refusal(&self, name: &str) -> Option<&EnvRule> {
+        if self.env_set.contains_key(name) || self.env_pass.iter().any(|p| p == name) {
+            return None;
+        }
+        self.env_deny
+            .iter()
+            .find(|r| crate::envvars::matches(&r.pattern, name))
+    }
+
+    /// This policy with the launch's `--env` flags, each checked against
+    /// [`Policy::env_refusal`].
+    ///
+    /// # Security
+    ///
+    /// A flag naming a refused variable is an error, never silently
+    /// dropped or applied: the launch does not start.
+    pub fn with_env_flags(
+        mut self,
+        flags: &[crate::envvars::EnvFlag],
+    ) -> Result<Policy, EnvRefused> {
+        for f in flags {
+            if let Some(rule) = self.env_refusal(&f.name) {
+                return Err(EnvRefused {
+                    name: f.name.clone(),
+                    why: rule.why.clone(),
+                    policy: self.name(),
+                });
+            }
+        }
+        self.env_flags = flags.to_vec();
+        Ok(self)
     }
 
     /// Display name of the policy (its file, or "built-in default").
@@ -411,7 +476,7 @@ impl Validator<'_> {
                     "\"*\" would pass the whole environment; list the variables the server needs",
                 ));
             }
-            if !valid_env_name(name) {
+            if !crate::envvars::valid_name(name) {
                 return Err(self.err(
                     s.span().start,
                     "env.pass",
@@ -422,7 +487,7 @@ impl Validator<'_> {
         }
         let mut env_set = BTreeMap::new();
         for (k, v) in &raw.env.set {
-            if !valid_env_name(k.get_ref()) {
+            if !crate::envvars::valid_name(k.get_ref()) {
                 return Err(self.err(
                     k.span().start,
                     "env.set",
@@ -430,6 +495,44 @@ impl Validator<'_> {
                 ));
             }
             env_set.insert(k.get_ref().clone(), v.clone());
+        }
+        let mut env_deny: Vec<EnvRule> = crate::envvars::REFUSED
+            .iter()
+            .map(|(pattern, why)| EnvRule {
+                pattern: (*pattern).to_string(),
+                why: format!("{why} (built-in)"),
+            })
+            .collect();
+        for s in &raw.env.deny {
+            let v = s.get_ref();
+            let name = v.strip_suffix('*').unwrap_or(v);
+            if !crate::envvars::valid_name(name) {
+                return Err(self.err(
+                    s.span().start,
+                    "env.deny",
+                    format!("{v:?} is not a variable name (NAME or PREFIX*)"),
+                ));
+            }
+            let named = raw
+                .env
+                .pass
+                .iter()
+                .map(|p| p.get_ref().as_str())
+                .chain(raw.env.set.keys().map(|k| k.get_ref().as_str()))
+                .find(|n| !n.ends_with('*') && crate::envvars::matches(v, n));
+            if let Some(n) = named {
+                return Err(self.err(
+                    s.span().start,
+                    "env.deny",
+                    format!(
+                        "{v:?} denies {n}, which [env] pass or [env] set names: drop one of the two"
+                    ),
+                ));
+            }
+            env_deny.push(EnvRule {
+                pattern: v.clone(),
+                why: format!("is denied by [env] deny ({})", self.origin(s.span().start)),
+            });
         }
 
         let l = &raw.limits;
@@ -503,6 +606,8 @@ impl Validator<'_> {
             tcp_bind,
             env_pass,
             env_set,
+            env_deny,
+            env_flags: Vec::new(),
             audit_file,
             home: self.home.map(Path::to_path_buf),
             raw,
@@ -564,12 +669,6 @@ pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathR
         }
     }
     None
-}
-
-fn valid_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Expand `~`, `~/...`, `$HOME`, `${HOME}` at the start of a policy path.

@@ -1,0 +1,385 @@
+//! `rootfence wrap`: a host's MCP config with every stdio server launched
+//! through `rootfence run`, or back (`--undo`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::hostconfig::{self, Action, Format, Outcome, Probe, WrapSettings};
+use crate::policy::Policy;
+use crate::roots::{self, Access, RootInput};
+use crate::runtime::HostEnv;
+
+/// Exit code for a config that cannot be read, parsed or written.
+const EXIT_CONFIG: u8 = 1;
+/// Exit code for bad options (a policy that does not load, an unknown
+/// server name); clap's own usage errors exit 2 too.
+const EXIT_USAGE: u8 = 2;
+
+/// `rootfence wrap` options.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct WrapArgs {
+    /// The host's MCP config: claude_desktop_config.json, .vscode/mcp.json
+    /// (or a VS Code settings.json), ~/.cursor/mcp.json or .cursor/mcp.json,
+    /// .mcp.json.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The host, when the file name does not tell (any file with a
+    /// "servers" object is read as VS Code's).
+    #[arg(long, value_enum, value_name = "HOST")]
+    pub format: Option<Format>,
+    /// A policy for every wrapped server (made absolute).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A policy for one server, by its name in the config; wins over
+    /// --policy. Repeatable.
+    #[arg(long = "policy-for", value_name = "NAME=FILE")]
+    pub policy_for: Vec<String>,
+    /// The rootfence binary the config launches. Default: this binary's
+    /// absolute path.
+    #[arg(long, value_name = "PATH")]
+    pub rootfence: Option<PathBuf>,
+    /// Rewrite the file itself (atomically, keeping its permissions) after
+    /// saving the original as FILE.rootfence-backup. Without it the result
+    /// goes to stdout.
+    #[arg(long)]
+    pub in_place: bool,
+    /// With --in-place: replace an existing backup that differs from the
+    /// file.
+    #[arg(long, requires = "in_place")]
+    pub force: bool,
+    /// Restore every server launched through `rootfence run` to the
+    /// command after its `--` (no backup needed).
+    #[arg(long, conflicts_with_all = ["policy", "policy_for"])]
+    pub undo: bool,
+}
+
+const AFTER_HELP: &str = "\
+Each stdio server's \"command\" becomes the rootfence binary and its \"args\"
+become: run [--policy P] [--env NAME]... [--root DIR]... -- COMMAND ARGS...
+- every key of the server's \"env\" becomes --env NAME (the host still sets
+  the value; rootfence passes it on); the \"env\" object is kept as it is;
+- arguments that are directories here (absolute, ~/..., ${userHome}/... in
+  VS Code and Cursor, ${HOME}/... in Claude Code, ./... next to a .mcp.json)
+  and ${workspaceFolder} become --root; files, and other host variables, do
+  not (a note says so), nor roots the policy would refuse.
+Left alone, with a note: servers already run by rootfence (wrapping twice
+changes nothing), remote servers (url, type http or sse), servers run by
+docker or podman. What was inferred for each server is printed on stderr.
+
+Comments, formatting and key order are kept: only the command and args of
+each wrapped server change (a comment inside a replaced args list is lost;
+with --in-place the backup keeps the original). Claude Desktop and Claude
+Code files must be plain JSON; VS Code and Cursor files may have comments
+and trailing commas.
+
+--undo gives back each server's command and args from what its wrapped args
+say, so wrapping then undoing gives the same JSON; a server whose args were
+an empty list gets none. With --in-place, --undo writes no backup.
+
+Exit status: 0 done (also when nothing needed changing); 1 the file cannot
+be read, parsed, recognised or written, or its backup differs (--force);
+2 bad options (a policy that does not load, --policy-for naming no server).";
+
+/// The machine as `wrap` sees it: directories, the home directory, and the
+/// roots engine under each server's policy.
+struct MachineProbe {
+    home: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    policies: BTreeMap<Option<String>, Policy>,
+}
+
+impl Probe for MachineProbe {
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.symlink_metadata().is_ok()
+    }
+
+    fn home(&self) -> Option<PathBuf> {
+        self.home.clone()
+    }
+
+    fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String> {
+        let policy = self.policies.get(&policy.map(str::to_string))?;
+        let input = RootInput::command_line(dir.to_string_lossy(), Access::ReadWrite);
+        let (_, refused) = roots::resolve_all(&[input], &policy.root_rules(self.cwd.clone()));
+        refused.first().map(|r| r.reason.to_string())
+    }
+}
+
+fn absolute(p: &Path, cwd: Option<&Path>) -> PathBuf {
+    match cwd {
+        Some(c) if p.is_relative() => c.join(p),
+        _ => p.to_path_buf(),
+    }
+}
+
+pub(super) fn wrap(args: &WrapArgs) -> ExitCode {
+    let env = HostEnv::current();
+    let shown = args.file.display().to_string();
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rootfence: {shown}: cannot read: {e} (check the path to the host's config)");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let format = match args.format {
+        Some(f) => f,
+        None => match hostconfig::detect(&args.file, &text) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("rootfence: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+    };
+    let rootfence = match &args.rootfence {
+        Some(p) => absolute(p, env.cwd.as_deref()),
+        None => match std::env::current_exe().and_then(std::fs::canonicalize) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("rootfence: cannot find this binary's path ({e}); pass --rootfence PATH");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
+    let rootfence = rootfence.to_string_lossy().into_owned();
+    let outcome = if args.undo {
+        hostconfig::undo(&shown, &text, format, &rootfence)
+    } else {
+        let settings = match settings(args, &env, rootfence.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("rootfence: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let (settings, policies) = settings;
+        let probe = MachineProbe {
+            home: env.home.clone(),
+            cwd: env.cwd.clone(),
+            policies,
+        };
+        hostconfig::wrap(&shown, &text, format, &settings, &probe).inspect(|o| {
+            env_notes(o, &settings, &probe.policies);
+        })
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e @ hostconfig::HostConfigError::UnknownServer { .. }) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    report(&shown, &outcome, args.undo);
+    if !args.in_place {
+        let mut out = std::io::stdout().lock();
+        if out
+            .write_all(outcome.text.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        return ExitCode::SUCCESS;
+    }
+    if !outcome.changed() {
+        eprintln!("rootfence: {shown}: nothing to change; the file is left as it is");
+        return ExitCode::SUCCESS;
+    }
+    match write_in_place(&args.file, &text, &outcome.text, !args.undo, args.force) {
+        Ok(backup) => {
+            match backup {
+                Some(b) => eprintln!(
+                    "rootfence: {shown} rewritten; the original is in {}",
+                    b.display()
+                ),
+                None => eprintln!("rootfence: {shown} rewritten"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rootfence: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
+type Policies = BTreeMap<Option<String>, Policy>;
+
+/// The wrap settings, with every policy named made absolute and loaded (a
+/// policy that does not load would make the wrapped server fail to start).
+fn settings(
+    args: &WrapArgs,
+    env: &HostEnv,
+    rootfence: String,
+) -> Result<(WrapSettings, Policies), String> {
+    let mut policies = Policies::new();
+    let mut load = |p: &Path| -> Result<String, String> {
+        let abs = absolute(p, env.cwd.as_deref());
+        let policy = Policy::load(&abs, env.home.as_deref()).map_err(|e| e.to_string())?;
+        let key = abs.to_string_lossy().into_owned();
+        policies.insert(Some(key.clone()), policy);
+        Ok(key)
+    };
+    let policy = args.policy.as_deref().map(&mut load).transpose()?;
+    let mut policy_for = BTreeMap::new();
+    for spec in &args.policy_for {
+        let Some((name, file)) = spec.split_once('=') else {
+            return Err(format!(
+                "--policy-for {spec:?}: write NAME=FILE (the server's name in the config, then its policy)"
+            ));
+        };
+        policy_for.insert(name.to_string(), load(Path::new(file))?);
+    }
+    let builtin = Policy::builtin(env.home.as_deref()).map_err(|e| e.to_string())?;
+    policies.insert(None, builtin);
+    let base = std::fs::canonicalize(&args.file)
+        .ok()
+        .and_then(|f| f.parent().map(Path::to_path_buf));
+    Ok((
+        WrapSettings {
+            rootfence,
+            policy,
+            policy_for,
+            base,
+        },
+        policies,
+    ))
+}
+
+/// Notes about `env` keys the server's policy refuses: `rootfence run`
+/// would refuse to start, so say so now, with the fix.
+fn env_notes(outcome: &Outcome, settings: &WrapSettings, policies: &Policies) {
+    for (name, d) in &outcome.servers {
+        let key = settings.policy_for.get(name).or(settings.policy.as_ref());
+        let Some(policy) = policies.get(&key.cloned()) else {
+            continue;
+        };
+        for var in &d.env {
+            if let Some(rule) = policy.env_refusal(var) {
+                eprintln!(
+                    "rootfence: {name}: WARNING: env {var} is refused by policy {}: {var} {}. rootfence run will not start this server: name {var} in the policy's [env] pass (give one with --policy-for {name}=FILE), or drop it from env",
+                    policy.name(),
+                    rule.why
+                );
+            }
+        }
+    }
+}
+
+fn report(file: &str, outcome: &Outcome, undo: bool) {
+    eprintln!("rootfence: {file}: {} config", outcome.format);
+    for (name, d) in &outcome.servers {
+        let what = match (&d.action, undo) {
+            (Action::Rewrite(_), false) => "wrapped",
+            (Action::Rewrite(_), true) => "unwrapped",
+            (Action::Leave, _) => "left alone",
+        };
+        eprintln!("  {name}: {what}");
+        if !undo && matches!(d.action, Action::Rewrite(_)) {
+            if !d.env.is_empty() {
+                eprintln!("    --env {}", d.env.join(" --env "));
+            }
+            if d.roots.is_empty() {
+                eprintln!(
+                    "    no root from its arguments: it gets only the roots the host announces and the policy's"
+                );
+            }
+        }
+        for n in &d.notes {
+            eprintln!("    {n}");
+        }
+    }
+}
+
+/// Write `new` over `file` atomically, keeping its mode and owner; first,
+/// when `backup`, save `original` as `FILE.rootfence-backup` (refused if a
+/// different backup is there, unless `force`). Returns the backup's path.
+///
+/// A symlinked config is written through: its target is replaced, the link
+/// stays.
+fn write_in_place(
+    file: &Path,
+    original: &str,
+    new: &str,
+    backup: bool,
+    force: bool,
+) -> Result<Option<PathBuf>, String> {
+    let shown = file.display();
+    let target = std::fs::canonicalize(file).map_err(|e| format!("{shown}: {e}"))?;
+    let meta = std::fs::metadata(&target).map_err(|e| format!("{shown}: {e}"))?;
+    let mut saved = None;
+    if backup {
+        let mut name = target.clone().into_os_string();
+        name.push(".rootfence-backup");
+        let b = PathBuf::from(name);
+        match std::fs::read(&b) {
+            Ok(old) if old == original.as_bytes() => {}
+            Ok(_) if !force => {
+                return Err(format!(
+                    "{shown}: the backup {} exists and differs from the file (it may hold the original of an earlier wrap); move it away, or pass --force to replace it",
+                    b.display()
+                ));
+            }
+            Ok(_) => atomic_write(&b, original.as_bytes(), &meta)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                atomic_write(&b, original.as_bytes(), &meta)?;
+            }
+            Err(e) => return Err(format!("{}: cannot read: {e}", b.display())),
+        }
+        saved = Some(b);
+    }
+    atomic_write(&target, new.as_bytes(), &meta)?;
+    Ok(saved)
+}
+
+/// Write `bytes` to a new file beside `path`, with `meta`'s mode and owner
+/// (best effort for the owner), flush it to disk and rename it over `path`.
+fn atomic_write(path: &Path, bytes: &[u8], meta: &std::fs::Metadata) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.rootfence-{}.tmp", std::process::id()));
+    let fail = |what: &str, e: std::io::Error| {
+        let _ = std::fs::remove_file(&tmp);
+        format!(
+            "{}: cannot {what}: {e} (check that its directory is writable)",
+            path.display()
+        )
+    };
+    let mode = meta.mode() & 0o7777;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| fail("create a temporary file beside it", e))?;
+    // Same owner first (as root editing a user's file), then the mode:
+    // the umask does not apply to set_permissions.
+    let _ = std::os::unix::fs::fchown(&f, Some(meta.uid()), Some(meta.gid()));
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| fail("set its permissions", e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| fail("write", e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| fail("replace it", e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
