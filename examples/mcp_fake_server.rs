@@ -25,6 +25,8 @@
 //! the answer reports the result and every `notifications/progress` the
 //! server received while it waited).
 //!
+//! `env` answers the value of the variable `{"name": ...}`, or `(unset)`.
+//!
 //! Environment: `FAKE_TOOLS` (comma-separated extra tool names, to make
 //! `tools/list` differ between launches), `FAKE_EXIT_ON_START` (exit at
 //! once with this code), `FAKE_START_DELAY_MS` (sleep this long before
@@ -191,6 +193,7 @@ fn main() {
                     "sample",
                     "events",
                     "pid",
+                    "env",
                     "elicit_form",
                     "elicit_password",
                     "elicit_nested",
@@ -306,6 +309,11 @@ fn main() {
                     "events" => {
                         let ev = events.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
                         send(&out, &text_result(&id, &ev, false));
+                    }
+                    "env" => {
+                        let name = args["name"].as_str().unwrap_or("");
+                        let v = std::env::var(name).unwrap_or_else(|_| "(unset)".into());
+                        send(&out, &text_result(&id, &v, false));
                     }
                     "pid" => send(
                         &out,
