@@ -11,11 +11,15 @@ ClientSession) spawns the command to the answer of its first tool call
               starts the server before the host has told its roots, then
               relaunches it with them); not for server-filesystem, which
               needs its directory at start
+  remembered  host-roots as a host launches the same config again: the
+              same paths every run and rootfence's cache kept, so that
+              rootfence answers initialize as the server did last time and
+              starts the server once, under the host's roots
 
 The direct runs get the variables rootfence's runtime profiles set
 (offline npm and uv), so that both sides read the same caches the same
-way. Each run has a fresh root and home; one warm-up run per
-configuration and mode is not counted.
+way. Each run has a fresh root and home (at the same paths for
+`remembered`); one warm-up run per configuration and mode is not counted.
 
 Usage (after tests/peers/install.sh and `cargo build --release --bins`):
 
@@ -101,8 +105,14 @@ def configurations():
     }
 
 
-def fresh():
-    base = Path(tempfile.mkdtemp(prefix="rootfence-bench-")).resolve()
+def fresh(fixed=None):
+    if fixed is None:
+        base = Path(tempfile.mkdtemp(prefix="rootfence-bench-")).resolve()
+    else:
+        # The same paths every run (as a host config's are), new content.
+        base = fixed
+        subprocess.run(["rm", "-rf", str(base)])
+        base.mkdir(parents=True)
     root, home = base / "project", base / "home"
     root.mkdir()
     home.mkdir()
@@ -133,10 +143,17 @@ async def first_call(command, env, root, tool, args):
     return took
 
 
-def one(rootfence, mode, conf):
+def one(rootfence, mode, conf, name):
     server, extra, tool, args, policy, _ = conf
-    base, root, home = fresh()
+    fixed = None
+    if mode == "remembered":
+        fixed = Path(tempfile.gettempdir()).resolve() / ("rootfence-bench-fixed-" + name.replace(" ", "-"))
+    base, root, home = fresh(fixed)
     env = {"PATH": PATH, "HOME": str(home), "LANG": "C.UTF-8", **extra}
+    if mode == "remembered":
+        # rootfence's cache of initialize answers outlives the run (the
+        # user's ~/.cache); every path is the same from run to run.
+        env["XDG_CACHE_HOME"] = str(fixed) + "-cache"
     env["MEMORY_FILE_PATH"] = str(root / "memory.jsonl")
     command = server(str(root))
     if mode == "direct":
@@ -152,14 +169,15 @@ def one(rootfence, mode, conf):
     try:
         return anyio.run(first_call, command, env, root, tool, args(str(root)))
     finally:
-        subprocess.run(["rm", "-rf", str(base)])
+        if fixed is None:
+            subprocess.run(["rm", "-rf", str(base)])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rootfence", default=str(REPO / "target/release/rootfence"))
-    ap.add_argument("--modes", default="direct,fenced,host-roots")
+    ap.add_argument("--modes", default="direct,fenced,host-roots,remembered")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     modes = a.modes.split(",")
@@ -170,11 +188,11 @@ def main():
         conf = confs[name]
         cells = []
         for mode in modes:
-            if mode == "host-roots" and conf[5]:
+            if mode in ("host-roots", "remembered") and conf[5]:
                 cells.append("%22s" % "-")
                 continue
-            one(a.rootfence, mode, conf)  # warm-up
-            ms = sorted(one(a.rootfence, mode, conf) * 1000 for _ in range(a.runs))
+            one(a.rootfence, mode, conf, name)  # warm-up
+            ms = sorted(one(a.rootfence, mode, conf, name) * 1000 for _ in range(a.runs))
             cells.append("%22s" % ("%.0f (%.0f-%.0f)" % (statistics.median(ms), ms[0], ms[-1])))
         print("%-26s" % name + "".join(cells), flush=True)
 
