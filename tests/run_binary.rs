@@ -1,28 +1,16 @@
 //! The `rootfence run` binary with a scripted host (this test, over pipes)
 //! and the scriptable fake server, sandboxed for real.
 
+mod common;
+
+use common::fake_server;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-fn fake_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let p = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_fake_server");
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --examples`",
-        p.display()
-    );
-    p
-}
 
 struct Session {
     child: Child,

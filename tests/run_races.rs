@@ -9,6 +9,10 @@
 //! never comes fails the test instead of hanging it); no test asserts how
 //! long anything took.
 
+mod common;
+
+use common::fake_server;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -20,22 +24,6 @@ use serde_json::{Value, json};
 
 /// How long any single answer may take before the test fails.
 const LIVENESS: Duration = Duration::from_secs(20);
-
-fn fake_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let p = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_fake_server");
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --examples`",
-        p.display()
-    );
-    p
-}
 
 fn uri(p: &Path) -> String {
     rootfence::roots::path_to_uri(p)

@@ -4,20 +4,15 @@
 //! the next session of the same command answers `initialize` from memory
 //! and starts the server once, under the host's roots.
 
+mod common;
+
+use common::fake_server;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-
-fn fake_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_fake_server")
-}
 
 struct Outcome {
     init: Value,

@@ -4,6 +4,10 @@
 //! its backup, errors; and a wrapped Claude Code server launched the way
 //! the host launches it, speaking MCP under the sandbox.
 
+mod common;
+
+use common::fake_server;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -630,22 +634,6 @@ fn errors_name_the_file_the_reason_and_the_fix() {
         1,
         &["missing.json", "cannot read"],
     );
-}
-
-fn fake_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let p = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples/mcp_fake_server");
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --examples`",
-        p.display()
-    );
-    p
 }
 
 /// What Claude Code does to a value from `.mcp.json`: `${VAR}` and

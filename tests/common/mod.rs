@@ -8,6 +8,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The scriptable MCP server of `examples/mcp_fake_server.rs` (built with
+/// the tests: `cargo test` builds the examples).
+pub fn fake_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let p = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("examples/mcp_fake_server");
+    assert!(
+        p.exists(),
+        "{} missing: run `cargo build --examples`",
+        p.display()
+    );
+    p
+}
+
 /// The `rootfence` binary under test.
 pub fn rootfence() -> &'static str {
     env!("CARGO_BIN_EXE_rootfence")
