@@ -6,7 +6,10 @@
 //!   serde_json;
 //! - serde_json, reading the same line into the envelope's members (each
 //!   kept as raw text, `null` included, a repeated member refused), finds
-//!   exactly the members the scan reported.
+//!   exactly the members the scan reported;
+//! - when the scan reports the guarded members of `params` or `result`
+//!   (`_meta`, `requestState`, `resultType`, `inputRequests`), serde_json
+//!   finds exactly those in the value (none when it is not an object).
 //!
 //! Run from the repository root:
 //!
@@ -55,6 +58,14 @@ fn raw<'a>(m: &Member<'a>) -> Option<&'a [u8]> {
     m.0.map(|r| r.get().as_bytes())
 }
 
+/// Member `key` of `value` as serde_json reads it (the last if repeated);
+/// `None` when `value` is not an object or has no such member.
+fn serde_member<'a>(value: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let m: std::collections::BTreeMap<std::borrow::Cow<'a, str>, &'a RawValue> =
+        serde_json::from_slice(value).ok()?;
+    m.get(key).map(|v| v.get().as_bytes())
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some(m) = scan::members(data) else {
         return;
@@ -73,4 +84,13 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(m.params, raw(&e.params));
     assert_eq!(m.result, raw(&e.result));
     assert_eq!(m.error, raw(&e.error));
+    for (value, guarded) in [(m.params, m.params_guarded), (m.result, m.result_guarded)] {
+        let (Some(value), Some(g)) = (value, guarded) else {
+            continue;
+        };
+        assert_eq!(g.meta, serde_member(value, "_meta"));
+        assert_eq!(g.request_state, serde_member(value, "requestState"));
+        assert_eq!(g.result_type, serde_member(value, "resultType"));
+        assert_eq!(g.input_requests, serde_member(value, "inputRequests"));
+    }
 });

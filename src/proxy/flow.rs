@@ -91,6 +91,13 @@ impl<T> Receiver<T> {
         self.room.add_permits(n as usize);
         Some(item)
     }
+
+    /// The next message if one is queued now, giving its room back.
+    pub fn try_recv(&mut self) -> Option<T> {
+        let (item, n) = self.rx.try_recv().ok()?;
+        self.room.add_permits(n as usize);
+        Some(item)
+    }
 }
 
 #[cfg(test)]

@@ -72,7 +72,9 @@ pub enum Kind {
 pub struct Raw<'a>(&'a [u8]);
 
 impl<'a> Raw<'a> {
-    /// The value's text.
+    /// The value's text. Checks the UTF-8 again (a pass over the value):
+    /// hot paths read [`Raw::bytes`] or the envelope's [`Guarded`] members
+    /// instead, so a megabyte value is not read once more.
     pub fn get(self) -> &'a str {
         // Never fails: a Raw is made only from text the scan or serde
         // found to be valid UTF-8.
@@ -91,6 +93,21 @@ impl<'a> From<&'a RawValue> for Raw<'a> {
     }
 }
 
+/// The members of a `params` or `result` object the stateless guard looks
+/// for, as the envelope's pass found them (see [`scan::Guarded`]); each
+/// absent when the object certainly has no such member.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Guarded<'a> {
+    /// `_meta`.
+    pub meta: Option<Raw<'a>>,
+    /// `requestState`.
+    pub request_state: Option<Raw<'a>>,
+    /// `resultType`.
+    pub result_type: Option<Raw<'a>>,
+    /// `inputRequests`.
+    pub input_requests: Option<Raw<'a>>,
+}
+
 /// The parts of a message rootfence inspects, borrowed from the line.
 #[derive(Debug)]
 pub struct Envelope<'a> {
@@ -106,6 +123,11 @@ pub struct Envelope<'a> {
     pub result: Option<Raw<'a>>,
     /// Whether the response is an error.
     pub is_error: bool,
+    /// The guarded members of `params`, when the envelope's pass is sure
+    /// of them; `None`: look in the text.
+    pub params_guarded: Option<Guarded<'a>>,
+    /// The guarded members of `result`, likewise.
+    pub result_guarded: Option<Guarded<'a>>,
 }
 
 /// Why a line is not a JSON-RPC message.
@@ -132,12 +154,22 @@ struct Members<'a> {
     params: Option<Raw<'a>>,
     result: Option<Raw<'a>>,
     error: Option<Raw<'a>>,
+    params_guarded: Option<Guarded<'a>>,
+    result_guarded: Option<Guarded<'a>>,
 }
 
 /// The fast reading ([`scan::members`]), when it is sure; `None` leaves the
 /// line to serde.
 fn scanned(line: &[u8]) -> Option<Members<'_>> {
     let m = scan::members(line)?;
+    fn guarded(g: scan::Guarded<'_>) -> Guarded<'_> {
+        Guarded {
+            meta: g.meta.map(Raw),
+            request_state: g.request_state.map(Raw),
+            result_type: g.result_type.map(Raw),
+            input_requests: g.input_requests.map(Raw),
+        }
+    }
     Some(Members {
         jsonrpc: text(m.jsonrpc)?,
         method: text(m.method)?,
@@ -145,6 +177,8 @@ fn scanned(line: &[u8]) -> Option<Members<'_>> {
         params: m.params.map(Raw),
         result: m.result.map(Raw),
         error: m.error.map(Raw),
+        params_guarded: m.params_guarded.map(guarded),
+        result_guarded: m.result_guarded.map(guarded),
     })
 }
 
@@ -206,6 +240,8 @@ fn parse_serde(line: &[u8]) -> Result<Members<'_>, Invalid> {
         params: raw.params.0.map(Raw::from),
         result: raw.result.0.map(Raw::from),
         error: raw.error.0.map(Raw::from),
+        params_guarded: None,
+        result_guarded: None,
     })
 }
 
@@ -260,6 +296,8 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
         params,
         result,
         is_error: error.is_some(),
+        params_guarded: raw.params_guarded,
+        result_guarded: raw.result_guarded,
     })
 }
 
@@ -730,6 +768,11 @@ mod tests {
             Just("\"i\\u0064\"".to_string()),
             Just("\"a\\/b\"".to_string()),
             Just("\"a/b\"".to_string()),
+            Just("\"_meta\"".to_string()),
+            Just("\"_m\\u0065ta\"".to_string()),
+            Just("\"requestState\"".to_string()),
+            Just("\"resultType\"".to_string()),
+            Just("\"inputRequests\"".to_string()),
             "\"[a-z]{0,3}\"",
         ];
         // Near-valid leaves: numbers and literals with grammar-edge
@@ -813,6 +856,22 @@ mod tests {
                 proptest::prop_assert!(slow.is_ok(), "scan read {:?}; serde refused it", String::from_utf8_lossy(&line));
                 let slow = slow.unwrap_or_else(|_| unreachable!());
                 proptest::prop_assert_eq!(members_text(&fast), members_text(&slow));
+                // The guarded members the pass reports are the ones serde
+                // reads in the value (none when it is not an object).
+                for (value, guarded) in [(fast.params, fast.params_guarded), (fast.result, fast.result_guarded)] {
+                    let (Some(value), Some(g)) = (value, guarded) else { continue };
+                    for (key, found) in [
+                        ("_meta", g.meta),
+                        ("requestState", g.request_state),
+                        ("resultType", g.result_type),
+                        ("inputRequests", g.input_requests),
+                    ] {
+                        let slow: Option<String> = serde_json::from_str::<RawMembers<'_>>(value.get())
+                            .ok()
+                            .and_then(|m| m.0.into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.get().to_string()));
+                        proptest::prop_assert_eq!(found.map(|f| f.get().to_string()), slow, "{} in {}", key, value.get());
+                    }
+                }
             }
         }
 

@@ -41,6 +41,11 @@ use session::{GenId, RootsObserver};
 /// when idle.
 pub const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// At most this many more messages already queued on the same side are
+/// handled in one turn of the loop after the first (one clock read, one
+/// `select!`): bounded so neither side waits long behind the other.
+const DRAIN: usize = 32;
+
 /// After this long without traffic, the spare buffers of big lines are
 /// given back to the system, so an idle relay returns to its idle size.
 pub const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -197,16 +202,39 @@ where
             ev = host_rx.recv(), if host_open && !server_backed_up => {
                 last_traffic = Instant::now();
                 match ev {
-                    Some(ev) => session.on_event(ev, last_traffic),
+                    Some(ev) => {
+                        session.on_event(ev, last_traffic);
+                        // What else the host has sent, while the server's
+                        // side is not backed up.
+                        for _ in 0..DRAIN {
+                            fx.apply(&mut session, &mut actions);
+                            if fx.server_backed_up() || session.finished() {
+                                break;
+                            }
+                            let Some(ev) = host_rx.try_recv() else { break };
+                            session.on_event(ev, last_traffic);
+                        }
+                    }
                     None => { host_open = false; session.on_event(Event::HostEof, last_traffic); }
                 }
             }
             Some(ev) = srv_rx.recv(), if !host_backed_up || session.ending().is_some() => {
                 last_traffic = Instant::now();
-                if let ServerEvent::Exited(g, _) = &ev {
-                    fx.gens.remove(g);
+                let mut ev = ev;
+                for _ in 0..=DRAIN {
+                    if let ServerEvent::Exited(g, _) = &ev {
+                        fx.gens.remove(g);
+                    }
+                    session.on_event(Event::Server(ev), last_traffic);
+                    fx.apply(&mut session, &mut actions);
+                    if (fx.host_out.backed_up() && session.ending().is_none()) || session.finished() {
+                        break;
+                    }
+                    match srv_rx.try_recv() {
+                        Some(next) => ev = next,
+                        None => break,
+                    }
                 }
-                session.on_event(Event::Server(ev), last_traffic)
             }
             ev = extra_events.recv(), if extra_open => match ev {
                 Some(ev) => session.on_event(ev, Instant::now()),

@@ -32,6 +32,42 @@ pub struct Members<'a> {
     pub result: Option<&'a [u8]>,
     /// `error`, raw.
     pub error: Option<&'a [u8]>,
+    /// The guarded members of `params`, when certain (see [`Guarded`]).
+    pub params_guarded: Option<Guarded<'a>>,
+    /// The guarded members of `result`, when certain.
+    pub result_guarded: Option<Guarded<'a>>,
+}
+
+/// The top-level members of a `params` or `result` object that the guard
+/// of the 2026-07-28 revision looks for, found during the envelope's own
+/// pass (so a megabyte result is not searched again for them).
+///
+/// Reported only when certain: the value is not an object (it has none of
+/// them), or it is an object whose keys hold no escape and name each of
+/// these members at most once. Otherwise the envelope's `*_guarded` is
+/// `None` and the caller looks for them in the text (with serde's answer).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Guarded<'a> {
+    /// `_meta`, raw.
+    pub meta: Option<&'a [u8]>,
+    /// `requestState`, raw.
+    pub request_state: Option<&'a [u8]>,
+    /// `resultType`, raw.
+    pub result_type: Option<&'a [u8]>,
+    /// `inputRequests`, raw.
+    pub input_requests: Option<&'a [u8]>,
+}
+
+impl<'a> Guarded<'a> {
+    fn slot(&mut self, key: &[u8]) -> Option<&mut Option<&'a [u8]>> {
+        Some(match key {
+            b"_meta" => &mut self.meta,
+            b"requestState" => &mut self.request_state,
+            b"resultType" => &mut self.result_type,
+            b"inputRequests" => &mut self.input_requests,
+            _ => return None,
+        })
+    }
 }
 
 /// Nesting deeper than this is left to serde (which has its own limit).
@@ -41,7 +77,12 @@ const MAX_DEPTH: usize = 100;
 /// object whose envelope members appear once each; `None` if unsure.
 pub fn members(b: &[u8]) -> Option<Members<'_>> {
     let mut m = Members::default();
-    each_member(b, |key, value| {
+    each_member(b, true, |key, value, guarded| {
+        match key {
+            b"params" => m.params_guarded = guarded,
+            b"result" => m.result_guarded = guarded,
+            _ => {}
+        }
         let slot = match key {
             b"jsonrpc" => &mut m.jsonrpc,
             b"id" => &mut m.id,
@@ -65,7 +106,7 @@ pub fn members(b: &[u8]) -> Option<Members<'_>> {
 /// when it certainly has it once, `None` if unsure (the caller asks serde).
 pub fn member<'a>(b: &'a [u8], key: &[u8]) -> Option<Option<&'a [u8]>> {
     let mut found = None;
-    each_member(b, |k, value| {
+    each_member(b, false, |k, value, _| {
         if k == key {
             if found.is_some() {
                 return None;
@@ -78,11 +119,13 @@ pub fn member<'a>(b: &'a [u8], key: &[u8]) -> Option<Option<&'a [u8]>> {
 }
 
 /// Call `visit` with each top-level member (key without quotes, value's
-/// exact text) of `b`, if `b` is certainly one valid JSON object; `None`
-/// if unsure or if `visit` says so.
+/// exact text, and with `deep` for `params` and `result` their guarded
+/// members when certain) of `b`, if `b` is certainly one valid JSON
+/// object; `None` if unsure or if `visit` says so.
 fn each_member<'a>(
     b: &'a [u8],
-    mut visit: impl FnMut(&'a [u8], &'a [u8]) -> Option<()>,
+    deep: bool,
+    mut visit: impl FnMut(&'a [u8], &'a [u8], Option<Guarded<'a>>) -> Option<()>,
 ) -> Option<()> {
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -106,8 +149,16 @@ fn each_member<'a>(
                 return None;
             }
             i = ws(b, i + 1);
-            let vend = value_end(b, i, 1)?;
-            visit(key, &b[i..vend])?;
+            let (vend, guarded) = if deep && matches!(key, b"params" | b"result") {
+                if b.get(i) == Some(&b'{') {
+                    guarded_object_end(b, i)?
+                } else {
+                    (value_end(b, i, 1)?, Some(Guarded::default()))
+                }
+            } else {
+                (value_end(b, i, 1)?, None)
+            };
+            visit(key, &b[i..vend], guarded)?;
             i = ws(b, vend);
             match b.get(i) {
                 Some(b',') => i = ws(b, i + 1),
@@ -120,6 +171,43 @@ fn each_member<'a>(
         }
     }
     (ws(b, i) == b.len()).then_some(())
+}
+
+/// End of the object opened at `i` (a top-level member's value), with its
+/// guarded members when certain: keys without escapes, each guarded one
+/// once. Checks the object exactly as [`container_end`] does.
+fn guarded_object_end(b: &[u8], i: usize) -> Option<(usize, Option<Guarded<'_>>)> {
+    let mut g = Guarded::default();
+    let mut sure = true;
+    let mut j = ws(b, i + 1);
+    if b.get(j) == Some(&b'}') {
+        return Some((j + 1, Some(g)));
+    }
+    loop {
+        if b.get(j) != Some(&b'"') {
+            return None;
+        }
+        let kend = string_end(b, j + 1)?;
+        let key = &b[j + 1..kend - 1];
+        j = ws(b, kend);
+        if b.get(j) != Some(&b':') {
+            return None;
+        }
+        j = ws(b, j + 1);
+        let vend = value_end(b, j, 2)?;
+        if key.contains(&b'\\') {
+            sure = false;
+        } else if let Some(slot) = g.slot(key) {
+            sure &= slot.is_none();
+            *slot = Some(&b[j..vend]);
+        }
+        j = ws(b, vend);
+        match *b.get(j)? {
+            b',' => j = ws(b, j + 1),
+            b'}' => return Some((j + 1, sure.then_some(g))),
+            _ => return None,
+        }
+    }
 }
 
 /// Index of the first non-whitespace byte at or after `i`.
@@ -280,6 +368,50 @@ mod tests {
             members(br#"{"result":null,"id":"a"}"#).unwrap().result,
             Some(&b"null"[..])
         );
+    }
+
+    #[test]
+    fn guarded_members_are_found_in_the_same_pass() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"resultType":"x"}],"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}}},"params":[1]}"#;
+        let m = members(line).unwrap();
+        let r = m.result_guarded.unwrap();
+        assert_eq!(r.result_type, Some(&br#""input_required""#[..]));
+        assert_eq!(
+            r.input_requests,
+            Some(&br#"{"a":{"method":"roots/list"}}"#[..])
+        );
+        assert_eq!((r.meta, r.request_state), (None, None));
+        // Not an object: certainly none of them.
+        assert_eq!(m.params_guarded, Some(Guarded::default()));
+        let p = members(br#"{"params":{"_meta":{"v":1},"requestState":"s","x":"_meta"}}"#)
+            .unwrap()
+            .params_guarded
+            .unwrap();
+        assert_eq!(p.meta, Some(&br#"{"v":1}"#[..]));
+        assert_eq!(p.request_state, Some(&br#""s""#[..]));
+        // Unsure: an escaped key (it may name one), a repeated one. The
+        // envelope itself is still read.
+        for unsure in [
+            r#"{"id":1,"result":{"a\/b":1}}"#,
+            r#"{"id":1,"result":{"result\/Type":1}}"#,
+            r#"{"id":1,"result":{"resultType":"a","resultType":"input_required"}}"#,
+        ] {
+            let m = members(unsure.as_bytes()).unwrap();
+            assert_eq!(m.id, Some(&b"1"[..]), "{unsure}");
+            assert_eq!(m.result_guarded, None, "{unsure}");
+        }
+        // A `\u` escape leaves the whole line to serde.
+        assert_eq!(
+            members(br#"{"id":1,"result":{"result\u0054ype":"input_required"}}"#),
+            None
+        );
+        // Without `params` or `result`: nothing to report.
+        let m = members(br#"{"id":1,"method":"ping"}"#).unwrap();
+        assert_eq!((m.params_guarded, m.result_guarded), (None, None));
+        // The value is checked as strictly as any other.
+        assert_eq!(members(br#"{"result":{"resultType":01}}"#), None);
+        assert_eq!(members(br#"{"result":{"resultType" 1}}"#), None);
+        assert_eq!(members(br#"{"result":{"a":1,}}"#), None);
     }
 
     #[test]

@@ -186,10 +186,7 @@ pub fn needs_judging(result: &str) -> bool {
         scan(result.as_bytes(), b"resultType"),
         scan(result.as_bytes(), b"inputRequests"),
     ) {
-        let plain_other = |v: &[u8]| {
-            v.len() >= 2 && v[0] == b'"' && !v.contains(&b'\\') && v != b"\"input_required\""
-        };
-        return rt.is_some_and(|v| !plain_other(v)) || ir.is_some_and(|v| v != b"null");
+        return guarded_needs_judging(rt, ir);
     }
     match serde_json::from_str::<Peek<'_>>(result) {
         Ok(p) => {
@@ -198,6 +195,18 @@ pub fn needs_judging(result: &str) -> bool {
         }
         Err(_) => true,
     }
+}
+
+/// [`needs_judging`] from a result object's `resultType` and
+/// `inputRequests` members (raw, each once at most), as the envelope's
+/// pass found them: a `resultType` that is not exactly the string
+/// "input_required" in plain text is judged too, unless it is another
+/// plain string; `inputRequests` other than `null` is judged.
+pub fn guarded_needs_judging(result_type: Option<&[u8]>, input_requests: Option<&[u8]>) -> bool {
+    let plain_other = |v: &[u8]| {
+        v.len() >= 2 && v[0] == b'"' && !v.contains(&b'\\') && v != b"\"input_required\""
+    };
+    result_type.is_some_and(|v| !plain_other(v)) || input_requests.is_some_and(|v| v != b"null")
 }
 
 /// What the guard needs to judge one `input_required` result.

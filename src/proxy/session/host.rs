@@ -164,13 +164,18 @@ impl Session {
                     return self.reply_host(reply, batch);
                 }
                 // The guard's look: protocol version, capabilities, retries.
-                let params_raw = env.params.map(|p| p.get());
-                let (edited, judged) = match self.prepare_request(id.get(), method, params_raw, now)
-                {
+                let (edited, judged) = match self.prepare_request(
+                    id.get(),
+                    method,
+                    env.params,
+                    env.params_guarded,
+                    now,
+                ) {
                     Prepared::Answered(reply) => return self.reply_host(reply, batch),
                     Prepared::Send { params, judged } => (params, judged),
                 };
-                let params_now = edited.as_deref().or(params_raw);
+                // Read only by the rare methods that record their params.
+                let params_now = || edited.as_deref().or(env.params.map(|p| p.get()));
                 let out_line = edited.as_ref().and_then(|p| {
                     let range = message::span_in(&line, env.params?)?;
                     Some(message::splice(&line, range, p.as_bytes()))
@@ -186,7 +191,7 @@ impl Session {
                         return self.reply_host(reply, batch);
                     }
                     "initialize" => {
-                        let params = params_now
+                        let params = params_now()
                             .and_then(|p| serde_json::from_str(p).ok())
                             .unwrap_or(Value::Null);
                         self.handshake.record_host_init(params);
@@ -201,7 +206,7 @@ impl Session {
                         Method::Initialize
                     }
                     "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-                        self.handshake.record_host_request(method, params_now);
+                        self.handshake.record_host_request(method, params_now());
                         Method::Other
                     }
                     "server/discover" => Method::Discover,

@@ -325,23 +325,27 @@ impl Session {
         mapped: bool,
         now: Instant,
     ) -> Option<Relay> {
-        let result = env.result.map(|r| r.get());
         let mut new_result = None;
-        if let Some(r) = result {
-            match self.judge_result(g, key, r, now) {
+        if let Some(r) = env.result {
+            match self.judge_result(g, key, r, env.result_guarded, now) {
                 Verdict::Done => return None,
                 Verdict::Relay(changed) => new_result = changed,
             }
         }
         let (host_key, r) = self.ledger.host_remove(key)?;
+        // The result's text (its UTF-8 checked once more) only for the
+        // methods whose answers rootfence reads or keeps.
+        let result = || env.result.map(|x| x.get());
         if r.method == Method::Discover
             && new_result.is_none()
-            && let Some(filtered) = result.and_then(version::filter_discover_result)
+            && let Some(filtered) = result().and_then(version::filter_discover_result)
         {
             tracing::info!("server/discover: revisions the guard does not know are not offered");
             new_result = Some(filtered);
         }
-        self.record_answer(g, r.method, new_result.as_deref().or(result), now);
+        if matches!(r.method, Method::Initialize | Method::List { .. }) {
+            self.record_answer(g, r.method, new_result.as_deref().or(result()), now);
+        }
         let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
         if mapped {
             let range = env.id.and_then(|id| message::span_in(line, id))?;

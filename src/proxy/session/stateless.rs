@@ -142,14 +142,24 @@ impl Session {
         &mut self,
         id_raw: &str,
         method: &str,
-        params: Option<&str>,
+        params_raw: Option<message::Raw<'_>>,
+        guarded: Option<message::Guarded<'_>>,
         now: Instant,
     ) -> Prepared {
+        // The params' text is read (its UTF-8 checked once more) only when
+        // something below needs it: most requests need only its length.
+        let text = std::cell::OnceCell::new();
+        let params = || *text.get_or_init(|| params_raw.map(message::Raw::get));
+        let base = || params().unwrap_or("null");
         // Most requests (every one of the handshake era) have no `_meta`
-        // and no `requestState`: looked for once, cheaply.
-        let meta = params.is_some_and(|p| message::may_name(p, "_meta"));
+        // and no `requestState`: known from the envelope's pass, or looked
+        // for once, cheaply. (`meta` true means "may be there".)
+        let meta = match guarded {
+            Some(g) => g.meta.is_some(),
+            None => params().is_some_and(|p| message::may_name(p, "_meta")),
+        };
         if meta
-            && let Some(p) = params
+            && let Some(p) = params()
             && let Err(requested) = version::check_request(p)
         {
             tracing::warn!(
@@ -160,7 +170,7 @@ impl Session {
             return Prepared::Answered(version::unsupported_response(id_raw, &requested));
         }
         if method == "initialize" {
-            let capped = params.and_then(version::cap_initialize);
+            let capped = params().and_then(version::cap_initialize);
             if capped.is_some() {
                 tracing::info!(
                     "the host offered a protocol revision newer than the guard knows: the server is offered {} at most",
@@ -179,27 +189,32 @@ impl Session {
             .find(|m| *m == method)
         else {
             return Prepared::Send {
-                params: params
-                    .filter(|_| meta)
-                    .and_then(|p| stateless::shape_meta_capabilities(p, policy)),
+                params: if meta {
+                    params().and_then(|p| stateless::shape_meta_capabilities(p, policy))
+                } else {
+                    None
+                },
                 judged: None,
             };
         };
-        let base = params.unwrap_or("null");
-        let meta_rev = if meta { meta_revision(base) } else { None };
+        let meta_rev = if meta { meta_revision(base()) } else { None };
         let revision = meta_rev.unwrap_or_else(|| self.handshake_revision());
         let is_stateless = meta_rev.is_some_and(Revision::is_stateless);
         let meta_caps =
-            (meta && has_meta_capabilities(base)).then(|| stateless::host_capabilities(base));
+            (meta && has_meta_capabilities(base())).then(|| stateless::host_capabilities(base()));
         let host_caps = match &meta_caps {
             Some(c) => c,
             None => init_capabilities(&self.handshake),
         };
         let mut edited = None;
         let mut roots = Value::Null;
-        let retry = if message::may_name(base, "requestState") {
+        let state = match guarded {
+            Some(g) => g.request_state.is_some(),
+            None => message::may_name(base(), "requestState"),
+        };
+        let retry = if state {
             roots = roots_value(self.target.roots());
-            self.guard.on_host_retry(m, base, &roots)
+            self.guard.on_host_retry(m, base(), &roots)
         } else {
             RetryPlan::Unchanged
         };
@@ -250,23 +265,27 @@ impl Session {
             }
         }
         let policy = &self.inputs.policy.raw;
-        if meta
-            && let Some(p) =
-                stateless::shape_meta_capabilities(edited.as_deref().unwrap_or(base), policy)
-        {
-            edited = Some(p);
+        if meta {
+            let shaped =
+                stateless::shape_meta_capabilities(edited.as_deref().unwrap_or(base()), policy);
+            if shaped.is_some() {
+                edited = shaped;
+            }
         }
-        let sent = edited.as_deref().unwrap_or(base);
+        let sent_len = edited
+            .as_ref()
+            .map_or_else(|| params_raw.map_or(4, |p| p.bytes().len()), String::len);
         let judged = Judged {
             method: m,
-            params: (is_stateless || sent.len() <= stateless::KEEP_PARAMS).then(|| sent.into()),
+            params: (is_stateless || sent_len <= stateless::KEEP_PARAMS)
+                .then(|| edited.as_deref().unwrap_or(base()).into()),
             revision,
             stateless: is_stateless,
             host_caps: meta_caps,
             own_rounds: 0,
         };
         Prepared::Send {
-            params: edited.filter(|_| params.is_some()),
+            params: edited.filter(|_| params_raw.is_some()),
             judged: Some(Box::new(judged)),
         }
     }
@@ -293,15 +312,24 @@ impl Session {
         &mut self,
         g: GenId,
         key: &str,
-        result: &str,
+        result: message::Raw<'_>,
+        guarded: Option<message::Guarded<'_>>,
         now: Instant,
     ) -> Verdict {
         let Some(j) = self.ledger.host(key).and_then(|r| r.judged.as_deref()) else {
             return Verdict::Relay(None);
         };
-        if !stateless::needs_judging(result) {
+        let needs = match guarded {
+            Some(g) => stateless::guarded_needs_judging(
+                g.result_type.map(message::Raw::bytes),
+                g.input_requests.map(message::Raw::bytes),
+            ),
+            None => stateless::needs_judging(result.get()),
+        };
+        if !needs {
             return Verdict::Relay(None);
         }
+        let result = result.get();
         let roots = roots_value(
             self.fleet
                 .gens
