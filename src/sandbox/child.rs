@@ -286,6 +286,74 @@ pub struct NsChild {
     pub cwd: Option<CString>,
     /// Set `vm.memfd_noexec = 2` for the PID namespace.
     pub memfd_noexec: bool,
+    /// The stack the server runs on between the init's `clone` and its
+    /// `execve` (it shares the init's memory until then).
+    pub server_stack: ServerStack,
+}
+
+/// A stack mapped in the parent for the server's first moments in the
+/// namespace: the init starts it with `CLONE_VM | CLONE_VFORK`, as
+/// `posix_spawn` does, so the init's memory (a copy of all of rootfence's)
+/// is neither copied again nor torn down at the server's `execve`; the init
+/// is suspended until then.
+#[derive(Debug)]
+pub struct ServerStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ServerStack {
+    /// Bytes of stack: the server's steps before `execve` are raw system
+    /// calls on a few locals.
+    pub const LEN: usize = 256 * 1024;
+
+    /// Map a fresh stack.
+    pub fn new() -> std::io::Result<ServerStack> {
+        // SAFETY: an anonymous private mapping; the result is checked.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(ServerStack {
+            base,
+            len: Self::LEN,
+        })
+    }
+
+    /// The top of the stack (it grows down), 16-byte aligned.
+    fn top(&self) -> *mut libc::c_void {
+        let end = self.base as usize + self.len;
+        (end & !15) as *mut libc::c_void
+    }
+}
+
+impl Drop for ServerStack {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, once.
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
+
+/// The server's side of the init's `clone`: confine and execute.
+extern "C" fn server_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `&ChildSetup` the init passed to `clone`; the
+    // init is suspended (CLONE_VFORK) until this process executes or
+    // exits, so the setup is alive and unchanged.
+    let setup = unsafe { &*(arg as *const ChildSetup) };
+    // SAFETY: the first action of a fresh process that runs only raw
+    // system calls until `execve`.
+    unsafe { setup.confine_and_exec() }
 }
 
 /// The program to execute, with argv and the environment as C arrays.
@@ -472,16 +540,20 @@ impl ChildSetup {
                     sa.sa_sigaction = noop as *const () as libc::sighandler_t;
                     libc::sigaction(*s, &sa, std::ptr::null_mut());
                 }
-                let pid =
-                    libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+                // The server shares this process's memory, on its own
+                // stack, until its `execve`; this process waits until then.
+                // rootfence's death reaches it through the init (which dies
+                // with rootfence, taking the namespace).
+                let pid = libc::clone(
+                    server_main,
+                    ns.server_stack.top(),
+                    libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                    (self as *const ChildSetup).cast_mut().cast(),
+                );
                 if pid < 0 {
                     fail(err, Step::Fork, 0, errno());
                 }
-                if pid > 0 {
-                    init(pid as libc::pid_t, ns.status_w, &set);
-                }
-                // The server: rootfence's death now reaches it through the
-                // init (which dies with rootfence, taking the namespace).
+                init(pid, ns.status_w, &set);
             }
             self.confine_and_exec()
         }

@@ -873,6 +873,7 @@ fn attempt(
             // it memfd files stay executable (see `doctor`).
             // SAFETY: geteuid cannot fail.
             memfd_noexec: !plan.exec_in_roots && unsafe { libc::geteuid() } == 0,
+            server_stack: child::ServerStack::new().map_err(SandboxError::Launcher)?,
         });
         child_ends.push(sr);
         child_ends.push(stw);
