@@ -179,17 +179,21 @@ impl CanonicalRoot {
 pub fn within(path: &Path, base: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
-    let normal = |x: &[u8]| {
-        x == b"/"
-            || (x.first() == Some(&b'/')
-                && x[1..]
-                    .split(|&c| c == b'/')
-                    .all(|c| !c.is_empty() && c != b"." && c != b".."))
-    };
-    if !(normal(p) && normal(b)) {
+    if !(is_normal(p) && is_normal(b)) {
         return path.starts_with(base);
     }
     b == b"/" || (p.starts_with(b) && (p.len() == b.len() || p[b.len()] == b'/'))
+}
+
+/// Whether `x` is an absolute path in normal form: `/`, or `/` and
+/// components that are neither empty, `.` nor `..` (no trailing slash).
+/// For such paths byte comparisons agree with component comparisons.
+pub(crate) fn is_normal(x: &[u8]) -> bool {
+    x == b"/"
+        || (x.first() == Some(&b'/')
+            && x[1..]
+                .split(|&c| c == b'/')
+                .all(|c| !c.is_empty() && c != b"." && c != b".."))
 }
 
 /// Where a path rule (ceiling or deny entry) was written.

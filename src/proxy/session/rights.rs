@@ -33,7 +33,8 @@ struct PathRight {
 /// What a plan grants, in a form that compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rights {
-    /// Sorted by path.
+    /// Sorted by the paths' bytes (looked up by bytes, see
+    /// [`Rights::reach`]).
     paths: Vec<PathRight>,
     tcp_connect: BTreeSet<u16>,
     tcp_bind: BTreeSet<u16>,
@@ -137,7 +138,7 @@ impl Rights {
                 object: g.handle.as_ref().and_then(object_of),
             })
             .collect();
-        paths.sort_by(|a, b| a.path.cmp(&b.path));
+        paths.sort_by(|a, b| bytes(&a.path).cmp(bytes(&b.path)));
         Rights {
             paths,
             tcp_connect: plan.network.tcp_connect.iter().copied().collect(),
@@ -166,10 +167,11 @@ impl Rights {
     pub fn excess(&self, ceiling: &Rights) -> Vec<Excess> {
         let mut out = Vec::new();
         for p in &self.paths {
+            let covered = ceiling.reach(&p.path);
             let missing = runtime::Rights {
-                read: p.rights.read && !ceiling.covers(&p.path, |r| r.read),
-                write: p.rights.write && !ceiling.covers(&p.path, |r| r.write),
-                exec: p.rights.exec && !ceiling.covers(&p.path, |r| r.exec),
+                read: p.rights.read && !covered.read,
+                write: p.rights.write && !covered.write,
+                exec: p.rights.exec && !covered.exec,
             };
             if missing != runtime::Rights::default() {
                 out.push(Excess::Path {
@@ -228,16 +230,56 @@ impl Rights {
     }
 
     fn exact(&self, path: &Path) -> Option<&PathRight> {
+        let key = bytes(path);
         self.paths
-            .binary_search_by(|p| p.path.as_path().cmp(path))
+            .binary_search_by(|p| bytes(&p.path).cmp(key))
             .ok()
             .map(|i| &self.paths[i])
     }
 
-    fn covers(&self, path: &Path, right: impl Fn(&runtime::Rights) -> bool) -> bool {
-        path.ancestors()
-            .any(|a| self.exact(a).is_some_and(|g| right(&g.rights)))
+    /// The rights `self` grants on `path` through the path itself or any
+    /// of its ancestors (how Landlock combines rules).
+    ///
+    /// Paths in normal form (every path of a plan) are looked up by bytes,
+    /// one binary search per ancestor; any other is compared component by
+    /// component with every path. Either way a path of `self` that is not
+    /// in normal form is found only by an equal path: a miss counts as not
+    /// covered, the cautious side (a relaunch, never a right kept).
+    fn reach(&self, path: &Path) -> runtime::Rights {
+        let mut got = runtime::Rights::default();
+        let mut add = |g: &PathRight| {
+            got.read |= g.rights.read;
+            got.write |= g.rights.write;
+            got.exec |= g.rights.exec;
+        };
+        let b = bytes(path);
+        if crate::roots::is_normal(b) {
+            let mut end = b.len();
+            loop {
+                let ancestor = &b[..end.max(1)];
+                if let Ok(i) = self
+                    .paths
+                    .binary_search_by(|p| bytes(&p.path).cmp(ancestor))
+                {
+                    add(&self.paths[i]);
+                }
+                if end <= 1 {
+                    break;
+                }
+                end = b[..end].iter().rposition(|&c| c == b'/').unwrap_or(0);
+            }
+        } else {
+            for a in path.ancestors() {
+                self.paths.iter().filter(|g| g.path == a).for_each(&mut add);
+            }
+        }
+        got
     }
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes()
 }
 
 #[cfg(test)]
@@ -253,7 +295,7 @@ mod tests {
                 object: None,
             })
             .collect();
-        paths.sort_by(|a, b| a.path.cmp(&b.path));
+        paths.sort_by(|a, b| bytes(&a.path).cmp(bytes(&b.path)));
         Rights {
             paths,
             tcp_connect: BTreeSet::new(),
@@ -264,6 +306,79 @@ mod tests {
             abstract_out: false,
             env: BTreeMap::new(),
             scratch: true,
+        }
+    }
+
+    /// The rights a path gets through `rights`, as Landlock combines rules:
+    /// every path of `rights` equal (component-wise) to the path or one of
+    /// its ancestors.
+    fn reach_reference(rights: &Rights, path: &Path) -> runtime::Rights {
+        let mut got = runtime::Rights::default();
+        for g in &rights.paths {
+            if path.ancestors().any(|a| a == g.path) {
+                got.read |= g.rights.read;
+                got.write |= g.rights.write;
+                got.exec |= g.rights.exec;
+            }
+        }
+        got
+    }
+
+    fn component() -> impl proptest::strategy::Strategy<Value = &'static str> {
+        proptest::sample::select(vec!["a", "a-b", "a.b", "b", "ab", "a b", "é", "..a"])
+    }
+
+    fn normal_path() -> impl proptest::strategy::Strategy<Value = PathBuf> {
+        use proptest::prelude::*;
+        proptest::collection::vec(component(), 0..4)
+            .prop_map(|c| PathBuf::from(format!("/{}", c.join("/"))))
+    }
+
+    proptest::proptest! {
+        /// Byte-keyed lookups agree with the component-wise definition for
+        /// plans' paths (normal form), whatever the query: `/a-b` sorts
+        /// before `/a/b` by bytes and after it by components, `/ab` is not
+        /// below `/a`; a query not in normal form (`//`, `.`, a trailing
+        /// slash) is never given more than the definition gives.
+        #[test]
+        fn reach_agrees_with_the_component_wise_definition(
+            grants in proptest::collection::vec((normal_path(), 0u8..8), 0..12),
+            query in normal_path(),
+            odd in 0u8..5,
+        ) {
+            let list: Vec<(String, runtime::Rights)> = grants
+                .iter()
+                .map(|(p, r)| {
+                    (
+                        p.to_string_lossy().into_owned(),
+                        runtime::Rights { read: r & 1 != 0, write: r & 2 != 0, exec: r & 4 != 0 },
+                    )
+                })
+                .collect();
+            let mut seen = std::collections::BTreeSet::new();
+            let list: Vec<(&str, runtime::Rights)> = list
+                .iter()
+                .filter(|(p, _)| seen.insert(p.clone()))
+                .map(|(p, r)| (p.as_str(), *r))
+                .collect();
+            let r = rights(&list);
+            let q = query.to_string_lossy().into_owned();
+            let q = match odd {
+                0 => format!("{q}/"),
+                1 => q.replacen('/', "//", 1),
+                2 => format!("{q}/."),
+                _ => q,
+            };
+            let q = Path::new(&q);
+            let got = r.reach(q);
+            let want = reach_reference(&r, q);
+            if odd > 2 {
+                proptest::prop_assert_eq!(got, want);
+            } else {
+                proptest::prop_assert!(
+                    (!got.read || want.read) && (!got.write || want.write) && (!got.exec || want.exec)
+                );
+            }
         }
     }
 
