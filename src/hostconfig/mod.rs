@@ -343,8 +343,7 @@ pub fn wrap(
             known: servers.keys().cloned().collect::<Vec<_>>().join(", "),
         });
     }
-    let mut out = Vec::new();
-    for (name, entry) in &servers {
+    Ok(rewrite_each(&doc, &node, &servers, |name, entry| {
         let opts = WrapOptions {
             rootfence: settings.rootfence.clone(),
             policy: settings
@@ -355,17 +354,8 @@ pub fn wrap(
             format,
             base: settings.base.clone(),
         };
-        let d = server::wrap(entry, &opts, probe);
-        if let Action::Rewrite(l) = &d.action {
-            Document::apply(&node, name, l);
-        }
-        out.push((name.clone(), d));
-    }
-    Ok(Outcome {
-        text: doc.root.to_string(),
-        format,
-        servers: order(&node, out),
-    })
+        server::wrap(entry, &opts, probe)
+    }))
 }
 
 /// Restore every server launched through `rootfence run` to the command
@@ -378,19 +368,32 @@ pub fn undo(
 ) -> Result<Outcome, HostConfigError> {
     let doc = Document::parse(file, text, format)?;
     let (node, servers) = doc.servers()?;
+    Ok(rewrite_each(&doc, &node, &servers, |_, entry| {
+        server::undo(entry, rootfence)
+    }))
+}
+
+/// Decide for each server of `doc` and apply the rewrites decided: the new
+/// text and the decisions in the file's order.
+fn rewrite_each(
+    doc: &Document,
+    node: &CstObject,
+    servers: &serde_json::Map<String, Value>,
+    decide: impl Fn(&String, &Value) -> Decision,
+) -> Outcome {
     let mut out = Vec::new();
-    for (name, entry) in &servers {
-        let d = server::undo(entry, rootfence);
+    for (name, entry) in servers {
+        let d = decide(name, entry);
         if let Action::Rewrite(l) = &d.action {
-            Document::apply(&node, name, l);
+            Document::apply(node, name, l);
         }
         out.push((name.clone(), d));
     }
-    Ok(Outcome {
+    Outcome {
         text: doc.root.to_string(),
-        format,
-        servers: order(&node, out),
-    })
+        format: doc.format,
+        servers: order(node, out),
+    }
 }
 
 /// The decisions in the file's order (the value map is sorted by name).

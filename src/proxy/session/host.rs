@@ -70,7 +70,15 @@ impl Session {
 
     /// Answer host request `key` with an error (and forget it).
     pub(super) fn answer_error(&mut self, key: &IdKey, code: i64, why: &str) {
-        let Some((key, r)) = self.ledger.host_remove(key.as_str()) else {
+        self.answer_with(key.as_str(), |id| {
+            message::error_response(Some(id), code, why)
+        });
+    }
+
+    /// Answer host request `key` with the reply `make` builds for its id,
+    /// forgetting the request (and the id it went to a server under).
+    pub(super) fn answer_with(&mut self, key: &str, make: impl FnOnce(&str) -> Vec<u8>) {
+        let Some((key, r)) = self.ledger.host_remove(key) else {
             return;
         };
         if let HostState::Sent {
@@ -80,7 +88,7 @@ impl Session {
         {
             self.ledger.own_forget(*generation, w.as_str());
         }
-        let reply = message::error_response(Some(r.id(&key)), code, why);
+        let reply = make(r.id(&key));
         self.reply_host(reply, r.batch);
     }
 

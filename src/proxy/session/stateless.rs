@@ -421,17 +421,6 @@ impl Session {
 
     /// Answer host request `key` with the guard's refusal (and forget it).
     pub(super) fn answer_refusal(&mut self, key: &str, refusal: &Refusal) {
-        let Some((key, r)) = self.ledger.host_remove(key) else {
-            return;
-        };
-        if let HostState::Sent {
-            generation,
-            wire: Some(w),
-        } = &r.state
-        {
-            self.ledger.own_forget(*generation, w.as_str());
-        }
-        let reply = refusal.response(r.id(&key));
-        self.reply_host(reply, r.batch);
+        self.answer_with(key, |id| refusal.response(id));
     }
 }
