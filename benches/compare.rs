@@ -7,7 +7,8 @@
 //! Sections: `launch` (rootfence exec vs a bare spawn vs bubblewrap),
 //! `ping` (round-trip latency, direct vs relayed, also with every process
 //! on one CPU), `throughput` (1 KiB and 4 MiB `tools/call`, pipelined),
-//! `rebuild` (host `list_changed` to the new server answering), `startup`
+//! `rebuild` (host `list_changed` to the new server answering, with the
+//! server in its own namespaces and, for comparison, without), `startup`
 //! (roots from the host only: `initialize` to the first answer, direct,
 //! through rootfence the first time and with the `initialize` answer
 //! remembered), `plan`
@@ -353,9 +354,61 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         p.close();
     }
     let start50 = percentile(&mut starts, 0.5);
+    let (first, mut rebuilds, mut revocations) = root_changes(a, b, &[]);
+    let rb50 = percentile(&mut rebuilds, 0.5);
+    let over = ms(rb50) - ms(start50);
+    rows.push(row(
+        "rebuild: host `list_changed` to the new server answering, median",
+        format!("server start {:.2} ms", ms(start50)),
+        format!("{:.2} ms", ms(rb50)),
+        format!("start + {over:.2} ms"),
+        "< server start + 5 ms",
+        Some(over < 5.0),
+    ));
+    // The same without the server's own namespaces and filesystem view:
+    // what the session core and the Landlock launch cost, apart from the
+    // namespaces' set-up (which every launch pays, see `launch`).
+    let dir = tempfile::tempdir().unwrap();
+    let off = dir.path().join("no-namespaces.toml");
+    std::fs::write(&off, "version = 1\n[isolation]\nnamespaces = \"off\"\n").unwrap();
+    let off_arg = off.to_str().unwrap();
+    let (_, mut plain, _) = root_changes(a, b, &["--policy", off_arg]);
+    let pl50 = percentile(&mut plain, 0.5);
+    rows.push(row(
+        "rebuild, server without namespaces (`[isolation] namespaces = \"off\"`), median",
+        format!("server start {:.2} ms", ms(start50)),
+        format!("{:.2} ms", ms(pl50)),
+        format!("start + {:.2} ms", ms(pl50) - ms(start50)),
+        "",
+        None,
+    ));
+    let rv50 = percentile(&mut revocations, 0.5);
+    let rv99 = percentile(&mut revocations, 1.0);
+    rows.push(row(
+        "revocation: host `list_changed` to the revoked server gone (median / max of 20)",
+        "",
+        format!("{:.2} / {:.2} ms", ms(rv50), ms(rv99)),
+        "",
+        "",
+        None,
+    ));
+    rows.push(row(
+        "first launch with host roots (`initialize` to first answer, one rebuild)",
+        "",
+        format!("{:.2} ms", ms(first)),
+        "",
+        "",
+        None,
+    ));
+}
+
+/// 40 root changes through `rootfence run` (with `extra` arguments): the
+/// first launch with host roots, each rebuild (host `list_changed` to the
+/// new server answering) and each revocation (to the revoked server gone).
+fn root_changes(a: &Path, b: &Path, extra: &[&str]) -> (Duration, Vec<Duration>, Vec<Duration>) {
     let ra = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(a));
     let rb = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(b));
-    let mut p = Peer::spawn(fenced(a, &[]));
+    let mut p = Peer::spawn(fenced(a, extra));
     let t = Instant::now();
     p.initialize(true, &ra);
     p.send(r#"{"jsonrpc":"2.0","id":"first","method":"ping"}"#);
@@ -391,34 +444,7 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         }
     }
     p.close();
-    let rb50 = percentile(&mut rebuilds, 0.5);
-    let over = ms(rb50) - ms(start50);
-    rows.push(row(
-        "rebuild: host `list_changed` to the new server answering, median",
-        format!("server start {:.2} ms", ms(start50)),
-        format!("{:.2} ms", ms(rb50)),
-        format!("start + {over:.2} ms"),
-        "< server start + 5 ms",
-        Some(over < 5.0),
-    ));
-    let rv50 = percentile(&mut revocations, 0.5);
-    let rv99 = percentile(&mut revocations, 1.0);
-    rows.push(row(
-        "revocation: host `list_changed` to the revoked server gone (median / max of 20)",
-        "",
-        format!("{:.2} / {:.2} ms", ms(rv50), ms(rv99)),
-        "",
-        "",
-        None,
-    ));
-    rows.push(row(
-        "first launch with host roots (`initialize` to first answer, one rebuild)",
-        "",
-        format!("{:.2} ms", ms(first)),
-        "",
-        "",
-        None,
-    ));
+    (first, rebuilds, revocations)
 }
 
 // ---------------------------------------------------------------- startup
