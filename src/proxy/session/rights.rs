@@ -229,8 +229,13 @@ impl Rights {
         self.within(other) && other.within(self)
     }
 
+    /// The entry for `path` itself: by bytes for a path in normal form,
+    /// else component-wise (as [`Rights::reach`] looks them up).
     fn exact(&self, path: &Path) -> Option<&PathRight> {
         let key = bytes(path);
+        if !crate::roots::is_normal(key) {
+            return self.paths.iter().find(|g| g.path == path);
+        }
         self.paths
             .binary_search_by(|p| bytes(&p.path).cmp(key))
             .ok()
