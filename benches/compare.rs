@@ -21,6 +21,11 @@
 //! between pipes, parsing nothing, as `socat` would): the floor of any
 //! stdio relay, measured in the same run. bubblewrap is Debian's (`apt-get install
 //! bubblewrap`); without it the bwrap row says so.
+//!
+//! `ROOTFENCE_BENCH_BIN=/path/to/rootfence` runs the fenced side with
+//! another build (an earlier release, say) in the same bench, so two
+//! releases are measured the same way; a section the other build cannot
+//! run (an option it lacks) fails.
 
 mod common;
 
@@ -163,14 +168,14 @@ fn time_status(cmd: &mut Command) -> Duration {
 }
 
 fn launch(home: &Path, rows: &mut Vec<Row>) {
-    let rootfence = env!("CARGO_BIN_EXE_rootfence");
+    let rootfence = common::rootfence_bin();
     let bwrap = common::bwrap();
     let (mut bare, mut fence, mut bw) = (Vec::new(), Vec::new(), Vec::new());
     // Interleaved, so a slow patch of the machine hits all three alike.
     for i in 0..550 {
         let tb = time_status(&mut Command::new("/bin/true"));
         let tf = time_status(
-            Command::new(rootfence)
+            Command::new(&rootfence)
                 .args(["exec", "--", "/bin/true"])
                 .env("HOME", home),
         );
@@ -354,7 +359,12 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
         p.close();
     }
     let start50 = percentile(&mut starts, 0.5);
-    let (first, mut rebuilds, mut revocations) = root_changes(a, b, &[]);
+    let RootChanges {
+        first,
+        mut rebuilds,
+        mut revocations,
+        cpu: cpu_ns,
+    } = root_changes(a, b, &[]);
     let rb50 = percentile(&mut rebuilds, 0.5);
     let over = ms(rb50) - ms(start50);
     rows.push(row(
@@ -367,18 +377,39 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
     ));
     // The same without the server's own namespaces and filesystem view:
     // what the session core and the Landlock launch cost, apart from the
-    // namespaces' set-up (which every launch pays, see `launch`).
-    let dir = tempfile::tempdir().unwrap();
-    let off = dir.path().join("no-namespaces.toml");
-    std::fs::write(&off, "version = 1\n[isolation]\nnamespaces = \"off\"\n").unwrap();
-    let off_arg = off.to_str().unwrap();
-    let (_, mut plain, _) = root_changes(a, b, &["--policy", off_arg]);
-    let pl50 = percentile(&mut plain, 0.5);
+    // namespaces' set-up (which every launch pays, see `launch`). Not with
+    // another build (`ROOTFENCE_BENCH_BIN`), which may not know the option.
+    let other_build = std::env::var_os("ROOTFENCE_BENCH_BIN").is_some();
+    let (pl50, cpu_plain) = if other_build {
+        (None, None)
+    } else {
+        let dir = tempfile::tempdir().unwrap();
+        let off = dir.path().join("no-namespaces.toml");
+        std::fs::write(&off, "version = 1\n[isolation]\nnamespaces = \"off\"\n").unwrap();
+        let RootChanges {
+            rebuilds: mut plain,
+            cpu,
+            ..
+        } = root_changes(a, b, &["--policy", off.to_str().unwrap()]);
+        (Some(percentile(&mut plain, 0.5)), Some(cpu))
+    };
+    let show =
+        |d: Option<Duration>| d.map_or("not run".to_string(), |d| format!("{:.2} ms", ms(d)));
     rows.push(row(
         "rebuild, server without namespaces (`[isolation] namespaces = \"off\"`), median",
         format!("server start {:.2} ms", ms(start50)),
-        format!("{:.2} ms", ms(pl50)),
-        format!("start + {:.2} ms", ms(pl50) - ms(start50)),
+        show(pl50),
+        pl50.map_or(String::new(), |d| {
+            format!("start + {:.2} ms", ms(d) - ms(start50))
+        }),
+        "",
+        None,
+    ));
+    rows.push(row(
+        "rootfence's own CPU per root change (its threads alive at the end, from schedstat), in namespaces / without",
+        "",
+        format!("{} / {}", show(Some(cpu_ns)), show(cpu_plain)),
+        "",
         "",
         None,
     ));
@@ -402,10 +433,38 @@ fn rebuild(a: &Path, b: &Path, rows: &mut Vec<Row>) {
     ));
 }
 
-/// 40 root changes through `rootfence run` (with `extra` arguments): the
-/// first launch with host roots, each rebuild (host `list_changed` to the
-/// new server answering) and each revocation (to the revoked server gone).
-fn root_changes(a: &Path, b: &Path, extra: &[&str]) -> (Duration, Vec<Duration>, Vec<Duration>) {
+/// What [`root_changes`] measured.
+struct RootChanges {
+    /// The first launch with host roots.
+    first: Duration,
+    /// Each rebuild: host `list_changed` to the new server answering.
+    rebuilds: Vec<Duration>,
+    /// Each revocation: host `list_changed` to the revoked server gone.
+    revocations: Vec<Duration>,
+    /// rootfence's own CPU time per root change, summed over the threads
+    /// alive at the end (`/proc/PID/task/*/schedstat`; a thread that ended
+    /// during the run, such as a reaper, is not counted).
+    cpu: Duration,
+}
+
+/// CPU time of `pid`'s threads alive now.
+fn cpu_of(pid: u32) -> Duration {
+    let mut ns = 0u64;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            ns += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// 40 root changes through `rootfence run` (with `extra` arguments).
+fn root_changes(a: &Path, b: &Path, extra: &[&str]) -> RootChanges {
     let ra = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(a));
     let rb = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(b));
     let mut p = Peer::spawn(fenced(a, extra));
@@ -416,7 +475,9 @@ fn root_changes(a: &Path, b: &Path, extra: &[&str]) -> (Duration, Vec<Duration>,
     let first = t.elapsed();
     let mut rebuilds = Vec::new();
     let mut revocations = Vec::new();
-    for i in 0..40 {
+    let cpu_before = cpu_of(p.child.id());
+    const CHANGES: u32 = 40;
+    for i in 0..CHANGES {
         // The server always has A (command line); B comes and goes: adding
         // it relaunches (the old server drains), removing it revokes it
         // (the server holding it is killed). Watch the old server exit.
@@ -443,8 +504,14 @@ fn root_changes(a: &Path, b: &Path, extra: &[&str]) -> (Duration, Vec<Duration>,
             revocations.push(at.saturating_duration_since(t));
         }
     }
+    let cpu = cpu_of(p.child.id()).saturating_sub(cpu_before) / CHANGES;
     p.close();
-    (first, rebuilds, revocations)
+    RootChanges {
+        first,
+        rebuilds,
+        revocations,
+        cpu,
+    }
 }
 
 // ---------------------------------------------------------------- startup
@@ -459,7 +526,7 @@ fn startup(a: &Path, rows: &mut Vec<Row>) {
     let roots = format!(r#"[{{"uri":"{}"}}]"#, rootfence::roots::path_to_uri(a));
     let cache = tempfile::tempdir().unwrap();
     let fenced_host_roots = |cache: &Path| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+        let mut c = Command::new(common::rootfence_bin());
         c.args(["run", "--no-watch", "--"])
             .arg(std::env::current_exe().unwrap())
             .env("XDG_CACHE_HOME", cache);

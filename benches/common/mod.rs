@@ -198,9 +198,17 @@ pub fn direct() -> Command {
     Command::new(std::env::current_exe().unwrap())
 }
 
+/// The rootfence binary the fenced side runs: this tree's, or the one
+/// `ROOTFENCE_BENCH_BIN` names (another release's, to measure it with the
+/// same bench in the same conditions).
+pub fn rootfence_bin() -> std::ffi::OsString {
+    std::env::var_os("ROOTFENCE_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_rootfence").into())
+}
+
 /// The minimal server under `rootfence run` with one root.
 pub fn fenced(root: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+    let mut c = Command::new(rootfence_bin());
     c.arg("run")
         .args(extra)
         .arg("--root")
