@@ -218,6 +218,11 @@ pub struct SandboxPlan {
     pub limits: LimitsSection,
     /// Things the reader should know (runtime paths dropped, ...).
     pub warnings: Vec<String>,
+    /// Report every system call the sandbox refuses (the call and why), as
+    /// a warning and in [`crate::sandbox::SandboxedChild::refused_calls`]:
+    /// `--report-refused-calls`. Off by default (a refusal is then answered
+    /// by the kernel alone, without a round trip through rootfence).
+    pub report_refusals: bool,
 }
 
 /// JSON form of a root.
@@ -423,6 +428,7 @@ pub fn build(
         protected,
         capabilities: HostCapabilities::of(policy),
         limits: policy.raw.limits.clone(),
+        report_refusals: false,
         warnings,
     }
 }

@@ -33,6 +33,11 @@ pub struct ExecArgs {
     /// connect to everything you can.
     #[arg(long = "unconfined-i-know-this-is-unsafe")]
     pub unconfined: bool,
+    /// Report every system call the sandbox refuses the command (its name
+    /// and why) on stderr, and list them when it exits: what to look at
+    /// when a program fails under rootfence and not outside.
+    #[arg(long = "report-refused-calls")]
+    pub report_refused_calls: bool,
     #[command(flatten)]
     pub launch: LaunchArgs,
 }
@@ -106,6 +111,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     net.tcp_bind.extend(&args.tcp_bind);
     net.tcp_bind.sort_unstable();
     net.tcp_bind.dedup();
+    plan.report_refusals = args.report_refused_calls;
     for w in &plan.warnings {
         tracing::warn!("{w}");
     }
@@ -161,6 +167,21 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     // returns (its pipes are at end of file: nothing of it is left).
     for r in relays {
         let _ = r.join();
+    }
+    if args.report_refused_calls {
+        let refused = child.refused_calls();
+        if refused.is_empty() {
+            eprintln!("rootfence: no system call was refused");
+        }
+        for r in refused {
+            eprintln!(
+                "rootfence: refused system call: {} ({}x, {}): {}",
+                r.name,
+                r.count,
+                std::io::Error::from_raw_os_error(r.errno),
+                r.why
+            );
+        }
     }
     match status {
         Ok(st) => ExitCode::from(exit_code(st)),

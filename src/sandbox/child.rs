@@ -31,9 +31,11 @@
 //! controlling terminal), parent-death signal `SIGKILL`, `RLIMIT_CORE` 0,
 //! `no_new_privs`, the Landlock rules that can only be made in the child
 //! (the fresh `/proc`, private layers; or the server's own `/proc/self`
-//! without namespaces), `landlock_restrict_self`, the seccomp filter,
-//! capabilities dropped, every descriptor above 2 close-on-exec, signal
-//! dispositions and mask reset, `execve`.
+//! without namespaces), `landlock_restrict_self`, capabilities dropped,
+//! every descriptor above 2 close-on-exec, signal dispositions and mask
+//! reset, the seccomp filter (last, so that it need allow none of the steps
+//! before; its listener, when rootfence supervises some calls, is sent to
+//! rootfence and closed), `execve`.
 //!
 //! `PR_SET_DUMPABLE` is deliberately not set: `execve` resets it to 1 for
 //! an ordinary program. Core dumps are stopped by `RLIMIT_CORE` 0 (which
@@ -412,6 +414,10 @@ pub struct ChildSetup {
     pub landlock: Option<LandlockChild>,
     /// The seccomp program, `None` when running unconfined.
     pub seccomp: Option<Vec<libc::sock_filter>>,
+    /// A socket to send the filter's listener to rootfence on (the filter
+    /// hands some calls to rootfence's supervisor); `None` when it does
+    /// not.
+    pub notify_sock: Option<RawFd>,
     /// Capabilities to drop, `None` when there are none or unconfined.
     pub drop_caps: Option<DropCaps>,
     /// What to execute.
@@ -598,21 +604,6 @@ impl ChildSetup {
                     fail(err, Step::Restrict, 0, errno());
                 }
             }
-            if let Some(filter) = &self.seccomp {
-                let prog = libc::sock_fprog {
-                    len: filter.len() as libc::c_ushort,
-                    filter: filter.as_ptr().cast_mut(),
-                };
-                if libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0,
-                    &prog as *const libc::sock_fprog,
-                ) < 0
-                {
-                    fail(err, Step::Seccomp, 0, errno());
-                }
-            }
             if let Some(caps) = self.drop_caps {
                 drop_capabilities(err, caps);
             }
@@ -638,6 +629,12 @@ impl ChildSetup {
             let mut empty: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut empty);
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            // The filter last, so that it need allow nothing of the steps
+            // above; its listener (when rootfence supervises some calls)
+            // goes to rootfence and is closed here.
+            if let Some(filter) = &self.seccomp {
+                load_filter(err, filter, self.notify_sock);
+            }
             libc::execve(
                 self.exec.program.as_ptr(),
                 self.exec.argv_ptrs.as_ptr(),
@@ -645,6 +642,59 @@ impl ChildSetup {
             );
             fail(err, Step::Exec, 0, errno())
         }
+    }
+}
+
+/// Load the seccomp program; with `notify_sock`, with a listener for the
+/// calls it hands to rootfence, sent over that socket and closed here.
+///
+/// # Safety
+///
+/// Async-signal-safe: raw system calls on `filter` and locals.
+unsafe fn load_filter(err: RawFd, filter: &[libc::sock_filter], notify_sock: Option<RawFd>) {
+    let prog = libc::sock_fprog {
+        len: filter.len() as libc::c_ushort,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    let flags = if notify_sock.is_some() {
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+    } else {
+        0
+    };
+    // SAFETY (whole body): raw system calls on `prog`, `filter` and locals.
+    unsafe {
+        let r = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            &prog as *const libc::sock_fprog,
+        );
+        if r < 0 {
+            fail(err, Step::Seccomp, 0, errno());
+        }
+        let Some(sock) = notify_sock else { return };
+        let listener = r as libc::c_int;
+        // One descriptor as SCM_RIGHTS, in a control buffer on the stack.
+        let mut cbuf = [0u64; 4];
+        let mut byte = 0u8;
+        let mut iov = libc::iovec {
+            iov_base: (&raw mut byte).cast(),
+            iov_len: 1,
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), listener);
+        if libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) != 1 {
+            fail(err, Step::Seccomp, 1, errno());
+        }
+        libc::close(listener);
     }
 }
 

@@ -5,8 +5,9 @@
 //!
 //! - [`probe`]: the kernel's Landlock ABI and what a plan would lose here;
 //! - `landlock`: the ruleset a plan describes, built in the parent;
-//! - `seccomp`: the filter closing the socket families Landlock does not
-//!   rule on;
+//! - [`seccomp`]: the system-call allow-list (what Landlock does not rule
+//!   on: socket kinds, ioctls, namespaces, metadata without the view, calls
+//!   a future kernel adds) and its supervisor for `listen()`;
 //! - `scratch`: the private `TMPDIR`;
 //! - [`view`]: the server's filesystem view (its mount namespace): the
 //!   survey of the grants and the pure plan of mounts;
@@ -19,7 +20,7 @@ pub mod hints;
 mod landlock;
 mod probe;
 mod scratch;
-mod seccomp;
+pub mod seccomp;
 mod spawn;
 pub mod view;
 
@@ -31,7 +32,8 @@ pub use probe::{
     probe, probe_with_namespaces,
 };
 pub use scratch::Scratch;
-pub use seccomp::SocketPolicy;
+pub use seccomp::supervisor::Refused;
+pub use seccomp::{FilterPolicy, Listen};
 pub use spawn::{
     CapabilityOutcome, Confinement, SandboxedChild, Stdio, StdioConfig, enable_subreaper, spawn,
     spawn_unconfined, sweep_orphans,

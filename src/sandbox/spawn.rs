@@ -16,7 +16,7 @@ use super::child::{
     MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, NsChild, ViewOp,
 };
 use super::scratch::Scratch;
-use super::seccomp::{self, SocketPolicy};
+use super::seccomp::{self, FilterPolicy, supervisor};
 use super::view::{self, Op};
 use super::{SandboxError, landlock, losses, probe};
 use crate::plan::{NamespaceMode, SandboxPlan};
@@ -77,8 +77,8 @@ pub enum Confinement {
         abi: u32,
         /// Path rules in the ruleset, those made in the child included.
         path_rules: usize,
-        /// What the seccomp filter refuses.
-        sockets: SocketPolicy,
+        /// What the seccomp filter allows beyond its fixed list.
+        filter: FilterPolicy,
         /// What became of rootfence's capabilities.
         capabilities: CapabilityOutcome,
         /// The server runs in its own user, mount, PID and IPC namespaces,
@@ -95,22 +95,21 @@ impl std::fmt::Display for Confinement {
             Confinement::Enforced {
                 abi,
                 path_rules,
-                sockets,
+                filter,
                 capabilities,
                 namespaces,
             } => write!(
                 f,
-                "Landlock ABI {abi} fully enforced ({path_rules} path rules), seccomp filter loaded (udp {}, unix socket() {}, listen {}), {}, capabilities {}",
-                if sockets.udp { "allowed" } else { "refused" },
-                if sockets.deny_unix {
+                "Landlock ABI {abi} fully enforced ({path_rules} path rules), seccomp allow-list loaded (udp {}, unix socket() {}, listen {}), {}, capabilities {}",
+                if filter.udp { "allowed" } else { "refused" },
+                if filter.deny_unix {
                     "refused"
                 } else {
                     "allowed"
                 },
-                if sockets.deny_listen {
-                    "refused"
-                } else {
-                    "allowed"
+                match filter.listen {
+                    seccomp::Listen::Refused => "refused",
+                    seccomp::Listen::Supervised => "on granted ports and unix sockets only",
                 },
                 if *namespaces {
                     "own namespaces (user, mount, pid, ipc) with a filesystem view of the grants only"
@@ -183,6 +182,7 @@ pub struct SandboxedChild {
     confinement: Confinement,
     namespaces: bool,
     status: Option<ExitStatus>,
+    supervisor: Option<supervisor::Supervisor>,
 }
 
 impl SandboxedChild {
@@ -211,6 +211,15 @@ impl SandboxedChild {
     /// What the server is confined by.
     pub fn confinement(&self) -> &Confinement {
         &self.confinement
+    }
+
+    /// The system calls the sandbox refused so far, when the plan asked for
+    /// them to be reported ([`SandboxPlan::report_refusals`]).
+    pub fn refused_calls(&self) -> Vec<supervisor::Refused> {
+        self.supervisor
+            .as_ref()
+            .map(supervisor::Supervisor::refused)
+            .unwrap_or_default()
     }
 
     /// The server's scratch directory (its `TMPDIR`), if the plan has one.
@@ -692,6 +701,7 @@ fn attempt(
     let mut setup_seccomp = None;
     let mut drop_caps = None;
     let mut ruleset = None;
+    let mut supervised: Option<supervisor::Rules> = None;
     let confinement = if confine {
         let fatal: Vec<String> = losses(plan, &caps)
             .into_iter()
@@ -707,8 +717,15 @@ fn attempt(
             caps.abi(),
             namespaces,
         )?;
-        let sockets = SocketPolicy::for_plan(&plan.network, prepared.abi, namespaces);
-        setup_seccomp = Some(seccomp::compile(sockets)?);
+        let mut filter = FilterPolicy::for_plan(&plan.network, prepared.abi, namespaces);
+        filter.report = plan.report_refusals;
+        setup_seccomp = Some(seccomp::compile(filter)?);
+        if filter.needs_supervisor() {
+            supervised = Some(supervisor::Rules {
+                table: seccomp::entries(&filter),
+                tcp_bind: plan.network.tcp_bind.clone(),
+            });
+        }
         let mut copy_dirs: Vec<PathBuf> = Vec::new();
         if namespaces {
             let v = view_ops(
@@ -789,7 +806,7 @@ fn attempt(
         let c = Confinement::Enforced {
             abi: prepared.abi,
             path_rules,
-            sockets,
+            filter,
             capabilities,
             namespaces,
         };
@@ -849,6 +866,21 @@ fn attempt(
     }
 
     let (err_r, err_w) = pipe()?;
+    // The filter's listener comes back over this pair (sequenced packets,
+    // so the descriptor arrives with its one byte or not at all).
+    let notify = match supervised {
+        Some(_) => {
+            let (mine, theirs) = rustix::net::socketpair(
+                rustix::net::AddressFamily::UNIX,
+                rustix::net::SocketType::SEQPACKET,
+                rustix::net::SocketFlags::CLOEXEC,
+                None,
+            )
+            .map_err(|e| SandboxError::Launcher(e.into()))?;
+            Some((mine, above_stdio(theirs)?))
+        }
+        None => None,
+    };
     let mut ns_setup = None;
     let mut sync_w = None;
     let mut status_r = None;
@@ -887,10 +919,18 @@ fn attempt(
         ns: ns_setup,
         landlock: setup_landlock,
         seccomp: setup_seccomp,
+        notify_sock: notify.as_ref().map(|(_, t)| t.as_raw_fd()),
         drop_caps,
         exec,
     };
     child_ends.push(err_w);
+    let notify_r = match notify {
+        Some((mine, theirs)) => {
+            child_ends.push(theirs);
+            Some(mine)
+        }
+        None => None,
+    };
     let parent = Parent {
         child_ends,
         sync_w,
@@ -922,6 +962,38 @@ fn attempt(
         Err(e) => return Err(classify(e, mode, &program, &view_targets, &rule_paths)),
     };
     live_add(pid);
+    let supervisor = match (notify_r, supervised) {
+        (Some(sock), Some(rules)) => {
+            let started = receive_fd(&sock).and_then(|l| supervisor::Supervisor::start(l, rules));
+            match started {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    // The server runs with calls nobody answers: end it.
+                    let mut child = SandboxedChild {
+                        pid,
+                        pidfd,
+                        status_r,
+                        stdin: None,
+                        stdout: None,
+                        stderr: None,
+                        scratch,
+                        confinement,
+                        namespaces,
+                        status: None,
+                        supervisor: None,
+                    };
+                    let _ = child.kill();
+                    drop(child);
+                    return Err(SandboxError::Launcher(io::Error::new(
+                        e.kind(),
+                        format!("cannot supervise the server's seccomp filter: {e}"),
+                    ))
+                    .into());
+                }
+            }
+        }
+        _ => None,
+    };
     if scratch.is_some() {
         // Scratch directories of rootfences killed before they could
         // clean up: removed once per process, in the background.
@@ -939,7 +1011,32 @@ fn attempt(
         confinement,
         namespaces,
         status: None,
+        supervisor,
     })
+}
+
+/// The one descriptor the child sent on `sock` (already there: the child
+/// sends it before `execve`).
+fn receive_fd(sock: &OwnedFd) -> io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    rustix::net::recvmsg(
+        sock,
+        &mut iov,
+        &mut control,
+        rustix::net::RecvFlags::DONTWAIT | rustix::net::RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(io::Error::from)?;
+    for m in control.drain() {
+        if let rustix::net::RecvAncillaryMessage::ScmRights(mut fds) = m
+            && let Some(fd) = fds.next()
+        {
+            return Ok(fd);
+        }
+    }
+    Err(io::Error::other("the child sent no seccomp listener"))
 }
 
 /// What a failed start means: a mode the kernel refuses (try a weaker one)

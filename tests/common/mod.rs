@@ -25,9 +25,12 @@ pub fn fake_server() -> PathBuf {
     p
 }
 
-/// The `rootfence` binary under test.
-pub fn rootfence() -> &'static str {
-    env!("CARGO_BIN_EXE_rootfence")
+/// The `rootfence` binary under test: the one built with the tests, or
+/// `ROOTFENCE_TEST_BIN` (to run the attacks against another build, e.g. a
+/// release before a fix, and see them get through).
+pub fn rootfence() -> String {
+    std::env::var("ROOTFENCE_TEST_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rootfence").to_string())
 }
 
 /// A program the tests need, or a panic saying how to get it.

@@ -365,7 +365,7 @@ fn io_uring_keyrings_and_x32_calls_are_refused() {
     .expect("io_uring_setup", "EPERM")
     .expect("keyctl_session", "EPERM")
     .expect("add_key", "EPERM")
-    .expect("x32_socket_udp", "EPERM");
+    .expect("x32_socket_udp", "ENOSYS");
 }
 
 #[test]
@@ -408,6 +408,11 @@ fn a_datagram_socketpair_reaches_no_pathname_socket() {
         &[],
         &format!(
             "check('dgram_pair', lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))\n\
+             def raw_pair_sendto():\n\
+             \x20   r1, r2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)\n\
+             \x20   r1.sendto(b'raw', '{p}')\n\
+             check('raw_pair', raw_pair_sendto)\n\
+             check('raw_socket', lambda: socket.socket(socket.AF_UNIX, socket.SOCK_RAW))\n\
              a, b = socket.socketpair()\n\
              check('stream_sendto', lambda: a.sendto(b'x', '{p}'))\n\
              check('stream_pair', lambda: (a.send(b'ok'), b.recv(2)))\n\
@@ -417,6 +422,8 @@ fn a_datagram_socketpair_reaches_no_pathname_socket() {
         ),
     )
     .refused("dgram_pair")
+    .refused("raw_pair")
+    .refused("raw_socket")
     .expect_any("stream_sendto", CONNECTED_ALREADY)
     .expect_any("seqpacket_connect", CONNECTED_ALREADY)
     .expect("stream_pair", "OK");
@@ -520,4 +527,46 @@ fn system_v_ipc_of_the_host_is_out_of_reach() {
     .refused("own_shm")
     .refused("mq_open");
     assert!(host.intact(), "a System V object of the host was changed or removed");
+}
+
+#[test]
+fn listen_binds_no_port_of_its_own_when_a_bind_port_is_granted() {
+    // With tcp_bind = [P] listen() must be allowed, but listen() on a
+    // socket never bound binds an ephemeral port on every address, where
+    // anyone could connect.
+    let t = tree();
+    let granted = free_port();
+    let client = std::thread::spawn(move || {
+        for _ in 0..200 {
+            if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", granted)) {
+                let mut got = String::new();
+                let _ = std::io::Read::read_to_string(&mut c, &mut got);
+                return got;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        String::new()
+    });
+    let p = t.py(
+        &["--allow-tcp-bind", &granted.to_string()],
+        &format!(
+            "s = socket.socket()\n\
+             check('unbound', lambda: s.listen())\n\
+             print('unbound_port=' + str(s.getsockname()[1]), flush=True)\n\
+             s6 = socket.socket(socket.AF_INET6)\n\
+             check('unbound6', lambda: s6.listen())\n\
+             g = socket.socket()\n\
+             g.bind(('127.0.0.1', {granted}))\n\
+             check('granted', lambda: g.listen())\n\
+             g.settimeout(10)\n\
+             conn, _ = g.accept()\n\
+             conn.sendall(b'hello')\n\
+             conn.close()",
+        ),
+    );
+    p.expect("unbound", "EPERM")
+        .expect("unbound6", "EPERM")
+        .expect("unbound_port", "0")
+        .expect("granted", "OK");
+    assert_eq!(client.join().unwrap(), "hello", "the granted listener was not reachable");
 }

@@ -1,0 +1,295 @@
+use super::*;
+
+fn policies() -> Vec<FilterPolicy> {
+    let mut out = Vec::new();
+    for bits in 0..64u32 {
+        let b = |i: u32| bits & (1 << i) != 0;
+        out.push(FilterPolicy {
+            udp: b(0),
+            deny_unix: b(1),
+            deny_inet: b(2),
+            listen: if b(3) {
+                Listen::Supervised
+            } else {
+                Listen::Refused
+            },
+            namespaces: b(4),
+            report: b(5),
+        });
+    }
+    out
+}
+
+#[test]
+fn every_call_is_listed_once_with_a_reason() {
+    for p in policies() {
+        let t = entries(&p);
+        let mut seen = std::collections::BTreeMap::new();
+        for e in &t {
+            assert!(!e.why.is_empty(), "{} has no reason", e.name);
+            if let Some(other) = seen.insert(e.nr, e.name) {
+                panic!("{} and {} share number {}", other, e.name, e.nr);
+            }
+        }
+    }
+}
+
+#[test]
+fn compiles_for_every_policy_within_the_kernels_limit() {
+    for p in policies() {
+        let prog = compile(p).unwrap();
+        assert!(prog.len() < 4096, "{} instructions", prog.len());
+    }
+}
+
+/// The action word the program should return for a decision.
+fn expected(p: &FilterPolicy, d: Decision<'_>) -> u32 {
+    word(p, d.action, d.entry)
+}
+
+/// Argument values worth trying for a table: every constant a condition
+/// names, its neighbours, and each mask with and without extra bits.
+fn interesting(t: &[Entry]) -> Vec<u32> {
+    let mut v = vec![
+        0,
+        1,
+        2,
+        3,
+        0xf,
+        0x80,
+        0x800,
+        0x80000,
+        0xffff_ffff,
+        0x8000_0000,
+    ];
+    for e in t {
+        if let Rule::Args { clauses, .. } = &e.rule {
+            for c in clauses {
+                for w in &c.when {
+                    match w {
+                        Cond::Eq(_, x) => v.extend([*x, x.wrapping_add(1)]),
+                        Cond::In(_, xs) => {
+                            for x in xs {
+                                v.extend([*x, x.wrapping_add(1), x.wrapping_sub(1)]);
+                            }
+                        }
+                        Cond::MaskedIn(_, m, xs) => {
+                            for x in xs {
+                                v.extend([*x, x | 0x800, x | 0x80000, x | !m]);
+                            }
+                        }
+                        Cond::AnySet(_, m) | Cond::NoneSet(_, m) => {
+                            v.extend([*m, m & m.wrapping_neg(), !m, m | 0x1ff])
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn the_program_means_what_decide_says() {
+    let arch = audit_arch().unwrap();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for p in policies() {
+        let t = entries(&p);
+        let prog = compile_table(&p, &t).unwrap();
+        let vals = interesting(&t);
+        let mut nrs: Vec<i64> = t.iter().map(|e| e.nr).collect();
+        nrs.extend([0x1ff, 470, 471, 500, 1000]);
+        for nr in nrs {
+            for round in 0..60 {
+                let mut args = [0u64; 6];
+                for a in &mut args {
+                    let r = next();
+                    let low = vals[(r as usize) % vals.len()];
+                    // Sometimes garbage in the high half: only the low
+                    // half may matter.
+                    let high = if round % 3 == 0 { r >> 32 } else { 0 };
+                    *a = (high << 32) | u64::from(low);
+                }
+                let want = expected(&p, decide(&t, nr, &args));
+                let got = bpf::run(&prog, nr as i32, arch, args);
+                assert_eq!(got, want, "{p:?} nr {nr} args {args:x?}");
+            }
+        }
+        // x32 numbers and other architectures.
+        if cfg!(target_arch = "x86_64") {
+            let x32 = (X32_SYSCALL_BIT | libc::SYS_socket as u32) as i32;
+            assert_eq!(
+                bpf::run(&prog, x32, arch, [2, 2, 0, 0, 0, 0]),
+                word(&p, Action::Errno(libc::ENOSYS), None)
+            );
+        }
+        assert_eq!(
+            bpf::run(&prog, libc::SYS_getpid as i32, 0x4000_0003, [0; 6]),
+            RET_KILL_PROCESS
+        );
+    }
+}
+
+fn strict() -> FilterPolicy {
+    FilterPolicy {
+        udp: false,
+        deny_unix: true,
+        deny_inet: false,
+        listen: Listen::Refused,
+        namespaces: false,
+        report: false,
+    }
+}
+
+fn act(p: &FilterPolicy, nr: i64, args: [u64; 6]) -> Action {
+    decide(&entries(p), nr, &args).action
+}
+
+#[test]
+fn unix_datagrams_are_refused_in_every_shape_when_unix_sockets_are() {
+    let p = strict();
+    let unix = libc::AF_UNIX as u64;
+    for ty in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM, 11] {
+        for flags in [0, libc::SOCK_CLOEXEC, libc::SOCK_NONBLOCK] {
+            let ty = (ty | flags) as u64;
+            assert_eq!(
+                act(&p, libc::SYS_socketpair, [unix, ty, 0, 0, 0, 0]),
+                Action::Errno(libc::EPERM),
+                "socketpair type {ty:#x}"
+            );
+            assert_eq!(
+                act(&p, libc::SYS_socket, [unix, ty, 0, 0, 0, 0]),
+                Action::Errno(libc::EPERM)
+            );
+        }
+    }
+    let stream = (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64;
+    assert_eq!(
+        act(&p, libc::SYS_socketpair, [unix, stream, 0, 0, 0, 0]),
+        Action::Allow
+    );
+}
+
+#[test]
+fn unknown_and_future_calls_are_refused_as_missing() {
+    let p = strict();
+    for nr in [file_setattr_nr(), 470, 500] {
+        assert_ne!(act(&p, nr, [0; 6]), Action::Allow, "{nr}");
+    }
+    assert_eq!(act(&p, 500, [0; 6]), Action::Errno(libc::ENOSYS));
+    assert_eq!(
+        act(&p, libc::SYS_clone3, [0; 6]),
+        Action::Errno(libc::ENOSYS)
+    );
+}
+
+fn file_setattr_nr() -> i64 {
+    469
+}
+
+#[test]
+fn inode_flags_and_terminal_input_are_refused_and_queries_allowed() {
+    let p = strict();
+    let ioctl = |req: u64| act(&p, libc::SYS_ioctl, [0, req, 0, 0, 0, 0]);
+    assert_eq!(ioctl(0x4008_6602), Action::Errno(libc::EPERM));
+    assert_eq!(ioctl(0x401C_5820), Action::Errno(libc::EPERM));
+    assert_eq!(ioctl(0x5412), Action::Errno(libc::EPERM));
+    assert_eq!(ioctl(0x1234), Action::Errno(libc::ENOTTY));
+    assert_eq!(ioctl(0x5401), Action::Allow);
+    assert_eq!(ioctl(0x8008_6601), Action::Allow);
+}
+
+#[test]
+fn set_id_modes_are_refused_at_creation_and_plain_ones_allowed() {
+    let p = strict();
+    let creat = libc::O_CREAT as u64 | libc::O_WRONLY as u64;
+    let openat = |flags: u64, mode: u64| act(&p, libc::SYS_openat, [0, 0, flags, mode, 0, 0]);
+    assert_eq!(openat(creat, 0o6777), Action::Errno(libc::EPERM));
+    assert_eq!(openat(creat, 0o4755), Action::Errno(libc::EPERM));
+    assert_eq!(openat(creat, 0o666), Action::Allow);
+    // Without O_CREAT the mode is not read.
+    assert_eq!(openat(libc::O_RDONLY as u64, 0o6777), Action::Allow);
+    let tmpfile = (libc::O_TMPFILE | libc::O_RDWR) as u64;
+    assert_eq!(openat(tmpfile, 0o2755), Action::Errno(libc::EPERM));
+    assert_eq!(
+        act(&p, libc::SYS_mkdirat, [0, 0, 0o3777, 0, 0, 0]),
+        Action::Errno(libc::EPERM)
+    );
+    assert_eq!(
+        act(&p, libc::SYS_mkdirat, [0, 0, 0o1777, 0, 0, 0]),
+        Action::Allow
+    );
+    let fifo = u64::from(libc::S_IFIFO) | 0o4666;
+    assert_eq!(
+        act(&p, libc::SYS_mknodat, [0, 0, fifo, 0, 0, 0]),
+        Action::Errno(libc::EPERM)
+    );
+}
+
+#[test]
+fn namespaces_cannot_be_made_from_inside() {
+    let p = strict();
+    let clone = |flags: u64| act(&p, libc::SYS_clone, [flags, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        clone(libc::CLONE_NEWUSER as u64),
+        Action::Errno(libc::EPERM)
+    );
+    assert_eq!(
+        clone((libc::CLONE_NEWNET | libc::SIGCHLD) as u64),
+        Action::Errno(libc::EPERM)
+    );
+    assert_eq!(clone(libc::SIGCHLD as u64), Action::Allow);
+    assert_eq!(
+        act(&p, libc::SYS_unshare, [0x80, 0, 0, 0, 0, 0]),
+        Action::Errno(libc::EPERM)
+    );
+    assert_eq!(
+        act(
+            &p,
+            libc::SYS_unshare,
+            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
+        ),
+        Action::Allow
+    );
+}
+
+#[test]
+fn listen_goes_to_the_supervisor_only_when_something_may_listen() {
+    let mut p = strict();
+    assert_eq!(
+        act(&p, libc::SYS_listen, [3, 1, 0, 0, 0, 0]),
+        Action::Errno(libc::EPERM)
+    );
+    p.listen = Listen::Supervised;
+    assert_eq!(
+        act(&p, libc::SYS_listen, [3, 1, 0, 0, 0, 0]),
+        Action::Supervise
+    );
+    assert!(p.needs_supervisor());
+}
+
+#[test]
+fn report_mode_sends_refusals_but_not_quiet_ones_to_the_supervisor() {
+    let mut p = strict();
+    p.report = true;
+    let t = entries(&p);
+    let prog = compile_table(&p, &t).unwrap();
+    let arch = audit_arch().unwrap();
+    assert_eq!(bpf::run(&prog, 500, arch, [0; 6]), RET_USER_NOTIF);
+    assert_eq!(
+        bpf::run(&prog, libc::SYS_clone3 as i32, arch, [0; 6]),
+        RET_ERRNO | libc::ENOSYS as u32
+    );
+    assert_eq!(
+        bpf::run(&prog, libc::SYS_getpid as i32, arch, [0; 6]),
+        RET_ALLOW
+    );
+}
