@@ -176,7 +176,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         for r in refused {
             eprintln!(
                 "rootfence: refused system call: {} ({}x, {}): {}",
-                r.name,
+                r.call,
                 r.count,
                 std::io::Error::from_raw_os_error(r.errno),
                 r.why

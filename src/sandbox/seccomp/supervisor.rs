@@ -27,6 +27,10 @@ use super::{Action, Entry, decide};
 pub struct Refused {
     /// The call's name (`#NR` when the table does not list it).
     pub name: String,
+    /// The arguments the decision turned on (`socket(AF_UNIX, SOCK_STREAM)`,
+    /// `ioctl(0x5412)`), or the name alone for a call refused whatever its
+    /// arguments.
+    pub call: String,
     /// Why it is refused.
     pub why: String,
     /// The errno the server got.
@@ -48,7 +52,7 @@ pub struct Rules {
 #[derive(Debug)]
 pub struct Supervisor {
     stop: Arc<AtomicBool>,
-    refused: Arc<Mutex<BTreeMap<i64, Refused>>>,
+    refused: Arc<Mutex<BTreeMap<String, Refused>>>,
 }
 
 impl Supervisor {
@@ -82,7 +86,7 @@ fn serve(
     listener: &OwnedFd,
     rules: &Rules,
     stop: &AtomicBool,
-    refused: &Mutex<BTreeMap<i64, Refused>>,
+    refused: &Mutex<BTreeMap<String, Refused>>,
 ) {
     let fd = listener.as_raw_fd();
     while !stop.load(Ordering::Relaxed) {
@@ -135,7 +139,7 @@ fn answer(
     listener: RawFd,
     n: &libc::seccomp_notif,
     rules: &Rules,
-    refused: &Mutex<BTreeMap<i64, Refused>>,
+    refused: &Mutex<BTreeMap<String, Refused>>,
 ) -> (i64, i32) {
     let nr = i64::from(n.data.nr);
     let args = n.data.args;
@@ -152,17 +156,19 @@ fn answer(
             let name = d
                 .entry
                 .map_or_else(|| format!("#{nr}"), |e| e.name.to_string());
+            let call = describe(&name, nr, &args, d.entry);
             if let Ok(mut m) = refused.lock() {
-                let r = m.entry(nr).or_insert_with(|| {
+                let r = m.entry(call.clone()).or_insert_with(|| {
                     let why = d
                         .entry
                         .map_or("not on rootfence's list of system calls", |e| e.why);
                     tracing::warn!(
-                        "the server called {name}, which the sandbox refuses ({why}); it got {}",
+                        "the server called {call}, which the sandbox refuses ({why}); it got {}",
                         io::Error::from_raw_os_error(errno)
                     );
                     Refused {
                         name: name.clone(),
+                        call: call.clone(),
                         why: why.to_string(),
                         errno,
                         count: 0,
@@ -241,4 +247,64 @@ fn supervised_listen(listener: RawFd, n: &libc::seccomp_notif, rules: &Rules) ->
         return Err(last());
     }
     Ok(())
+}
+
+/// The call as a reader would write it, with the arguments its rule
+/// checks.
+fn describe(name: &str, nr: i64, args: &[u64; 6], entry: Option<&Entry>) -> String {
+    let a = |i: usize| args[i] as u32;
+    if !entry.is_some_and(|e| matches!(e.rule, super::Rule::Args { .. })) {
+        return name.to_string();
+    }
+    let family = |f: u32| match f as i32 {
+        libc::AF_UNIX => "AF_UNIX".to_string(),
+        libc::AF_INET => "AF_INET".to_string(),
+        libc::AF_INET6 => "AF_INET6".to_string(),
+        libc::AF_NETLINK => "AF_NETLINK".to_string(),
+        libc::AF_PACKET => "AF_PACKET".to_string(),
+        other => other.to_string(),
+    };
+    let kind = |t: u32| match (t & 0xf) as i32 {
+        libc::SOCK_STREAM => "SOCK_STREAM".to_string(),
+        libc::SOCK_DGRAM => "SOCK_DGRAM".to_string(),
+        libc::SOCK_RAW => "SOCK_RAW".to_string(),
+        libc::SOCK_SEQPACKET => "SOCK_SEQPACKET".to_string(),
+        other => other.to_string(),
+    };
+    if nr == libc::SYS_socket || nr == libc::SYS_socketpair {
+        return format!("{name}({}, {}, {})", family(a(0)), kind(a(1)), a(2));
+    }
+    // The arguments the rule looks at, by position.
+    let mut used: Vec<u8> = Vec::new();
+    if let Some(super::Rule::Args { clauses, .. }) = entry.map(|e| &e.rule) {
+        for c in clauses {
+            for w in &c.when {
+                let (super::Cond::Eq(i, _)
+                | super::Cond::In(i, _)
+                | super::Cond::MaskedIn(i, _, _)
+                | super::Cond::AnySet(i, _)
+                | super::Cond::NoneSet(i, _)) = w;
+                if !used.contains(i) {
+                    used.push(*i);
+                }
+            }
+        }
+    }
+    used.sort_unstable();
+    // Modes read best in octal, requests and flags in hex.
+    let modes = ["chmod", "mkdir", "mknod", "open", "creat"]
+        .iter()
+        .any(|m| name.contains(m));
+    let shown: Vec<String> = used
+        .iter()
+        .map(|i| {
+            let v = a(*i as usize);
+            if modes {
+                format!("arg{i}={v:#o}")
+            } else {
+                format!("arg{i}={v:#x}")
+            }
+        })
+        .collect();
+    format!("{name}({})", shown.join(", "))
 }

@@ -67,8 +67,6 @@ const SYS_uretprobe: i64 = 335;
 
 /// Set-user-ID and set-group-ID mode bits.
 const SETID: u32 = libc::S_ISUID | libc::S_ISGID;
-/// Mode bits `chmod` may not set: set-id, and write for others.
-const CHMOD_REFUSED: u32 = SETID | libc::S_IWOTH;
 /// The open flags that create a file (`O_TMPFILE` without `O_DIRECTORY`).
 const CREATES: u32 = (libc::O_CREAT | (libc::O_TMPFILE & !libc::O_DIRECTORY)) as u32;
 /// `clone`/`unshare` flags that make a namespace. (`CLONE_NEWTIME` shares
@@ -227,12 +225,19 @@ fn creation(mode: u8, flags: Option<u8>) -> Rule {
     args(vec![when(w, EPERM)], Action::Allow)
 }
 
-/// `chmod` to a set-id or world-writable mode refused: without a view,
-/// a server running as root owns every root-owned file, including set-id
-/// candidates outside the sandbox (Landlock does not rule on metadata).
-fn chmod(mode: u8) -> Rule {
+/// `chmod` to a set-id mode refused (a set-user-ID file in a root runs
+/// with its owner's rights outside), and without the view to a
+/// world-writable one too: then a server running as root owns every
+/// root-owned file, including those outside the sandbox it may only read
+/// (Landlock does not rule on metadata; the view mounts them read-only).
+fn chmod(p: &FilterPolicy, mode: u8) -> Rule {
+    let refused = if p.namespaces {
+        SETID
+    } else {
+        SETID | libc::S_IWOTH
+    };
     args(
-        vec![when(vec![Cond::AnySet(mode, CHMOD_REFUSED)], EPERM)],
+        vec![when(vec![Cond::AnySet(mode, refused)], EPERM)],
         Action::Allow,
     )
 }
@@ -476,8 +481,8 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         t.push(one(
             libc::SYS_chmod,
             "chmod",
-            "change a mode, not to set-id or world-writable",
-            chmod(1),
+            "change a mode, not to set-id (nor, without the view, world-writable)",
+            chmod(p, 1),
         ));
     }
 
@@ -510,20 +515,20 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
     t.push(one(
         libc::SYS_fchmod,
         "fchmod",
-        "change a mode, not to set-id or world-writable",
-        chmod(1),
+        "change a mode, not to set-id (nor, without the view, world-writable)",
+        chmod(p, 1),
     ));
     t.push(one(
         libc::SYS_fchmodat,
         "fchmodat",
-        "change a mode, not to set-id or world-writable",
-        chmod(2),
+        "change a mode, not to set-id (nor, without the view, world-writable)",
+        chmod(p, 2),
     ));
     t.push(one(
         libc::SYS_fchmodat2,
         "fchmodat2",
-        "change a mode, not to set-id or world-writable",
-        chmod(2),
+        "change a mode, not to set-id (nor, without the view, world-writable)",
+        chmod(p, 2),
     ));
     t.push(one(libc::SYS_socket, "socket", "unix (where Landlock or the policy allows), TCP, UDP when the policy allows, route netlink", socket_rule(p)));
     t.push(one(
