@@ -583,6 +583,21 @@ fn control_files(
                 ));
                 kept.push(r);
             }
+            VcsMode::ReadOnly if found.iter().any(|c| c.symlink) => {
+                let link = found
+                    .iter()
+                    .find(|c| c.symlink)
+                    .map(|c| c.path.clone())
+                    .unwrap_or_default();
+                refused.push(Refusal {
+                    input: r.input.clone(),
+                    from: r.source,
+                    reason: RefusalReason::ControlSymlink {
+                        link,
+                        origin: policy.name(),
+                    },
+                });
+            }
             VcsMode::ReadOnly => {
                 for c in found {
                     let why = format!("{} in root {}", c.kind.name(), r.uri);

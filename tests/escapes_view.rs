@@ -252,3 +252,106 @@ fn version_control_and_editor_metadata_in_a_root_stays_the_users() {
     let log = git(&t.r, &["log", "--oneline"]);
     assert!(String::from_utf8_lossy(&log.stdout).contains("by the server"));
 }
+
+#[test]
+fn a_protected_path_swapped_while_the_view_is_built_mounts_nothing_outside() {
+    // Another server of the same root (here one without namespaces, where
+    // nothing pins .git) swaps R/sub/.git with a symlink to a directory
+    // outside, over and over (RENAME_EXCHANGE), while new servers of the
+    // root are launched. Each launch must either be refused or show the
+    // real .git read-only: never the outside directory, never a writable
+    // .git.
+    let t = Tree::new();
+    let sub = t.r.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    assert!(git(&sub, &["init", "-q"]).status.success());
+    let target = t.outside.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("config"), SECRET).unwrap();
+    std::os::unix::fs::symlink("../../outside/target", sub.join("evil")).unwrap();
+    let stop = t.r.join("stop-swapping");
+    let swapper_policy = t.p("swapper.toml");
+    std::fs::write(
+        &swapper_policy,
+        "version = 1\n[roots]\nvcs = \"warn\"\n[isolation]\nnamespaces = \"off\"\n",
+    )
+    .unwrap();
+    let mut swapper = std::process::Command::new(common::rootfence())
+        .args(["exec", "--policy"])
+        .arg(&swapper_policy)
+        .arg("--root")
+        .arg(&t.r)
+        .args(["--", python().to_str().unwrap(), "-c"])
+        .arg(format!(
+            "import ctypes, os\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             a, b = b'{s}/.git', b'{s}/evil'\n\
+             n = 0\n\
+             import random, time\n\
+             while not os.path.exists('{stop}'):\n\
+             \x20   libc.renameat2(-100, a, -100, b, 2)\n\
+             \x20   n += 1\n\
+             \x20   # Each state held a moment, so that launches meet both,\n\
+             \x20   # and the changes between their checks.\n\
+             \x20   time.sleep(random.random() * 0.001)\n\
+             # Leave the real .git in place.\n\
+             if os.path.islink(a):\n\
+             \x20   libc.renameat2(-100, a, -100, b, 2)\n\
+             print('swaps', n)",
+            s = sub.display(),
+            stop = stop.display()
+        ))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let launches: usize = std::env::var("ROOTFENCE_RACE_LAUNCHES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150);
+    let (mut refused, mut protected) = (0, 0);
+    for _ in 0..launches {
+        let p = t.py(
+            &[],
+            &format!(
+                "check('read', lambda: read('{s}/.git/config'))\n\
+                 print('outside=' + str(read('{s}/.git/config') == '{SECRET}') if os.path.exists('{s}/.git/config') else 'outside=False')\n\
+                 check('write', lambda: write('{s}/.git/config', 'planted', 'a'))",
+                s = sub.display()
+            ),
+        );
+        if !p.out.status.success() {
+            // The launch saw the swap and refused to start.
+            refused += 1;
+            continue;
+        }
+        assert_eq!(
+            p.value("outside"),
+            "False",
+            "the outside directory was mounted at .git"
+        );
+        assert_ne!(
+            p.value("write"),
+            "OK",
+            "a protected .git/config was writable"
+        );
+        protected += 1;
+    }
+    std::fs::write(&stop, "").unwrap();
+    let out = swapper.wait_with_output().unwrap();
+    let swaps = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        swaps.starts_with("swaps "),
+        "the swapper did not run: {swaps} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        content(&target.join("config")),
+        SECRET,
+        "the outside directory was written"
+    );
+    assert!(protected > 0, "no launch got through ({refused} refused)");
+    eprintln!("{launches} launches: {protected} protected, {refused} refused; {swaps}");
+}

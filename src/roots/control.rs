@@ -47,8 +47,12 @@ impl ControlKind {
 pub struct ControlPath {
     /// Absolute path.
     pub path: PathBuf,
-    /// What it is.
+    /// What it is (for a symlink, what its name says it is).
     pub kind: ControlKind,
+    /// A symlink with that name: tools outside follow it (git takes a
+    /// `.git` link to a directory for the repository), and no mount can
+    /// keep a symlink as it is, so it cannot be made read-only.
+    pub symlink: bool,
 }
 
 /// Most subdirectories of a root looked into (the scan is the root and its
@@ -71,13 +75,15 @@ pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
     for e in entries.flatten() {
         let Ok(ft) = e.file_type() else { continue };
         let name = e.file_name();
-        if let Some(kind) = name.to_str().and_then(|n| kind_of(n, ft.is_dir())) {
-            if !ft.is_symlink() {
-                found.push(ControlPath {
-                    path: root.join(&name),
-                    kind,
-                });
-            }
+        if let Some(kind) = name
+            .to_str()
+            .and_then(|n| kind_of(n, ft.is_dir(), ft.is_symlink()))
+        {
+            found.push(ControlPath {
+                path: root.join(&name),
+                kind,
+                symlink: ft.is_symlink(),
+            });
             continue;
         }
         if !ft.is_dir() || truncated {
@@ -98,7 +104,18 @@ pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
     (found, truncated)
 }
 
-fn kind_of(name: &str, is_dir: bool) -> Option<ControlKind> {
+/// What an entry is by its name and type (a symlink by its name alone).
+fn kind_of(name: &str, is_dir: bool, is_symlink: bool) -> Option<ControlKind> {
+    if is_symlink {
+        return Some(match name {
+            ".git" => ControlKind::GitDir,
+            ".hg" => ControlKind::Hg,
+            ".envrc" => ControlKind::Envrc,
+            ".vscode" => ControlKind::Vscode,
+            ".idea" => ControlKind::Idea,
+            _ => return None,
+        });
+    }
     Some(match (name, is_dir) {
         (".git", true) => ControlKind::GitDir,
         (".git", false) => ControlKind::GitFile,
@@ -112,17 +129,15 @@ fn kind_of(name: &str, is_dir: bool) -> Option<ControlKind> {
 
 fn scan_one(dir: &cap_std::fs::Dir, at: &Path, found: &mut Vec<ControlPath>) {
     for name in [".git", ".hg", ".envrc", ".vscode", ".idea"] {
-        // Not following a symlink: a link named .git is not a repository.
+        // Not following a symlink: it is recorded as one.
         let Ok(md) = dir.symlink_metadata(name) else {
             continue;
         };
-        if md.is_symlink() {
-            continue;
-        }
-        if let Some(kind) = kind_of(name, md.is_dir()) {
+        if let Some(kind) = kind_of(name, md.is_dir(), md.is_symlink()) {
             found.push(ControlPath {
                 path: at.join(name),
                 kind,
+                symlink: md.is_symlink(),
             });
         }
     }
@@ -147,22 +162,24 @@ mod tests {
         let dir = cap_std::fs::Dir::open_ambient_dir(r, cap_std::ambient_authority()).unwrap();
         let (found, truncated) = scan(&dir, r);
         assert!(!truncated);
-        let got: Vec<(String, ControlKind)> = found
+        let got: Vec<(String, ControlKind, bool)> = found
             .iter()
             .map(|c| {
                 (
                     c.path.strip_prefix(r).unwrap().display().to_string(),
                     c.kind,
+                    c.symlink,
                 )
             })
             .collect();
         assert_eq!(
             got,
             [
-                (".envrc".to_string(), ControlKind::Envrc),
-                (".git".to_string(), ControlKind::GitDir),
-                ("app/.vscode".to_string(), ControlKind::Vscode),
-                ("wt/.git".to_string(), ControlKind::GitFile),
+                (".envrc".to_string(), ControlKind::Envrc, false),
+                (".git".to_string(), ControlKind::GitDir, false),
+                ("app/.vscode".to_string(), ControlKind::Vscode, false),
+                ("linked/.idea".to_string(), ControlKind::Idea, true),
+                ("wt/.git".to_string(), ControlKind::GitFile, false),
             ]
         );
     }

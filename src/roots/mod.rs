@@ -360,6 +360,19 @@ pub enum RefusalReason {
         /// Where the rule was written.
         origin: String,
     },
+    /// A read-write root holding version-control or editor metadata
+    /// through a symlink (`.git -> elsewhere`), with `[roots] vcs =
+    /// "read-only"`: a symlink cannot be kept read-only, and tools outside
+    /// follow it.
+    #[error(
+        "holds {link}, a symlink where tools outside the sandbox look for version-control or editor metadata (git takes a .git link to a directory for the repository): it cannot be kept read-only under [roots] vcs = \"read-only\" ({origin}), and the server could point it anywhere; give the root read-only (--ro-root), replace the link with the directory, or set [roots] vcs = \"warn\""
+    )]
+    ControlSymlink {
+        /// The link.
+        link: PathBuf,
+        /// Where the rule was written.
+        origin: String,
+    },
     /// Under `/run`: sockets and state of running services.
     #[error(
         "{0} is under /run, the sockets and state of running services: roots there are refused; choose a directory of files"

@@ -72,7 +72,8 @@ pub enum Step {
     ViewBase = 8,
     /// One operation of the view (the detail is its index).
     ViewOp = 9,
-    /// A root's mounted object is not the one its handle holds.
+    /// A granted path's object is not the one that was checked (for a root,
+    /// the one its handle holds).
     RootChanged = 10,
     /// Making the view's `/` read-only and entering it.
     ViewEnter = 11,
@@ -138,7 +139,7 @@ impl std::fmt::Display for Step {
             Step::ViewBase => "build the base of its filesystem view (tmpfs, pivot_root)",
             Step::ViewOp => "build its filesystem view",
             Step::RootChanged => {
-                "mount a root: the directory at the root's path is no longer the one that was checked (it was replaced while the sandbox was being built)"
+                "mount a granted path: the object at its path is no longer the one that was checked (it was replaced, or a symlink put on its way, while the sandbox was being built)"
             }
             Step::ViewEnter => "enter its filesystem view",
             Step::MemfdNoexec => "make memfd files non-executable (vm.memfd_noexec)",
@@ -237,26 +238,39 @@ pub enum ViewOp {
         /// Its text.
         text: CString,
     },
-    /// A recursive bind mount.
+    /// A recursive bind mount, made from descriptors: the source opened
+    /// without following any symlink and checked, cloned (`open_tree`),
+    /// and moved onto the target opened the same way (`move_mount`).
     Bind {
-        /// Source, below [`HOST`].
+        /// Source, below [`HOST`] (a canonical path: no symlink in it).
         src: CString,
-        /// Target.
+        /// Target (canonical too).
         dst: CString,
         /// `MOUNT_ATTR_*` it must have (recursively).
         attrs: u64,
         /// Whether they are set on their own once the whole view has its
         /// default attributes ([`VIEW_ATTRS`]).
         fixup: bool,
-        /// For roots: the (device, inode) the mounted directory must have.
-        verify: Option<(u64, u64)>,
+        /// The (device, inode) the source must have.
+        identity: Option<(u64, u64)>,
+        /// The target is the same object as the source (it lies inside a
+        /// mounted grant): checked too.
+        on_itself: bool,
     },
-    /// An overlay mount; `data` holds the lower, upper and work layers.
+    /// An overlay mount; `data` holds the lower, upper and work layers,
+    /// the lower one as `/proc/self/fd/<slot>` of the host's `/proc`.
     Overlay {
         /// Target.
         dst: CString,
         /// The mount data.
         data: CString,
+        /// The lower layer, below [`HOST`]: opened without following
+        /// symlinks, checked, and put at descriptor `slot`.
+        lower: CString,
+        /// The (device, inode) the lower layer must have.
+        identity: Option<(u64, u64)>,
+        /// The descriptor number `data` names.
+        slot: RawFd,
     },
     /// A fresh procfs.
     Proc {
@@ -291,6 +305,10 @@ pub struct NsChild {
     /// The stack the server runs on between the init's `clone` and its
     /// `execve` (it shares the init's memory until then).
     pub server_stack: ServerStack,
+    /// One slot per operation: the descriptor of each bind mount's tree,
+    /// kept until its attributes are set (so they are set on that very
+    /// mount, not on whatever a path names by then). Filled in the child.
+    pub tree_fds: Vec<std::cell::Cell<RawFd>>,
 }
 
 /// A stack mapped in the parent for the server's first moments in the
@@ -794,10 +812,7 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     libc::close(fd);
                 }
                 ViewOp::Copy { src, dst } => {
-                    let from = libc::open(
-                        src.as_ptr(),
-                        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    );
+                    let from = open_beneath(src, libc::O_RDONLY);
                     if from < 0 {
                         fail(err, Step::ViewOp, i, errno());
                     }
@@ -827,35 +842,72 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     }
                 }
                 ViewOp::Bind {
-                    src, dst, verify, ..
+                    src,
+                    dst,
+                    identity,
+                    on_itself,
+                    ..
                 } => {
-                    if libc::mount(
-                        src.as_ptr(),
-                        dst.as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_BIND | libc::MS_REC,
-                        std::ptr::null(),
+                    let from = open_beneath(src, libc::O_PATH);
+                    if from < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    if !same_object(from, *identity) {
+                        fail(err, Step::RootChanged, i, libc::ESTALE);
+                    }
+                    let tree = libc::syscall(
+                        libc::SYS_open_tree,
+                        from,
+                        c"".as_ptr(),
+                        OPEN_TREE_CLONE | libc::O_CLOEXEC as u32 | AT_RECURSIVE | AT_EMPTY_PATH,
+                    ) as libc::c_int;
+                    if tree < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    libc::close(from);
+                    let to = open_beneath(dst, libc::O_PATH);
+                    if to < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    if *on_itself && !same_object(to, *identity) {
+                        fail(err, Step::RootChanged, i, libc::ESTALE);
+                    }
+                    if libc::syscall(
+                        libc::SYS_move_mount,
+                        tree,
+                        c"".as_ptr(),
+                        to,
+                        c"".as_ptr(),
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
                     ) < 0
                     {
                         fail(err, Step::ViewOp, i, errno());
                     }
-                    if let Some((dev, ino)) = verify {
-                        let mut st: libc::stat = std::mem::zeroed();
-                        if libc::fstatat(
-                            libc::AT_FDCWD,
-                            dst.as_ptr(),
-                            &mut st,
-                            libc::AT_SYMLINK_NOFOLLOW,
-                        ) < 0
-                        {
-                            fail(err, Step::ViewOp, i, errno());
-                        }
-                        if st.st_dev != *dev || st.st_ino != *ino {
-                            fail(err, Step::RootChanged, i, libc::ESTALE);
-                        }
+                    libc::close(to);
+                    if let Some(slot) = ns.tree_fds.get(i as usize) {
+                        slot.set(tree);
+                    } else {
+                        libc::close(tree);
                     }
                 }
-                ViewOp::Overlay { dst, data } => {
+                ViewOp::Overlay {
+                    dst,
+                    data,
+                    lower,
+                    identity,
+                    slot,
+                } => {
+                    let from = open_beneath(lower, libc::O_PATH | libc::O_DIRECTORY);
+                    if from < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    if !same_object(from, *identity) {
+                        fail(err, Step::RootChanged, i, libc::ESTALE);
+                    }
+                    if libc::dup2(from, *slot) < 0 {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                    libc::close(from);
                     let ovl = c"overlay";
                     if libc::mount(
                         ovl.as_ptr(),
@@ -867,6 +919,7 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     {
                         fail(err, Step::ViewOp, i, errno());
                     }
+                    libc::close(*slot);
                 }
                 ViewOp::Mask { .. } => {}
                 ViewOp::Proc { dst } => {
@@ -916,33 +969,38 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
         // outer mounts first.
         let detached = libc::umount2(host.as_ptr(), libc::MNT_DETACH) == 0
             && libc::rmdir(host.as_ptr()) == 0
-            && mount_setattr(c"/", VIEW_ATTRS, 0) == 0;
+            && mount_setattr(Target::Path(c"/"), VIEW_ATTRS, 0) == 0;
         if !detached {
             fail(err, Step::ViewEnter, 0, errno());
         }
         for (i, op) in ns.ops.iter().enumerate() {
-            let (dst, set, clr) = match op {
+            let tree = ns.tree_fds.get(i).map_or(-1, std::cell::Cell::get);
+            let (at, set, clr) = match op {
                 ViewOp::Bind {
-                    dst,
-                    attrs,
-                    fixup: true,
-                    ..
+                    attrs, fixup: true, ..
                 } => {
                     let clr = VIEW_ATTRS & !attrs;
-                    (dst, *attrs, clr | (MOUNT_ATTR_NOEXEC & !attrs))
+                    (Target::Fd(tree), *attrs, clr | (MOUNT_ATTR_NOEXEC & !attrs))
                 }
-                ViewOp::Overlay { dst, .. } => {
-                    (dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY)
-                }
+                ViewOp::Overlay { dst, .. } => (
+                    Target::Path(dst),
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    MOUNT_ATTR_RDONLY,
+                ),
                 _ => continue,
             };
             // A mount the host made noexec (and, in a user namespace,
             // locked so) stays noexec.
-            if mount_setattr(dst, set, clr) < 0
+            if mount_setattr(at, set, clr) < 0
                 && !(errno() == libc::EPERM
-                    && mount_setattr(dst, set, clr & !MOUNT_ATTR_NOEXEC) == 0)
+                    && mount_setattr(at, set, clr & !MOUNT_ATTR_NOEXEC) == 0)
             {
                 fail(err, Step::ViewOp, i as u32, errno());
+            }
+        }
+        for t in &ns.tree_fds {
+            if t.get() >= 0 {
+                libc::close(t.get());
             }
         }
         if let Some(cwd) = &ns.cwd
@@ -953,24 +1011,87 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
     }
 }
 
-/// `mount_setattr(dst, AT_RECURSIVE)` setting `set` and clearing `clr`.
-unsafe fn mount_setattr(dst: &std::ffi::CStr, set: u64, clr: u64) -> libc::c_long {
+/// What `mount_setattr` acts on.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// A path (no symlink followed at its end).
+    Path(&'a std::ffi::CStr),
+    /// A mount's descriptor.
+    Fd(RawFd),
+}
+
+/// `mount_setattr(at, AT_RECURSIVE)` setting `set` and clearing `clr`.
+unsafe fn mount_setattr(at: Target<'_>, set: u64, clr: u64) -> libc::c_long {
     let a = MountAttr {
         attr_set: set,
         attr_clr: clr,
         propagation: 0,
         userns_fd: 0,
     };
+    let (dfd, path, flags) = match at {
+        Target::Path(p) => (libc::AT_FDCWD, p, libc::AT_SYMLINK_NOFOLLOW),
+        Target::Fd(fd) => (fd, c"", libc::AT_EMPTY_PATH),
+    };
     // SAFETY: mount_setattr reads the struct above and the C string.
     unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            dst.as_ptr(),
-            libc::AT_RECURSIVE | libc::AT_SYMLINK_NOFOLLOW,
+            dfd,
+            path.as_ptr(),
+            libc::AT_RECURSIVE | flags,
             &a as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
+    }
+}
+
+/// `open_tree` and `move_mount` flags, and `openat2`'s `struct open_how`
+/// with its `resolve` flags.
+const OPEN_TREE_CLONE: u32 = 1;
+const AT_RECURSIVE: u32 = 0x8000;
+const AT_EMPTY_PATH: u32 = 0x1000;
+const MOVE_MOUNT_F_EMPTY_PATH: u32 = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: u32 = 0x40;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Open `path` (absolute) with `flags`, following no symlink on the way:
+/// the view's paths are canonical, so a symlink met is one put there
+/// since they were surveyed (`ELOOP`). A descriptor, or -1.
+unsafe fn open_beneath(path: &std::ffi::CStr, flags: libc::c_int) -> libc::c_int {
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: openat2 reads the struct and the C string.
+    unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        ) as libc::c_int
+    }
+}
+
+/// Whether `fd` is the object `identity` names (always, without one).
+unsafe fn same_object(fd: libc::c_int, identity: Option<(u64, u64)>) -> bool {
+    let Some((dev, ino)) = identity else {
+        return true;
+    };
+    // SAFETY: fstat into a zeroed local.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_dev == dev && st.st_ino == ino
     }
 }
 

@@ -889,6 +889,7 @@ fn attempt(
         let (sr, sw) = pipe()?;
         let (str_, stw) = pipe()?;
         let (ops, targets) = view.take().unwrap_or_default();
+        let n_ops = ops.len();
         view_targets = targets;
         let cwd = std::env::current_dir()
             .ok()
@@ -906,6 +907,7 @@ fn attempt(
             // SAFETY: geteuid cannot fail.
             memfd_noexec: !plan.exec_in_roots && unsafe { libc::geteuid() } == 0,
             server_stack: child::ServerStack::new().map_err(SandboxError::Launcher)?,
+            tree_fds: (0..n_ops).map(|_| std::cell::Cell::new(-1)).collect(),
         });
         child_ends.push(sr);
         child_ends.push(stw);
@@ -1162,6 +1164,8 @@ fn view_ops(
                 path,
                 attrs,
                 verify,
+                identity,
+                on_itself,
                 fixup,
             } => ViewOp::Bind {
                 fixup,
@@ -1171,15 +1175,21 @@ fn view_ops(
                     | if attrs.readonly { MOUNT_ATTR_RDONLY } else { 0 }
                     | if attrs.noexec { MOUNT_ATTR_NOEXEC } else { 0 }
                     | if attrs.nodev { MOUNT_ATTR_NODEV } else { 0 },
-                verify,
+                identity: verify.or(identity),
+                on_itself,
             },
-            Op::Overlay { path, layer } => {
+            Op::Overlay {
+                path,
+                layer,
+                identity,
+            } => {
                 let (_, dir) = layers.iter().find(|(p, _)| *p == path).ok_or_else(|| {
                     SandboxError::Launcher(io::Error::other("private layer without its directory"))
                 })?;
-                let _ = layer;
-                let mut data = format!("lowerdir={}", child::HOST).into_bytes();
-                data.extend_from_slice(path.as_os_str().as_bytes());
+                // The lower layer by descriptor, through the host's /proc
+                // (the view's is not mounted yet).
+                let slot = OVERLAY_SLOT + layer as RawFd;
+                let mut data = format!("lowerdir={}/proc/self/fd/{slot}", child::HOST).into_bytes();
                 data.extend_from_slice(format!(",upperdir={}", child::HOST).as_bytes());
                 data.extend_from_slice(dir.join("upper").as_os_str().as_bytes());
                 data.extend_from_slice(format!(",workdir={}", child::HOST).as_bytes());
@@ -1188,6 +1198,9 @@ fn view_ops(
                 ViewOp::Overlay {
                     dst: cpath("", &path)?,
                     data: cstring(OsStr::from_bytes(&data), "overlay options")?,
+                    lower: cpath(child::HOST, &path)?,
+                    identity,
+                    slot,
                 }
             }
             Op::Proc => ViewOp::Proc {
@@ -1200,6 +1213,10 @@ fn view_ops(
     }
     Ok((out, targets))
 }
+
+/// The descriptor numbers the child puts each overlay's lower layer at
+/// (below the usual soft limit of 1024 open files).
+const OVERLAY_SLOT: RawFd = 900;
 
 /// The uid and gid maps of a new user namespace.
 struct IdMaps {

@@ -91,6 +91,9 @@ pub struct Surveyed {
     /// For roots: (device, inode) of the object the root handle holds. The
     /// mounted object must be that one.
     pub verify: Option<(u64, u64)>,
+    /// (device, inode) of the object surveyed (for roots, the handle's):
+    /// what the child must find at the path, or it mounts nothing.
+    pub identity: Option<(u64, u64)>,
     /// Copy-on-write: the server may write, into a private upper layer.
     pub private_layer: bool,
     /// Mounted (read-only when `readonly`), whatever the rights around it:
@@ -127,6 +130,12 @@ pub enum Op {
         attrs: Attrs,
         /// For roots: the (device, inode) the mounted object must have.
         verify: Option<(u64, u64)>,
+        /// The (device, inode) of the object surveyed: the child mounts it
+        /// only if it finds that object at the path.
+        identity: Option<(u64, u64)>,
+        /// Mounted on itself: the target lies inside an already mounted
+        /// grant (host content), so it must be the same object too.
+        on_itself: bool,
         /// The view is made read-only, `nodev` and `nosuid` as a whole
         /// once built; a mount whose attributes differ from that, or that
         /// lies inside one that does, has them set on its own afterwards
@@ -140,6 +149,8 @@ pub enum Op {
         path: PathBuf,
         /// Index of the private layer (its directories in scratch).
         layer: usize,
+        /// The (device, inode) of the lower layer surveyed.
+        identity: Option<(u64, u64)>,
     },
     /// A fresh `/proc` of the server's PID namespace.
     Proc,
@@ -205,6 +216,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             exec: false,
             root: false,
             verify: None,
+            identity: None,
             private_layer: false,
             protect: None,
             symlinks: Vec::new(),
@@ -225,6 +237,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         let mut own = Eff::default();
         let mut kind = items[i].kind;
         let mut verify = None;
+        let mut identity = None;
         let mut protect: Option<bool> = None;
         while i < items.len() && items[i].canonical == canonical {
             let g = &items[i];
@@ -239,6 +252,9 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             }
             if g.verify.is_some() {
                 verify = g.verify;
+            }
+            if identity.is_none() {
+                identity = g.identity;
             }
             if let Some(ro) = g.protect {
                 protect = Some(protect.unwrap_or(false) || ro);
@@ -315,6 +331,7 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             ops.push(Op::Overlay {
                 path: canonical.clone(),
                 layer: layers,
+                identity,
             });
             layers += 1;
         } else {
@@ -322,6 +339,8 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
                 path: canonical.clone(),
                 attrs,
                 verify,
+                identity,
+                on_itself: inside,
                 fixup,
             });
         }
@@ -439,13 +458,24 @@ pub fn survey(
             Some(fd) => rustix::fs::fstat(fd)
                 .map(|st| {
                     let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
-                    (t.is_dir(), t.is_file() && (st.st_size as u64) <= COPY_MAX)
+                    (
+                        t.is_dir(),
+                        t.is_file() && (st.st_size as u64) <= COPY_MAX,
+                        (st.st_dev, st.st_ino),
+                    )
                 })
                 .map_err(std::io::Error::from),
-            None => std::fs::metadata(&canonical)
-                .map(|m| (m.is_dir(), m.is_file() && m.len() <= COPY_MAX)),
+            None => std::fs::metadata(&canonical).map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (
+                    m.is_dir(),
+                    m.is_file() && m.len() <= COPY_MAX,
+                    (m.dev(), m.ino()),
+                )
+            }),
         };
-        let kind = match md {
+        let identity = md.as_ref().ok().map(|m| m.2);
+        let kind = match md.map(|m| (m.0, m.1)) {
             Ok((true, _)) => Kind::Dir,
             Ok((false, true)) => Kind::SmallFile,
             Ok((false, false)) => Kind::File,
@@ -480,6 +510,8 @@ pub fn survey(
                 .reasons
                 .iter()
                 .any(|r| matches!(r, crate::plan::GrantReason::Root { .. })),
+            // A root's identity is its handle's (the object ruled on).
+            identity: verify.or(identity),
             verify,
             private_layer: private.contains(&g.path.as_path()),
             protect: None,
@@ -489,29 +521,69 @@ pub fn survey(
     for p in &plan.protected {
         // Only a real file or directory at its own canonical path inside a
         // granted tree: never through a symlink (which would put whatever
-        // it points at into the view).
-        let Ok(md) = std::fs::symlink_metadata(&p.path) else {
-            continue;
+        // it points at into the view). One descriptor is looked at for
+        // all of it, and the child mounts the object only if it finds
+        // that very one at the path (a server of the same root may swap
+        // things under it meanwhile).
+        let (is_dir, identity) = match real_at(&p.path) {
+            Ok(Some(found)) => found,
+            // Gone: nothing left to protect (what the server makes there is
+            // new metadata, reported when it ends).
+            Ok(None) => continue,
+            // Not the real file or directory at its own path any more: a
+            // symlink was put in its place or on its way since the root
+            // was scanned. Refuse to launch rather than leave it writable.
+            Err(source) => {
+                return Err(super::SandboxError::OpenPath {
+                    path: p.path.clone(),
+                    why: format!("{} (mounted read-only)", p.why),
+                    source,
+                });
+            }
         };
-        if md.file_type().is_symlink()
-            || std::fs::canonicalize(&p.path).ok().as_ref() != Some(&p.path)
-        {
-            continue;
-        }
         out.push(Surveyed {
             path: p.path.clone(),
             canonical: p.path.clone(),
-            kind: if md.is_dir() { Kind::Dir } else { Kind::File },
+            kind: if is_dir { Kind::Dir } else { Kind::File },
             write: !p.readonly,
             exec: false,
             root: true,
             verify: None,
+            identity: Some(identity),
             private_layer: false,
             protect: Some(p.readonly),
             symlinks: Vec::new(),
         });
     }
     Ok(out)
+}
+
+/// Whether `path` names a file or directory (not a symlink) at its own
+/// canonical path, and its (device, inode), from one `O_PATH | O_NOFOLLOW`
+/// descriptor: `Ok(None)` when nothing is there, an error (`ELOOP`,
+/// `ESTALE`) when something else is (a symlink, or a path that resolves
+/// elsewhere).
+fn real_at(path: &Path) -> std::io::Result<Option<(bool, (u64, u64))>> {
+    use std::os::fd::AsRawFd;
+    let fd = match rustix::fs::open(
+        path,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if t.is_symlink() {
+        return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    if real != path {
+        return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+    }
+    Ok(Some((t.is_dir(), (st.st_dev, st.st_ino))))
 }
 
 fn absent(e: &std::io::Error) -> bool {
@@ -619,6 +691,7 @@ mod tests {
             exec,
             root: false,
             verify: None,
+            identity: None,
             private_layer: false,
             protect: None,
             symlinks: Vec::new(),
@@ -783,7 +856,8 @@ mod tests {
         let ops = plan_view(&[c], None);
         assert!(ops.contains(&Op::Overlay {
             path: "/home/u/.npm".into(),
-            layer: 0
+            layer: 0,
+            identity: None,
         }));
         assert!(binds(&ops).is_empty());
     }
