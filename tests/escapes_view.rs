@@ -276,7 +276,7 @@ fn a_protected_path_swapped_while_the_view_is_built_mounts_nothing_outside() {
         "version = 1\n[roots]\nvcs = \"warn\"\n[isolation]\nnamespaces = \"off\"\n",
     )
     .unwrap();
-    let mut swapper = std::process::Command::new(common::rootfence())
+    let swapper = std::process::Command::new(common::rootfence())
         .args(["exec", "--policy"])
         .arg(&swapper_policy)
         .arg("--root")
