@@ -609,15 +609,20 @@ fn control_files(
                         })
                     };
                     match c.kind {
-                        ControlKind::GitDir => {
+                        // The directory pinned (it cannot be renamed away
+                        // and a forged one put in its place); everything in
+                        // it git (or hg) does not write in normal work,
+                        // read-only.
+                        ControlKind::GitDir | ControlKind::Hg => {
                             add(c.path.clone(), false);
-                            for f in ["config", "hooks", "info"] {
-                                add(c.path.join(f), true);
+                            let writes = if c.kind == ControlKind::GitDir {
+                                crate::roots::control::git_writes
+                            } else {
+                                crate::roots::control::hg_writes
+                            };
+                            for name in c.inner.iter().filter(|n| !writes(n)) {
+                                add(c.path.join(name), true);
                             }
-                        }
-                        ControlKind::Hg => {
-                            add(c.path.clone(), false);
-                            add(c.path.join("hgrc"), true);
                         }
                         ControlKind::GitFile
                         | ControlKind::Envrc

@@ -355,3 +355,46 @@ fn a_protected_path_swapped_while_the_view_is_built_mounts_nothing_outside() {
     assert!(protected > 0, "no launch got through ({refused} refused)");
     eprintln!("{launches} launches: {protected} protected, {refused} refused; {swaps}");
 }
+
+#[test]
+fn a_git_directory_is_read_only_but_for_what_git_writes_in_normal_work() {
+    // The allow-list: objects, refs, logs, index, HEAD and the like stay
+    // writable (the server can commit, fetch, merge); every other entry
+    // that exists (configuration, redirects, hooks, info, alternates) is
+    // read-only, whatever its name.
+    let t = Tree::new();
+    assert!(git(&t.r, &["init", "-q"]).status.success());
+    std::fs::create_dir_all(t.r.join(".git/modules/sub")).unwrap();
+    std::fs::write(t.r.join(".git/modules/sub/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(t.r.join(".git/worktrees/w")).unwrap();
+    std::fs::write(t.r.join(".git/objects/info/alternates"), "").unwrap();
+    std::fs::write(t.r.join(".git/some-future-file"), "").unwrap();
+    let r = t.r.display().to_string();
+    t.py(
+        &[],
+        &format!(
+            "check('modules_config', lambda: write('{r}/.git/modules/sub/config', '[core]\\n\\tfsmonitor = x\\n', 'a'))\n\
+             check('worktree', lambda: write('{r}/.git/worktrees/w/commondir', '../..'))\n\
+             check('alternates', lambda: write('{r}/.git/objects/info/alternates', '/tmp/x'))\n\
+             check('description', lambda: write('{r}/.git/description', 'x'))\n\
+             check('info_exclude', lambda: write('{r}/.git/info/exclude', 'x', 'a'))\n\
+             check('unknown', lambda: write('{r}/.git/some-future-file', 'x'))\n\
+             check('head', lambda: write('{r}/.git/HEAD', read('{r}/.git/HEAD')))\n\
+             check('object', lambda: write('{r}/.git/objects/info/commit-graph-test', 'x'))\n\
+             check('ref', lambda: write('{r}/.git/refs/heads/by-server', '0' * 40))\n\
+             check('lock', lambda: (write('{r}/.git/index.lock', ''), os.unlink('{r}/.git/index.lock')))"
+        ),
+    )
+    .refused("modules_config")
+    .refused("worktree")
+    .refused("alternates")
+    .refused("description")
+    .refused("info_exclude")
+    .refused("unknown")
+    .expect("head", "OK")
+    .expect("object", "OK")
+    .expect("ref", "OK")
+    .expect("lock", "OK");
+    assert_eq!(content(&t.r.join(".git/modules/sub/config")), "[core]\n");
+    assert_eq!(content(&t.r.join(".git/objects/info/alternates")), "");
+}

@@ -328,8 +328,7 @@ fn a_root_swapped_before_launch_is_not_mounted_in_the_view() {
         .expect_err("a swapped root must not be mounted");
     let text = err.to_string();
     assert!(
-        text.contains("while the sandbox was being built")
-            && text.contains("nothing was run"),
+        text.contains("while the sandbox was being built") && text.contains("nothing was run"),
         "{text}"
     );
 }

@@ -53,6 +53,109 @@ pub struct ControlPath {
     /// `.git` link to a directory for the repository), and no mount can
     /// keep a symlink as it is, so it cannot be made read-only.
     pub symlink: bool,
+    /// For a `.git` or `.hg` directory: the names at its top (and for git
+    /// `objects/info/alternates` and `objects/info/http-alternates` when
+    /// present), as scanned. What the VCS does not write in normal work is
+    /// kept read-only ([`git_writes`], [`hg_writes`]).
+    pub inner: Vec<String>,
+}
+
+/// Whether git writes the entry `name` at the top of its directory in
+/// normal work (commit, fetch, merge, rebase, cherry-pick, stash, bisect,
+/// gc): the allow-list of what stays writable in a protected `.git`.
+/// Everything else there is what git reads as configuration (`config`,
+/// `config.worktree`), where it is redirected (`commondir`, `worktrees/`,
+/// `modules/`, `objects/info/alternates`), what it runs (`hooks/`), or
+/// what it never writes (`description`, `info/`, `branches/`).
+pub fn git_writes(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "objects",
+        "refs",
+        "logs",
+        "index",
+        "HEAD",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "MERGE_MODE",
+        "MERGE_RR",
+        "MERGE_AUTOSTASH",
+        "AUTO_MERGE",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+        "COMMIT_EDITMSG",
+        "TAG_EDITMSG",
+        "SQUASH_MSG",
+        "NOTES_EDITMSG",
+        "EDIT_DESCRIPTION",
+        "packed-refs",
+        "shallow",
+        "sequencer",
+        "rebase-merge",
+        "rebase-apply",
+        "rr-cache",
+        "lost-found",
+        "gc.pid",
+        "gc.log",
+        "gitk.cache",
+    ];
+    NAMES.contains(&name)
+        || name.starts_with("BISECT_")
+        || name.starts_with("sharedindex.")
+        || name.starts_with("index.stash.")
+        || (name.ends_with(".lock") && !name.starts_with("config"))
+}
+
+/// Whether Mercurial writes the entry `name` at the top of `.hg` in
+/// normal work. `hgrc` (hooks, extensions), `sharedpath` (a redirect) and
+/// `requires` stay read-only.
+pub fn hg_writes(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "store",
+        "dirstate",
+        "cache",
+        "wcache",
+        "bookmarks",
+        "bookmarks.current",
+        "branch",
+        "last-message.txt",
+        "wlock",
+        "lock",
+        "merge",
+        "shelved",
+        "strip-backup",
+        "histedit-state",
+        "rebasestate",
+        "graftstate",
+    ];
+    NAMES.contains(&name) || name.starts_with("undo") || name.starts_with("journal")
+}
+
+/// The names at the top of the VCS directory `rel` of `dir` (`inner`).
+fn inner_names(dir: &cap_std::fs::Dir, rel: &Path, kind: ControlKind) -> Vec<String> {
+    let mut out = Vec::new();
+    if !matches!(kind, ControlKind::GitDir | ControlKind::Hg) {
+        return out;
+    }
+    let Ok(d) = dir.open_dir(rel) else {
+        return out;
+    };
+    if let Ok(entries) = d.entries() {
+        for e in entries.flatten() {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    if kind == ControlKind::GitDir {
+        for alt in ["objects/info/alternates", "objects/info/http-alternates"] {
+            if d.symlink_metadata(alt).is_ok() {
+                out.push(alt.to_string());
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Most subdirectories of a root looked into (the scan is the root and its
@@ -79,10 +182,16 @@ pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
             .to_str()
             .and_then(|n| kind_of(n, ft.is_dir(), ft.is_symlink()))
         {
+            let inner = if ft.is_symlink() {
+                Vec::new()
+            } else {
+                inner_names(dir, Path::new(&name), kind)
+            };
             found.push(ControlPath {
                 path: root.join(&name),
                 kind,
                 symlink: ft.is_symlink(),
+                inner,
             });
             continue;
         }
@@ -134,10 +243,16 @@ fn scan_one(dir: &cap_std::fs::Dir, at: &Path, found: &mut Vec<ControlPath>) {
             continue;
         };
         if let Some(kind) = kind_of(name, md.is_dir(), md.is_symlink()) {
+            let inner = if md.is_symlink() {
+                Vec::new()
+            } else {
+                inner_names(dir, Path::new(name), kind)
+            };
             found.push(ControlPath {
                 path: at.join(name),
                 kind,
                 symlink: md.is_symlink(),
+                inner,
             });
         }
     }

@@ -17,6 +17,7 @@
 //! widest access and the first name given.
 
 pub mod control;
+pub mod planted;
 mod resolve;
 mod uri;
 

@@ -183,6 +183,8 @@ pub struct SandboxedChild {
     namespaces: bool,
     status: Option<ExitStatus>,
     supervisor: Option<supervisor::Supervisor>,
+    watch: crate::roots::planted::Watch,
+    planted: Vec<crate::roots::planted::Planted>,
 }
 
 impl SandboxedChild {
@@ -313,8 +315,22 @@ impl SandboxedChild {
         Some(ExitStatus::from_raw(i32::from_ne_bytes(b)))
     }
 
-    /// The scratch directory is removed once the server is gone.
+    /// What the server left in its writable roots that tools outside would
+    /// run (known once it has exited; see [`crate::roots::planted`]).
+    pub fn planted(&self) -> &[crate::roots::planted::Planted] {
+        &self.planted
+    }
+
+    /// Once the server is gone: what it left in its roots is looked at
+    /// (and reported), and the scratch directory removed.
     fn finish(&mut self) {
+        self.planted = self.watch.after();
+        for p in &self.planted {
+            tracing::warn!(
+                target: "audit",
+                "the server left version-control or editor metadata that tools outside run unasked: {p}; look at it before running git, your editor or direnv there"
+            );
+        }
         if let Some(s) = self.scratch.take()
             && let Err(e) = s.remove()
         {
@@ -983,6 +999,8 @@ fn attempt(
                         namespaces,
                         status: None,
                         supervisor: None,
+                        watch: crate::roots::planted::Watch::default(),
+                        planted: Vec::new(),
                     };
                     let _ = child.kill();
                     drop(child);
@@ -1014,6 +1032,12 @@ fn attempt(
         namespaces,
         status: None,
         supervisor,
+        watch: if confine {
+            crate::roots::planted::Watch::of(&plan.roots)
+        } else {
+            crate::roots::planted::Watch::default()
+        },
+        planted: Vec::new(),
     })
 }
 

@@ -755,3 +755,66 @@ fn inode_flags_of_files_it_may_only_read_stay() {
     .expect_any("file_setattr", &["EPERM", "EROFS", "ENOSYS"]);
     assert_eq!(inode_flags(&file), before, "the read-only root's file got new flags");
 }
+
+/// `git` with a fixed identity and no global configuration, in `dir`.
+fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git is required: apt-get install -y git")
+}
+
+#[test]
+fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
+    // .git/commondir (or config.worktree) makes git read another config:
+    // a server writes one pointing at a directory it made, whose config
+    // sets core.fsmonitor, and the user's next `git status` runs it. A
+    // mount cannot refuse a name that does not exist yet: rootfence moves
+    // these away when the server ends, and reports them and a new
+    // repository it made, with what they would run.
+    let t = tree();
+    assert!(git_in(&t.r, &["init", "-q"]).status.success());
+    std::fs::write(t.r.join("tracked"), "v1").unwrap();
+    assert!(git_in(&t.r, &["add", "tracked"]).status.success());
+    let marker = t.outside.join("fsmonitor-ran");
+    let r = t.r.display().to_string();
+    let out = t.run(
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            &format!(
+                "mkdir -p {r}/evil/objects {r}/evil/refs && \
+                 printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch {m}\\n' > {r}/evil/config && \
+                 echo ../evil > {r}/.git/commondir && \
+                 printf '[core]\\n\\tfsmonitor = touch {m}\\n' > {r}/.git/config.worktree && \
+                 mkdir -p {r}/nested/.git && printf '[core]\\n\\tfsmonitor = touch {m}\\n' > {r}/nested/.git/config && \
+                 echo planted",
+                m = marker.display()
+            ),
+        ],
+    );
+    assert!(
+        common::stdout(&out).contains("planted"),
+        "the server could not write in its root: {}",
+        common::stderr(&out)
+    );
+    let err = common::stderr(&out);
+    assert!(!t.r.join(".git/commondir").exists(), "commondir left in place\n{err}");
+    assert!(!t.r.join(".git/config.worktree").exists(), "config.worktree left in place\n{err}");
+    assert!(
+        err.contains(".git/commondir") && err.contains("rootfence-quarantine"),
+        "the redirect was not reported as moved:\n{err}"
+    );
+    assert!(
+        err.contains("nested/.git") && err.contains("fsmonitor"),
+        "the new repository was not reported with what it runs:\n{err}"
+    );
+    let st = git_in(&t.r, &["status", "--short"]);
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(!marker.exists(), "a command planted by the server ran outside");
+}
