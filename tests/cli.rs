@@ -372,3 +372,50 @@ fn explain_says_what_the_server_is_not_told() {
     ]);
     assert!(text(&out.stdout).contains("sampling allowed (through the guard)"));
 }
+
+#[test]
+fn rootfence_state_is_never_a_root() {
+    // Remembered initialize answers are replayed to hosts and policies are
+    // loaded by later sessions: a server that could write them would reach
+    // every session after it. Their directories are denied wherever the
+    // XDG variables put them; a sibling directory stays a root.
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let home = base.join("home");
+    let xdg = base.join("xdg-cache");
+    for d in [
+        home.join(".cache/rootfence"),
+        home.join(".config/rootfence"),
+        xdg.join("rootfence/initialize"),
+        home.join("work"),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let explain = |root: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_rootfence"))
+            .args(["explain", "--root"])
+            .arg(root)
+            .args(["--", "/bin/true"])
+            .env("HOME", &home)
+            .env("XDG_CACHE_HOME", &xdg)
+            .current_dir(&base)
+            .output()
+            .unwrap()
+    };
+    for (root, denied) in [
+        (home.join(".cache"), "~/.cache/rootfence"),
+        (home.join(".config/rootfence"), "~/.config/rootfence"),
+        (xdg.clone(), "$XDG_CACHE_HOME/rootfence"),
+        (
+            xdg.join("rootfence/initialize"),
+            "$XDG_CACHE_HOME/rootfence",
+        ),
+    ] {
+        let out = explain(&root);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", root.display());
+        assert!(stderr.contains(denied), "{}: {stderr}", root.display());
+    }
+    let out = explain(&home.join("work"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -134,7 +134,16 @@ fn the_second_session_starts_the_server_once_under_the_hosts_roots() {
     }
     // The host got the same answer both times.
     assert_eq!(first.init["result"], second.init["result"]);
-    // The remembered answer lives in the user's cache.
+    // The remembered answer lives in the user's cache, beside its MAC key.
     let dir = home.join(".cache/rootfence/initialize");
-    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 1);
+    let entries: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        entries.iter().filter(|n| n.ends_with(".json")).count(),
+        1,
+        "{entries:?}"
+    );
+    assert!(entries.iter().any(|n| n == "mac-key"), "{entries:?}");
 }

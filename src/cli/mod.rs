@@ -185,4 +185,5 @@ pub fn load_policy(
         Some(f) => Policy::load(f, env.home.as_deref()),
         None => Policy::builtin(env.home.as_deref()),
     }
+    .map(|p| p.with_state_dirs(env))
 }

@@ -48,6 +48,12 @@ pub const BUILTIN_DENY: &[&str] = &[
     "~/.sqlite_history",
     "~/.lesshst",
     "~/.local/share/fish/fish_history",
+    // rootfence's own state: policies it loads, initialize answers it
+    // replays to hosts. A server that could write them would reach every
+    // later session (see also `Policy::with_state_dirs`).
+    "~/.config/rootfence",
+    "~/.cache/rootfence",
+    "~/.local/state/rootfence",
     "/etc/shadow",
     "/etc/gshadow",
     "/etc/sudoers",
@@ -228,6 +234,34 @@ impl Policy {
             home,
         }
         .validate(raw)
+    }
+
+    /// With rootfence's own state directories where the XDG variables of
+    /// `env` put them (`$XDG_CONFIG_HOME/rootfence`,
+    /// `$XDG_CACHE_HOME/rootfence`, `$XDG_STATE_HOME/rootfence`) denied like
+    /// the built-in `~/.config/rootfence` and its siblings: a root that
+    /// holds them is refused, no grant reaches them.
+    pub fn with_state_dirs(mut self, env: &crate::runtime::HostEnv) -> Policy {
+        if !self.raw.deny.builtin {
+            return self;
+        }
+        for var in ["XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"] {
+            let Some(base) = env.vars.get(var).map(PathBuf::from) else {
+                continue;
+            };
+            if !base.is_absolute() {
+                continue;
+            }
+            let p = base.join("rootfence");
+            if !self.deny.iter().any(|r| r.path == p) {
+                self.deny.push(PathRule::new(
+                    format!("${var}/rootfence"),
+                    p,
+                    Origin::Builtin,
+                ));
+            }
+        }
+        self
     }
 
     /// The rules the roots engine applies, with `cwd` as the base for
