@@ -588,8 +588,7 @@ fn plan_scale(rows: &mut Vec<Row>) {
     let env = HostEnv::current();
     let policy = rootfence::policy::Policy::builtin(env.home.as_deref()).unwrap();
     let rules = policy.root_rules(env.cwd.clone());
-    let command =
-        runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env).unwrap();
+    let command = runtime::discover(&["/bin/true".into()], &policy, &env).unwrap();
     let mut per_root = Vec::new();
     let mut at_1000 = Duration::ZERO;
     for (n, reps) in [(1usize, 300usize), (10, 200), (100, 100), (1000, 30)] {

@@ -74,8 +74,8 @@ fn plan_true(home: &std::path::Path) -> rootfence::plan::SandboxPlan {
     env.vars
         .insert("HOME".into(), home.to_string_lossy().into_owned());
     let policy = rootfence::policy::Policy::builtin(Some(home)).expect("built-in policy");
-    let command = runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env)
-        .expect("discover /bin/true");
+    let command =
+        runtime::discover(&["/bin/true".into()], &policy, &env).expect("discover /bin/true");
     rootfence::plan::build(&policy, vec![], vec![], command, &env)
 }
 

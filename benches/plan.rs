@@ -15,8 +15,7 @@ fn bench(c: &mut Criterion) {
     let env = HostEnv::current();
     let policy = Policy::builtin(env.home.as_deref()).unwrap();
     let rules = policy.root_rules(env.cwd.clone());
-    let command =
-        runtime::discover(&["/bin/true".into()], policy.raw.runtime.profile, &env).unwrap();
+    let command = runtime::discover(&["/bin/true".into()], &policy, &env).unwrap();
     let mut group = c.benchmark_group("plan");
     for n in [1usize, 10, 100, 1000] {
         let (_dir, inputs) = common::root_dirs(n);

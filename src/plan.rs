@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::policy::{ExtraKind, LimitsSection, Policy, deny_conflict};
 use crate::roots::{Access, CanonicalRoot, Origin, Refusal, RefusalReason, RootHandle, merge};
-use crate::runtime::{CommandSpec, HostEnv, Rights};
+use crate::runtime::{CommandSpec, HostEnv, Rights, Rule};
 
 /// Why a path was granted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,11 +23,11 @@ pub enum GrantReason {
         /// Its canonical URI.
         uri: String,
     },
-    /// The runtime profile.
+    /// A general rule of the runtime discovery.
     Runtime {
-        /// The profile.
-        profile: String,
-        /// What needs it.
+        /// The rule.
+        rule: Rule,
+        /// What it grants this path for.
         why: String,
     },
     /// A `[runtime]` entry of the policy.
@@ -41,7 +41,7 @@ impl std::fmt::Display for GrantReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GrantReason::Root { uri } => write!(f, "root {uri}"),
-            GrantReason::Runtime { profile, why } => write!(f, "{profile} profile: {why}"),
+            GrantReason::Runtime { rule, why } => write!(f, "{rule}: {why}"),
             GrantReason::Policy { origin } => write!(f, "{origin}"),
         }
     }
@@ -86,6 +86,24 @@ pub struct ScopePlan {
     pub abstract_unix_socket: bool,
 }
 
+/// A file rootfence writes into the server's scratch directory before it
+/// starts, with the variable that names it to the server.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ScratchFile {
+    /// File name in the scratch directory.
+    pub name: String,
+    /// Content.
+    #[serde(skip)]
+    pub content: String,
+    /// The variable set to the file's path.
+    pub env: String,
+    /// Also put in the server's private home under this name (for
+    /// programs that read the file there and not through the variable).
+    pub home: Option<String>,
+    /// What it is.
+    pub why: String,
+}
+
 /// Where an environment variable's value comes from.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -94,10 +112,12 @@ pub enum EnvSource {
     Passed,
     /// Set by the policy (`env.set`).
     Set,
-    /// Set by the runtime profile (the policy's `env.set` overrides it).
-    Profile,
+    /// Set by the runtime rules (the caches they grant, launchers kept
+    /// offline, git's sanitized configuration); the policy's `env.set`
+    /// overrides it.
+    Rule,
     /// Given with `--env` (`NAME` passes rootfence's value, `NAME=VALUE`
-    /// sets it); overrides `env.pass` and the profile, not `env.set`.
+    /// sets it); overrides `env.pass` and the rules, not `env.set`.
     Flag,
 }
 
@@ -204,6 +224,14 @@ pub struct SandboxPlan {
     pub scratch: bool,
     /// Directories written through a private layer (never for real).
     pub private_layers: Vec<PrivateLayer>,
+    /// The home directory as the server sees it with namespaces: an empty
+    /// private directory of its own (holding only what the plan grants
+    /// there), where what it writes is discarded at exit
+    /// (`[runtime] home = "private"`). `None`: not writable.
+    pub private_home: Option<PathBuf>,
+    /// Files written into the scratch directory (git's sanitized
+    /// configuration).
+    pub scratch_files: Vec<ScratchFile>,
     /// Whether the server may execute files from its roots
     /// (`[runtime] exec_in_roots`); without it the roots are also mounted
     /// `noexec` in the server's view.
@@ -351,10 +379,11 @@ pub fn build(
             handle: Some(r.handle.clone()),
         });
     }
-    let profile = command.profile.to_string();
     let mut private_layers = Vec::new();
     for n in &command.needs {
         if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
+            // Discovery narrows grants around denied paths; this is the
+            // last line, never expected to be reached.
             warnings.push(format!(
                 "runtime path {} ({}) not granted: it touches denied path {} ({})",
                 n.path.display(),
@@ -364,10 +393,10 @@ pub fn build(
             ));
             continue;
         }
-        if let Some(var) = &n.private_env {
+        if n.private {
             private_layers.push(PrivateLayer {
                 path: n.path.clone(),
-                env: Some(var.clone()),
+                env: n.private_env.clone(),
                 why: n.why.clone(),
             });
         }
@@ -375,7 +404,7 @@ pub fn build(
             path: n.path.clone(),
             rights: n.rights,
             reasons: vec![GrantReason::Runtime {
-                profile: profile.clone(),
+                rule: n.rule,
                 why: n.why.clone(),
             }],
             optional: n.optional,
@@ -400,7 +429,45 @@ pub fn build(
     }
     let grants = combine(grants);
 
-    let (out_env, env_dropped) = environment(policy, command.profile, env, &mut warnings);
+    warnings.extend(command.notes.iter().cloned());
+    let mut scratch_files = Vec::new();
+    let (mut out_env, env_dropped) = environment(policy, &command, env, &mut warnings);
+    // git's global configuration: the sanitized copy, or an empty one (git
+    // fails on a global configuration it may not read); a value the policy
+    // or a --env flag gives wins.
+    let given = out_env
+        .get("GIT_CONFIG_GLOBAL")
+        .is_some_and(|(_, src)| matches!(src, EnvSource::Set | EnvSource::Flag));
+    if !given {
+        match (&command.git_config, policy.raw.runtime.scratch) {
+            (Some(content), true) => {
+                out_env.remove("GIT_CONFIG_GLOBAL");
+                scratch_files.push(ScratchFile {
+                    name: "gitconfig".into(),
+                    content: content.clone(),
+                    env: "GIT_CONFIG_GLOBAL".into(),
+                    // GitPython reads ~/.gitconfig whatever the variable.
+                    home: Some(".gitconfig".into()),
+                    why: "git's global configuration, sanitized (identity and safe settings only)"
+                        .into(),
+                });
+            }
+            _ => {
+                out_env.insert(
+                    "GIT_CONFIG_GLOBAL".into(),
+                    ("/dev/null".into(), EnvSource::Rule),
+                );
+            }
+        }
+    }
+    let private_home = match policy.raw.runtime.home {
+        crate::policy::HomeMode::Private => env.home.clone().filter(|h| {
+            h.is_absolute()
+                && h.parent().is_some()
+                && deny_conflict(h, &policy.deny).is_none_or(|(_, inside)| !inside)
+        }),
+        crate::policy::HomeMode::None => None,
+    };
 
     SandboxPlan {
         policy: policy.name(),
@@ -423,6 +490,8 @@ pub fn build(
         env_dropped,
         scratch: policy.raw.runtime.scratch,
         private_layers,
+        private_home,
+        scratch_files,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
         protected,
@@ -435,17 +504,17 @@ pub fn build(
 
 /// The server's environment and the names of rootfence's variables that
 /// do not reach it. Precedence, lowest first: `env.pass`, the runtime
-/// profile, `--env` flags, `env.set` (see [`crate::envvars`]).
+/// rules' settings, `--env` flags, `env.set` (see [`crate::envvars`]).
 ///
 /// # Security
 ///
-/// Only `env.pass` entries, the profile, the policy's `--env` flags (checked
+/// Only `env.pass` entries, the rules' settings, the policy's `--env` flags (checked
 /// by [`Policy::with_env_flags`]) and `env.set` put a variable in the
 /// result; a `PREFIX*` pattern never passes a variable the policy refuses
 /// ([`Policy::env_refusal`]).
 fn environment(
     policy: &Policy,
-    profile: crate::runtime::Profile,
+    command: &CommandSpec,
     env: &HostEnv,
     warnings: &mut Vec<String>,
 ) -> (BTreeMap<String, (String, EnvSource)>, Vec<String>) {
@@ -480,14 +549,8 @@ fn environment(
             }
         }
     }
-    for (k, v) in crate::runtime::profile_env(profile, env) {
-        out.insert(k, (v, EnvSource::Profile));
-    }
-    for (var, dir) in crate::runtime::shared_caches(profile, env) {
-        warnings.push(format!(
-            "{} ({var}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {var} to a directory of its own",
-            dir.display()
-        ));
+    for (k, v) in &command.env {
+        out.insert(k.clone(), (v.clone(), EnvSource::Rule));
     }
     for f in &policy.env_flags {
         if policy.env_set.contains_key(&f.name) {

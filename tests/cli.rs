@@ -73,7 +73,14 @@ fn explain_json_is_machine_readable() {
             .unwrap()
             .contains("does not exist")
     );
-    assert_eq!(v["command"]["profile"], "native");
+    // Every runtime grant names the general rule that makes it.
+    let needs = v["command"]["needs"].as_array().unwrap();
+    assert!(
+        needs
+            .iter()
+            .any(|n| n["rule"] == "system" && n["path"] == "/usr")
+    );
+    assert!(needs.iter().all(|n| n["rule"].is_string()));
 }
 
 #[test]

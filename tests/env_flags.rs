@@ -11,7 +11,7 @@ use std::process::Command;
 use rootfence::envvars::EnvFlag;
 use rootfence::plan::{self, EnvSource};
 use rootfence::policy::Policy;
-use rootfence::runtime::{CommandSpec, HostEnv, Profile};
+use rootfence::runtime::{CommandSpec, HostEnv};
 
 fn flags(list: &[&str]) -> Vec<EnvFlag> {
     list.iter().map(|f| f.parse().unwrap()).collect()
@@ -32,14 +32,13 @@ fn host_env(vars: &[(&str, &str)]) -> HostEnv {
     }
 }
 
-fn command(profile: Profile) -> CommandSpec {
-    CommandSpec {
-        argv: vec!["/bin/true".into()],
-        program: PathBuf::from("/usr/bin/true"),
-        interpreter: None,
-        profile,
-        needs: vec![],
+/// A command whose runtime rules set `rule_env`.
+fn command(rule_env: &[(&str, &str)]) -> CommandSpec {
+    let mut c = CommandSpec::with_needs(PathBuf::from("/usr/bin/true"), vec![]);
+    for (k, v) in rule_env {
+        c.env.insert(k.to_string(), v.to_string());
     }
+    c
 }
 
 #[test]
@@ -123,7 +122,7 @@ fn env_deny_extends_the_list_and_is_validated() {
 }
 
 #[test]
-fn precedence_is_pass_then_profile_then_flag_then_set() {
+fn precedence_is_pass_then_rules_then_flag_then_set() {
     let pol = policy(
         "[env]\npass = [\"PATH\", \"A\", \"B\", \"npm_config_cache\"]\nset = { C = \"policy\" }\n",
     )
@@ -137,7 +136,13 @@ fn precedence_is_pass_then_profile_then_flag_then_set() {
         ("D", "host-d"),
         ("npm_config_cache", "/host"),
     ]);
-    let plan = plan::build(&pol, vec![], vec![], command(Profile::Node), &env);
+    let plan = plan::build(
+        &pol,
+        vec![],
+        vec![],
+        command(&[("npm_config_cache", "/home/a/.npm")]),
+        &env,
+    );
     let get = |k: &str| plan.env.get(k).cloned();
     assert_eq!(get("A"), Some(("flag".into(), EnvSource::Flag)));
     assert_eq!(get("B"), Some(("host".into(), EnvSource::Passed)));
@@ -164,13 +169,7 @@ fn precedence_is_pass_then_profile_then_flag_then_set() {
 #[test]
 fn a_flag_naming_an_unset_variable_is_a_warning_not_a_value() {
     let pol = policy("").with_env_flags(&flags(&["MISSING"])).unwrap();
-    let plan = plan::build(
-        &pol,
-        vec![],
-        vec![],
-        command(Profile::Native),
-        &host_env(&[]),
-    );
+    let plan = plan::build(&pol, vec![], vec![], command(&[]), &host_env(&[]));
     assert!(!plan.env.contains_key("MISSING"));
     assert!(
         plan.warnings
@@ -194,11 +193,16 @@ fn pass_patterns_never_pass_refused_variables() {
         ("PYTHONUNBUFFERED", "1"),
         ("PYTHONWARNINGS", "error"),
     ]);
-    let plan = plan::build(&pol, vec![], vec![], command(Profile::Native), &env);
+    let plan = plan::build(&pol, vec![], vec![], command(&[]), &env);
     let names: Vec<&str> = plan.env.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["GIT_AUTHOR_NAME", "LD_BIND_NOW", "PYTHONUNBUFFERED"]
+        [
+            "GIT_AUTHOR_NAME",
+            "GIT_CONFIG_GLOBAL",
+            "LD_BIND_NOW",
+            "PYTHONUNBUFFERED"
+        ]
     );
 }
 
@@ -212,7 +216,7 @@ fn dropped_names_are_listed_sorted_without_values() {
         ("API_KEY", "hunter2"),
         ("TMPDIR", "/var/tmp"),
     ]);
-    let plan = plan::build(&pol, vec![], vec![], command(Profile::Native), &env);
+    let plan = plan::build(&pol, vec![], vec![], command(&[]), &env);
     // TMPDIR is replaced by the scratch directory, not dropped.
     assert_eq!(plan.env_dropped, ["API_KEY", "MEMORY_FILE_PATH", "ZED"]);
     let json = serde_json::to_string(&plan).unwrap();

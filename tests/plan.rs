@@ -7,26 +7,14 @@ use std::path::{Path, PathBuf};
 use rootfence::plan::{self, EnvSource, GrantReason};
 use rootfence::policy::Policy;
 use rootfence::roots::{Access, RefusalReason, RootInput, resolve_all};
-use rootfence::runtime::{CommandSpec, HostEnv, Profile, Rights, RuntimeNeed};
+use rootfence::runtime::{CommandSpec, HostEnv, Rights, Rule, RuntimeNeed};
 
 fn command(needs: Vec<RuntimeNeed>) -> CommandSpec {
-    CommandSpec {
-        argv: vec!["/bin/true".into()],
-        program: PathBuf::from("/usr/bin/true"),
-        interpreter: None,
-        profile: Profile::Native,
-        needs,
-    }
+    CommandSpec::with_needs(PathBuf::from("/usr/bin/true"), needs)
 }
 
 fn need(path: &str, rights: Rights) -> RuntimeNeed {
-    RuntimeNeed {
-        path: PathBuf::from(path),
-        rights,
-        why: "test".into(),
-        optional: false,
-        private_env: None,
-    }
+    RuntimeNeed::new(path, rights, Rule::System, "test")
 }
 
 fn env(home: &Path) -> HostEnv {
@@ -225,7 +213,10 @@ fn environment_is_the_allowlist_only() {
     let plan = plan::build(&pol, vec![], vec![], command(vec![]), &env(&fx.home));
     let keys: Vec<&str> = plan.env.keys().map(String::as_str).collect();
     // LC_* is the locale categories only: not LC_SECRET_TOKEN, LC_TERMINAL.
-    assert_eq!(keys, ["FOO", "LC_ALL", "LC_CTYPE", "PATH"]);
+    assert_eq!(
+        keys,
+        ["FOO", "GIT_CONFIG_GLOBAL", "LC_ALL", "LC_CTYPE", "PATH"]
+    );
     assert_eq!(plan.env["PATH"], ("/x".to_string(), EnvSource::Set));
     assert_eq!(plan.env["LC_ALL"], ("C".to_string(), EnvSource::Passed));
     // Secrets in rootfence's environment never reach the plan by default.

@@ -28,7 +28,7 @@ fn plan_for(root: &Path, home: &Path, argv: &[&str]) -> SandboxPlan {
     let (ok, refused) = roots::resolve_all(&inputs, &policy.root_rules(None));
     assert!(refused.is_empty(), "{refused:?}");
     let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
-    let command = runtime::discover(&argv, policy.raw.runtime.profile, &env).expect("discover");
+    let command = runtime::discover(&argv, &policy, &env).expect("discover");
     plan::build(&policy, ok, refused, command, &env)
 }
 

@@ -29,7 +29,7 @@ pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<San
     let rules = policy.root_rules(env.cwd.clone());
     let (ok, refused) = roots::resolve_all(&inputs, &rules);
     tracing::debug!(accepted = ok.len(), refused = refused.len(), policy = %policy.name(), "roots resolved");
-    let command = runtime::discover_for(&args.command, policy, env).map_err(|e| e.to_string())?;
+    let command = runtime::discover(&args.command, policy, env).map_err(|e| e.to_string())?;
     Ok(plan::build(policy, ok, refused, command, env))
 }
 
@@ -102,12 +102,7 @@ pub fn render(plan: &SandboxPlan) -> String {
         .collect();
     let _ = writeln!(s, "policy:   {}", plan.policy);
     let _ = writeln!(s, "command:  {}", argv.join(" "));
-    let _ = writeln!(
-        s,
-        "program:  {} ({} profile)",
-        plan.command.program.display(),
-        plan.command.profile
-    );
+    let _ = writeln!(s, "program:  {}", plan.command.program.display());
     if let Some(i) = &plan.command.interpreter {
         let _ = writeln!(s, "interpreter: {}", i.display());
     }
@@ -142,6 +137,15 @@ pub fn render(plan: &SandboxPlan) -> String {
             let _ = writeln!(s, "  {} (from {}): {}", r.input, r.from, r.reason);
         }
     }
+    let _ = writeln!(
+        s,
+        "\nrules (what every server gets besides its roots; each path below names its rule):"
+    );
+    for rule in crate::runtime::Rule::ALL {
+        let _ = writeln!(s, "  {}", rule.statement());
+    }
+    let _ = writeln!(s, "  {}", crate::runtime::NEVER_STATEMENT);
+    let _ = writeln!(s, "  {}", crate::runtime::HOME_STATEMENT);
     let _ = writeln!(s, "\npaths (everything else is denied):");
     for g in &plan.grants {
         let absent = if g.handle.is_none() && !Path::new(&g.path).exists() {
@@ -171,6 +175,20 @@ pub fn render(plan: &SandboxPlan) -> String {
             "  r-x  {:<40} writes go to a private layer, discarded at exit ({})",
             l.path.display(),
             l.why
+        );
+    }
+    if let Some(h) = &plan.private_home {
+        let _ = writeln!(
+            s,
+            "  rw-  {:<40} home: a private directory of the server's own (with namespaces), discarded at exit",
+            h.display()
+        );
+    }
+    for f in &plan.scratch_files {
+        let _ = writeln!(
+            s,
+            "  r--  <scratch dir>/{:<28} {} (as {})",
+            f.name, f.why, f.env
         );
     }
     for p in &plan.protected {
@@ -241,7 +259,7 @@ pub fn render(plan: &SandboxPlan) -> String {
             match src {
                 plan::EnvSource::Passed => "passed",
                 plan::EnvSource::Set => "set by policy",
-                plan::EnvSource::Profile => "set by the runtime profile",
+                plan::EnvSource::Rule => "set by the runtime rules",
                 plan::EnvSource::Flag => "--env",
             }
         );

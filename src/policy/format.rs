@@ -217,7 +217,7 @@ impl Default for DenySection {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RuntimeSection {
-    /// Runtime profile: what the command needs to start.
+    /// Which general rules grant what the command needs to start.
     pub profile: ProfileName,
     /// Extra paths readable.
     #[schemars(with = "Vec<String>")]
@@ -232,9 +232,27 @@ pub struct RuntimeSection {
     pub exec_in_roots: bool,
     /// A private scratch directory exported as `TMPDIR`.
     pub scratch: bool,
-    /// git's global configuration (`~/.gitconfig`, `~/.config/git`)
-    /// readable, so a server running git commits under the user's name.
+    /// git's identity reaches the server: a sanitized copy of the user's
+    /// global configuration (identity and safe settings only, never
+    /// credentials, URL rewrites or commands), as `GIT_CONFIG_GLOBAL`. The
+    /// files themselves are never granted.
     pub git_config: bool,
+    /// The home directory as the server sees it: `private` (with
+    /// namespaces, an empty directory of its own holding only what is
+    /// granted there; what the server writes is discarded at exit) or
+    /// `none` (nothing there is writable).
+    pub home: HomeMode,
+}
+
+/// `[runtime] home`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HomeMode {
+    /// A private, writable home directory (with namespaces).
+    #[default]
+    Private,
+    /// No writable home directory.
+    None,
 }
 
 impl Default for RuntimeSection {
@@ -247,23 +265,25 @@ impl Default for RuntimeSection {
             exec_in_roots: false,
             scratch: true,
             git_config: true,
+            home: HomeMode::Private,
         }
     }
 }
 
-/// A runtime profile name.
+/// Which general rules grant runtime paths (`[runtime] profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProfileName {
-    /// Chosen from the command (node/npx/npm → node, python*/uv/uvx →
-    /// python, anything else → native).
+    /// Every rule: system, program, toolchains on `PATH`, project, caches,
+    /// state.
     #[default]
     Auto,
-    /// A native binary: system libraries only.
+    /// No toolchains and no caches: system, program, project and state
+    /// only (a self-contained native server).
     Native,
-    /// Node.js, npm and npx (with the npm cache).
+    /// The same as `auto` (kept so that older policies load).
     Node,
-    /// CPython (system or under the home directory, e.g. pyenv, uv).
+    /// The same as `auto` (kept so that older policies load).
     Python,
 }
 

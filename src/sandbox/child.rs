@@ -282,6 +282,14 @@ pub enum ViewOp {
         /// Target.
         dst: CString,
     },
+    /// An empty writable tmpfs of the server's own (its private home
+    /// directory): `nosuid`, `nodev`, `noexec`.
+    Tmpfs {
+        /// Target.
+        dst: CString,
+        /// Mount options (`mode=0700,size=...`).
+        opts: CString,
+    },
 }
 
 /// The namespace part of the child's setup.
@@ -922,6 +930,18 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     libc::close(*slot);
                 }
                 ViewOp::Mask { .. } => {}
+                ViewOp::Tmpfs { dst, opts } => {
+                    if libc::mount(
+                        tmpfs.as_ptr(),
+                        dst.as_ptr(),
+                        tmpfs.as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        opts.as_ptr().cast(),
+                    ) < 0
+                    {
+                        fail(err, Step::ViewOp, i, errno());
+                    }
+                }
                 ViewOp::Proc { dst } => {
                     // Only the processes the reader could trace are
                     // visible: the server sees its own, not the init.
@@ -985,6 +1005,11 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                 ViewOp::Overlay { dst, .. } => (
                     Target::Path(dst),
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    MOUNT_ATTR_RDONLY,
+                ),
+                ViewOp::Tmpfs { dst, .. } => (
+                    Target::Path(dst),
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                     MOUNT_ATTR_RDONLY,
                 ),
                 _ => continue,

@@ -243,24 +243,15 @@ impl StderrWatch {
 mod tests {
     use super::*;
     use crate::policy::Policy;
-    use crate::runtime::{CommandSpec, HostEnv, Profile, Rights, RuntimeNeed};
+    use crate::runtime::{CommandSpec, HostEnv, Rights, Rule, RuntimeNeed};
 
     fn plan() -> SandboxPlan {
         let policy = Policy::builtin(Some(Path::new("/home/u"))).unwrap();
-        let need = |p: &str, rights| RuntimeNeed {
-            path: p.into(),
-            rights,
-            why: "t".into(),
-            optional: true,
-            private_env: None,
-        };
-        let command = CommandSpec {
-            argv: vec!["/usr/bin/node".into()],
-            program: "/usr/bin/node".into(),
-            interpreter: None,
-            profile: Profile::Node,
-            needs: vec![need("/usr", Rights::RX), need("/opt/app", Rights::R)],
-        };
+        let need = |p: &str, rights| RuntimeNeed::new(p, rights, Rule::Program, "t");
+        let command = CommandSpec::with_needs(
+            "/usr/bin/node",
+            vec![need("/usr", Rights::RX), need("/opt/app", Rights::R)],
+        );
         crate::plan::build(&policy, vec![], vec![], command, &HostEnv::default())
     }
 

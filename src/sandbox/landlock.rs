@@ -37,6 +37,9 @@ pub struct PreparedRuleset {
     pub private_access: u64,
     /// Read access to a directory, for rules made in the child.
     pub read_access: u64,
+    /// Read and write access, never execute, to a directory of the
+    /// server's own (its private home), for a rule made in the child.
+    pub home_access: u64,
     /// The ABI the ruleset was built for.
     pub abi: u32,
     /// Number of path rules added (not counting `/proc/self`).
@@ -264,8 +267,10 @@ pub fn prepare(
     )
     .bits();
     let read_access = access_for(Rights::R, true, handled_fs, abi_v).bits();
+    let home_access = access_for(Rights::RW, true, handled_fs, abi_v).bits();
     Ok(PreparedRuleset {
         read_access,
+        home_access,
         opened,
         fd,
         proc_access,

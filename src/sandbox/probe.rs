@@ -440,17 +440,11 @@ pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
 mod tests {
     use super::*;
     use crate::policy::Policy;
-    use crate::runtime::{CommandSpec, HostEnv, Profile};
+    use crate::runtime::{CommandSpec, HostEnv};
 
     fn plan(tcp: bool) -> SandboxPlan {
         let policy = Policy::builtin(None).unwrap();
-        let command = CommandSpec {
-            argv: vec!["/bin/true".into()],
-            program: "/bin/true".into(),
-            interpreter: None,
-            profile: Profile::Native,
-            needs: vec![],
-        };
+        let command = CommandSpec::with_needs("/bin/true", vec![]);
         let mut p = crate::plan::build(&policy, vec![], vec![], command, &HostEnv::default());
         if tcp {
             p.network.tcp_connect = vec![443];

@@ -688,6 +688,15 @@ fn attempt(
         .collect();
     if let Some(s) = &scratch {
         env.push(("TMPDIR".into(), s.path().into()));
+        for f in &plan.scratch_files {
+            let path = s.path().join(&f.name);
+            std::fs::write(&path, &f.content).map_err(|source| SandboxError::Scratch {
+                dir: path.clone(),
+                source,
+            })?;
+            env.retain(|(k, _)| k != f.env.as_str());
+            env.push((f.env.clone().into(), path.into()));
+        }
     }
     let mut layers: Vec<(PathBuf, PathBuf)> = Vec::new();
     for (i, layer) in plan.private_layers.iter().enumerate() {
@@ -770,6 +779,13 @@ fn attempt(
                 rules.push(ChildRule {
                     path: cpath("", path)?,
                     access: prepared.private_access,
+                });
+            }
+            // The private home is a new inode of the view's own.
+            if let Some(h) = private_home(plan) {
+                rules.push(ChildRule {
+                    path: cpath("", &h)?,
+                    access: prepared.home_access,
                 });
             }
             // Files copied into the view are new inodes: their directories
@@ -1158,7 +1174,23 @@ fn view_ops(
 ) -> Result<(Vec<ViewOp>, Vec<Target>), SandboxError> {
     let private: Vec<&Path> = layers.iter().map(|(p, _)| p.as_path()).collect();
     let surveyed = view::survey(plan, &private, opened)?;
-    let ops = view::plan_view(&surveyed, scratch);
+    let home = private_home(plan);
+    let files: Vec<(PathBuf, std::ffi::OsString)> = match scratch {
+        Some(s) => plan
+            .scratch_files
+            .iter()
+            .filter_map(|f| Some((s.join(&f.name), f.home.clone()?.into())))
+            .collect(),
+        None => Vec::new(),
+    };
+    let ops = view::plan_view(
+        &surveyed,
+        scratch,
+        home.as_deref().map(|path| view::PrivateHome {
+            path,
+            files: &files,
+        }),
+    );
     let targets = ops
         .iter()
         .map(|o| {
@@ -1233,9 +1265,29 @@ fn view_ops(
             Op::Mask(p) => ViewOp::Mask {
                 dst: cpath("", &p)?,
             },
+            Op::CopyTo { from, to } => ViewOp::Copy {
+                src: cpath(child::HOST, &from)?,
+                dst: cpath("", &to)?,
+            },
+            Op::Tmpfs(p) => ViewOp::Tmpfs {
+                dst: cpath("", &p)?,
+                opts: cstring(
+                    OsStr::new(&format!("mode=0700,size={PRIVATE_HOME_MIB}m")),
+                    "tmpfs options",
+                )?,
+            },
         });
     }
     Ok((out, targets))
+}
+
+/// Size of the server's private home directory.
+const PRIVATE_HOME_MIB: u64 = 256;
+
+/// The plan's private home directory, canonical, when it is a directory.
+fn private_home(plan: &SandboxPlan) -> Option<PathBuf> {
+    let h = plan.private_home.as_ref()?;
+    std::fs::canonicalize(h).ok().filter(|c| c.is_dir())
 }
 
 /// The descriptor numbers the child puts each overlay's lower layer at

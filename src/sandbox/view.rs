@@ -152,6 +152,17 @@ pub enum Op {
         /// The (device, inode) of the lower layer surveyed.
         identity: Option<(u64, u64)>,
     },
+    /// An empty writable `tmpfs` of the server's own at this path (its
+    /// private home directory): grants below it are mounted into it.
+    Tmpfs(PathBuf),
+    /// Copy the host's file `from` to `to` in the view (a file rootfence
+    /// wrote for the server, put in its private home).
+    CopyTo {
+        /// The host's file.
+        from: PathBuf,
+        /// Where, in the view.
+        to: PathBuf,
+    },
     /// A fresh `/proc` of the server's PID namespace.
     Proc,
     /// An empty read-only directory over a directory of the fresh `/proc`
@@ -163,7 +174,8 @@ impl Op {
     /// The path in the view the operation creates or mounts on.
     pub fn target(&self) -> &Path {
         match self {
-            Op::Dir(p) | Op::File(p) | Op::Copy(p) => p,
+            Op::Dir(p) | Op::File(p) | Op::Copy(p) | Op::Tmpfs(p) => p,
+            Op::CopyTo { to, .. } => to,
             Op::Symlink { at, .. } => at,
             Op::Bind { path, .. } | Op::Overlay { path, .. } => path,
             Op::Proc => Path::new("/proc"),
@@ -191,9 +203,20 @@ impl Eff {
     }
 }
 
+/// The server's private home directory in the view.
+#[derive(Debug, Clone, Copy)]
+pub struct PrivateHome<'a> {
+    /// Where (canonical).
+    pub path: &'a Path,
+    /// Files put in it: the host's file and its name there.
+    pub files: &'a [(PathBuf, std::ffi::OsString)],
+}
+
 /// The operations that build the view for `grants`, in the order they
 /// must run. `scratch` is the server's private scratch directory
-/// (read-write, never executable).
+/// (read-write, never executable); `home` (canonical), when given, is an
+/// empty writable directory of the server's own, with the grants below it
+/// mounted into it.
 ///
 /// # Security
 ///
@@ -201,7 +224,16 @@ impl Eff {
 /// is read-only unless its effective rights include write, and `noexec`
 /// when it is writable or a root without the execute right. Roots carry
 /// the identity their handle holds, which the child checks after mounting.
-pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
+/// The private home never hides host content: it is left out when a grant
+/// is at or above it. A grant below it keeps its own rights (the home's
+/// write right does not reach into it).
+pub fn plan_view(
+    grants: &[Surveyed],
+    scratch: Option<&Path>,
+    home: Option<PrivateHome<'_>>,
+) -> Vec<Op> {
+    let files = home.map_or(&[][..], |h| h.files);
+    let home = home.map(|h| h.path);
     let mut items: Vec<Surveyed> = grants
         .iter()
         .filter(|g| !g.canonical.starts_with("/proc"))
@@ -222,16 +254,57 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             symlinks: Vec::new(),
         });
     }
+    let mut made: BTreeSet<PathBuf> = BTreeSet::new();
+    let home = home.filter(|h| !items.iter().any(|g| crate::roots::within(h, &g.canonical)));
     items.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+    // The private home is mounted just before the first grant below it
+    // (they sort after it).
+    let mut home_at = home.map(|h| {
+        items
+            .iter()
+            .position(|g| g.canonical > *h)
+            .unwrap_or(items.len())
+    });
 
     // Mounted paths with their effective rights and whether their
     // attributes are set on their own, outermost first.
     let mut mounted: Vec<(PathBuf, Eff, bool)> = Vec::new();
     let mut ops: Vec<Op> = Vec::new();
-    let mut made: BTreeSet<PathBuf> = BTreeSet::new();
     let mut layers = 0usize;
     let mut i = 0;
-    while i < items.len() {
+    loop {
+        if let (Some(at), Some(h)) = (home_at, home)
+            && at <= i
+        {
+            home_at = None;
+            for a in ancestors(h) {
+                if made.insert(a.clone()) {
+                    ops.push(Op::Dir(a));
+                }
+            }
+            made.insert(h.to_path_buf());
+            ops.push(Op::Dir(h.to_path_buf()));
+            ops.push(Op::Tmpfs(h.to_path_buf()));
+            for (from, name) in files {
+                ops.push(Op::CopyTo {
+                    from: from.clone(),
+                    to: h.join(name),
+                });
+            }
+            mounted.push((
+                h.to_path_buf(),
+                Eff {
+                    write: true,
+                    exec: false,
+                    root: false,
+                    private_layer: false,
+                },
+                true,
+            ));
+        }
+        if i >= items.len() {
+            break;
+        }
         // Grants of the same canonical path combine.
         let canonical = items[i].canonical.clone();
         let mut own = Eff::default();
@@ -266,7 +339,18 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
             .rev()
             .find(|(p, _, _)| crate::roots::within(&canonical, p))
             .map(|(p, e, f)| (p.clone(), *e, *f));
+        // Below the private home: nothing of the host's is there, so the
+        // grant is mounted like one at the top, with its own rights.
+        let fresh = parent
+            .as_ref()
+            .is_some_and(|(p, _, _)| home == Some(p.as_path()));
+        let parent = if fresh {
+            parent.map(|(p, _, _)| (p, Eff::default(), true))
+        } else {
+            parent
+        };
         let mut eff = match parent {
+            Some(_) if fresh => own,
             Some((_, pe, _)) => Eff {
                 write: pe.write || own.write,
                 exec: pe.exec || own.exec,
@@ -283,8 +367,9 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
                 private_layer: false,
             };
         }
-        let inside = parent.is_some();
+        let inside = parent.is_some() && !fresh;
         if let Some((_, pe, _)) = parent
+            && !fresh
             && verify.is_none()
             && protect.is_none()
             && !own.private_layer
@@ -355,7 +440,11 @@ pub fn plan_view(grants: &[Surveyed], scratch: Option<&Path>) -> Vec<Op> {
         .collect();
     links.sort();
     links.dedup_by(|a, b| a.0 == b.0);
-    let in_mounted = |p: &Path| mounted.iter().any(|(m, _, _)| crate::roots::within(p, m));
+    let in_mounted = |p: &Path| {
+        mounted
+            .iter()
+            .any(|(m, _, _)| home != Some(m.as_path()) && crate::roots::within(p, m))
+    };
     for (at, text) in links {
         if in_mounted(&at) || made.contains(&at) || at.starts_with("/proc") {
             continue;
@@ -722,6 +811,7 @@ mod tests {
                 g("/usr/bin/python3", false, true),
             ],
             None,
+            None,
         );
         assert_eq!(
             binds(&ops),
@@ -741,7 +831,7 @@ mod tests {
         let mut root = g("/srv/data/proj", true, false);
         root.root = true;
         root.verify = Some((1, 2));
-        let ops = plan_view(&[g("/srv/data", false, false), root], None);
+        let ops = plan_view(&[g("/srv/data", false, false), root], None, None);
         let b = binds(&ops);
         assert_eq!(b[0], ("/srv/data".into(), RO));
         assert_eq!(
@@ -763,7 +853,11 @@ mod tests {
     #[test]
     fn rights_flow_down_as_landlock_combines_them() {
         // A read-only grant inside a writable root stays writable there.
-        let ops = plan_view(&[g("/w", true, false), g("/w/sub", false, false)], None);
+        let ops = plan_view(
+            &[g("/w", true, false), g("/w/sub", false, false)],
+            None,
+            None,
+        );
         assert_eq!(binds(&ops).len(), 1);
     }
 
@@ -771,17 +865,17 @@ mod tests {
     fn a_root_without_exec_is_noexec_even_read_only() {
         let mut r = g("/data/ro", false, false);
         r.root = true;
-        let ops = plan_view(&[r], None);
+        let ops = plan_view(&[r], None, None);
         assert!(binds(&ops)[0].1.noexec);
         assert!(binds(&ops)[0].1.readonly);
         // A runtime read-only tree may map its files executable.
-        let ops = plan_view(&[g("/opt/lib", false, false)], None);
+        let ops = plan_view(&[g("/opt/lib", false, false)], None, None);
         assert!(!binds(&ops)[0].1.noexec);
     }
 
     #[test]
     fn scratch_is_writable_and_never_executable() {
-        let ops = plan_view(&[], Some(Path::new("/tmp/rootfence-1-ab")));
+        let ops = plan_view(&[], Some(Path::new("/tmp/rootfence-1-ab")), None);
         assert_eq!(
             binds(&ops),
             [(
@@ -800,7 +894,7 @@ mod tests {
     fn proc_grants_become_a_fresh_proc_and_dev_links_point_into_it() {
         let mut null = g("/dev/null", true, false);
         null.kind = Kind::File;
-        let ops = plan_view(&[g("/proc/cpuinfo", false, false), null], None);
+        let ops = plan_view(&[g("/proc/cpuinfo", false, false), null], None, None);
         assert!(ops.contains(&Op::Proc));
         assert!(!binds(&ops).iter().any(|(p, _)| p.starts_with("/proc")));
         let (_, a) = &binds(&ops)[0];
@@ -819,7 +913,7 @@ mod tests {
         bin.symlinks = vec![("/bin".into(), "usr/bin".into())];
         let mut lib = g("/usr/lib/x", false, true);
         lib.symlinks = vec![("/usr/lib/y".into(), "x".into())];
-        let ops = plan_view(&[g("/usr", false, true), bin, lib], None);
+        let ops = plan_view(&[g("/usr", false, true), bin, lib], None, None);
         assert!(ops.contains(&Op::Symlink {
             at: "/bin".into(),
             text: "usr/bin".into()
@@ -838,7 +932,7 @@ mod tests {
         let mut config = g("/w/.git/config", false, false);
         config.kind = Kind::File;
         config.protect = Some(true);
-        let ops = plan_view(&[root, git, config], None);
+        let ops = plan_view(&[root, git, config], None, None);
         let b = binds(&ops);
         assert_eq!(b.len(), 3, "{ops:?}");
         assert!(!b[0].1.readonly);
@@ -853,7 +947,7 @@ mod tests {
     fn private_layers_are_overlays() {
         let mut c = g("/home/u/.npm", false, true);
         c.private_layer = true;
-        let ops = plan_view(&[c], None);
+        let ops = plan_view(&[c], None, None);
         assert!(ops.contains(&Op::Overlay {
             path: "/home/u/.npm".into(),
             layer: 0,
@@ -866,7 +960,7 @@ mod tests {
     fn parents_come_before_children() {
         let mut r = g("/a/b/c", true, false);
         r.root = true;
-        let ops = plan_view(&[r, g("/a/x", false, false)], None);
+        let ops = plan_view(&[r, g("/a/x", false, false)], None, None);
         let pos = |p: &str| ops.iter().position(|o| o.target() == Path::new(p)).unwrap();
         assert!(pos("/a") < pos("/a/b"));
         assert!(pos("/a/b") < pos("/a/b/c"));

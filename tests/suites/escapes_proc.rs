@@ -370,7 +370,13 @@ fn environment_is_exactly_the_plans() {
         .filter_map(|l| l.split_once('=').map(|(k, _)| k))
         .collect();
     names.sort_unstable();
-    assert_eq!(names, ["HOME", "LANG", "PATH", "TERM", "TMPDIR"], "{env}");
+    // GIT_CONFIG_GLOBAL: git's configuration for the server (an empty
+    // one here: the fake home has none).
+    assert_eq!(
+        names,
+        ["GIT_CONFIG_GLOBAL", "HOME", "LANG", "PATH", "TERM", "TMPDIR"],
+        "{env}"
+    );
 }
 
 #[test]

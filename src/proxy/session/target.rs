@@ -76,7 +76,7 @@ impl Inputs {
         command: Vec<std::ffi::OsString>,
         env: HostEnv,
     ) -> Result<Inputs, String> {
-        let spec = runtime::discover_for(&command, &policy, &env).map_err(|e| e.to_string())?;
+        let spec = runtime::discover(&command, &policy, &env).map_err(|e| e.to_string())?;
         Ok(Inputs {
             policy,
             cli_roots,
@@ -105,7 +105,7 @@ impl Inputs {
     /// it can no longer be resolved).
     pub fn set_policy(&mut self, policy: Policy) {
         self.policy = policy;
-        match runtime::discover_for(&self.command, &self.policy, &self.env) {
+        match runtime::discover(&self.command, &self.policy, &self.env) {
             Ok(spec) => self.spec = spec,
             Err(e) => tracing::error!(
                 "after the policy change the command cannot be resolved: {e}; keeping the old runtime"

@@ -1,0 +1,170 @@
+//! The cache rule: package caches behind private layers, and the settings
+//! that point launchers at them.
+//!
+//! `npx` and `uvx` run packages out of their caches, and the user's own
+//! `npx` and `uvx` run whatever is there later, outside the sandbox: the
+//! server reads a cache, and what it writes goes to a private layer of its
+//! own (discarded at exit; without namespaces, an empty private directory
+//! the launcher is pointed at instead). A cache the user keeps in a shared
+//! directory (`UV_CACHE_DIR=/tmp`) is not granted.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::wide::{shared, too_wide};
+use super::{Collect, HostEnv, Rights, Rule, RuntimeNeed};
+use crate::policy::Policy;
+
+/// A cache: the variable that names it to its launcher, where it is, and
+/// what it is for.
+struct Cache {
+    var: &'static str,
+    dir: Option<PathBuf>,
+    why: &'static str,
+}
+
+fn caches(env: &HostEnv) -> Vec<Cache> {
+    let home = env.home.clone();
+    let data = env
+        .abs_var("XDG_DATA_HOME")
+        .or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    vec![
+        Cache {
+            var: "npm_config_cache",
+            dir: env
+                .abs_var("npm_config_cache")
+                .or_else(|| env.abs_var("NPM_CONFIG_CACHE"))
+                .or_else(|| home.as_ref().map(|h| h.join(".npm"))),
+            why: "npm's cache (npx runs packages from it)",
+        },
+        Cache {
+            var: "UV_CACHE_DIR",
+            dir: env
+                .abs_var("UV_CACHE_DIR")
+                .or_else(|| env.abs_var("XDG_CACHE_HOME").map(|c| c.join("uv")))
+                .or_else(|| home.as_ref().map(|h| h.join(".cache/uv"))),
+            why: "uv's cache (uvx and uv run take environments from it)",
+        },
+        Cache {
+            var: "UV_TOOL_DIR",
+            dir: env
+                .abs_var("UV_TOOL_DIR")
+                .or_else(|| data.as_ref().map(|d| d.join("uv/tools"))),
+            why: "uv's tools (uvx locks the directory and runs what is installed there)",
+        },
+    ]
+}
+
+/// uv's managed Pythons.
+fn uv_pythons(env: &HostEnv) -> Option<PathBuf> {
+    env.abs_var("UV_PYTHON_INSTALL_DIR").or_else(|| {
+        env.abs_var("XDG_DATA_HOME")
+            .map(|d| d.join("uv/python"))
+            .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/uv/python")))
+    })
+}
+
+/// Grant the caches that exist, each behind a private layer.
+pub fn collect(c: &mut Collect) {
+    for cache in caches(c.env) {
+        let Some(dir) = cache.dir else { continue };
+        if shared(&dir, c.env) || too_wide(&dir, c.env) {
+            c.note(format!(
+                "{} ({}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {} to a directory of its own",
+                dir.display(),
+                cache.var,
+                cache.var
+            ));
+            continue;
+        }
+        if !dir.is_dir() {
+            continue;
+        }
+        c.add_private(
+            dir,
+            Rights::RX,
+            Rule::Cache,
+            format!("{}; writes go to a private layer", cache.why),
+            Some(cache.var),
+        );
+    }
+    if let Some(dir) = uv_pythons(c.env)
+        && dir.is_dir()
+        && !too_wide(&dir, c.env)
+    {
+        c.add(dir, Rights::RX, Rule::Cache, "uv's managed Pythons", true);
+    }
+}
+
+/// uv flags that need the network (which `UV_OFFLINE` would break).
+const UV_ONLINE_FLAGS: &[&str] = &[
+    "--refresh",
+    "--refresh-package",
+    "--upgrade",
+    "--upgrade-package",
+    "-U",
+    "-P",
+    "--reinstall",
+    "--reinstall-package",
+];
+
+/// The variables that point launchers at the caches granted, and keep them
+/// from the network when the policy grants none.
+///
+/// npm and npx prefer what the cache holds over asking the registry and
+/// skip their update, audit and funding calls. uv stays offline and never
+/// downloads a Python, unless the policy grants TCP connections or the
+/// command names a uv flag that needs the network (then `UV_OFFLINE` is
+/// not set, and a note says so).
+pub fn settings(
+    argv: &[OsString],
+    policy: &Policy,
+    env: &HostEnv,
+    needs: &[RuntimeNeed],
+    notes: &mut Vec<String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for cache in caches(env) {
+        if let Some(n) = needs
+            .iter()
+            .find(|n| n.private_env.as_deref() == Some(cache.var))
+        {
+            out.insert(cache.var.to_string(), n.path.to_string_lossy().into_owned());
+        }
+    }
+    let network = !policy.tcp_connect.is_empty();
+    if out.contains_key("npm_config_cache") {
+        for (k, v) in [
+            ("npm_config_update_notifier", "false"),
+            ("npm_config_audit", "false"),
+            ("npm_config_fund", "false"),
+        ] {
+            out.insert(k.to_string(), v.to_string());
+        }
+        if !network {
+            out.insert("npm_config_prefer_offline".into(), "true".into());
+        }
+    }
+    if out.contains_key("UV_CACHE_DIR") {
+        out.insert("UV_NO_PROGRESS".into(), "1".into());
+        out.insert("UV_PYTHON_DOWNLOADS".into(), "never".into());
+        let online = argv.iter().skip(1).find(|a| {
+            let a = a.to_string_lossy();
+            UV_ONLINE_FLAGS
+                .iter()
+                .any(|f| a == *f || a.starts_with(&format!("{f}=")))
+        });
+        match (network, online) {
+            (false, None) => {
+                out.insert("UV_OFFLINE".into(), "1".into());
+            }
+            (false, Some(flag)) => notes.push(format!(
+                "UV_OFFLINE not set: the command's {} needs the network, which the policy does not grant ([network] tcp_connect), so uv will fail to reach its index",
+                flag.to_string_lossy()
+            )),
+            (true, _) => {}
+        }
+    }
+    out
+}

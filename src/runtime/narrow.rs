@@ -1,0 +1,147 @@
+//! Narrowing grants around what no rule may grant.
+//!
+//! Landlock grants a directory with everything below it, and cannot carve
+//! a hole. So a grant that holds a denied path (`~/.cargo` holds
+//! `~/.cargo/credentials.toml`) is replaced by grants of its entries, all
+//! but the denied one, going down along the way to it; a grant inside a
+//! denied path is dropped. A project's VCS directory is left out the same
+//! way. Entries that appear later in a narrowed directory are not granted.
+
+use std::path::{Path, PathBuf};
+
+use super::{HostEnv, Rule, RuntimeNeed, project};
+use crate::roots::PathRule;
+
+/// Most entries listed while narrowing one grant: past it, the grant is
+/// dropped (with a note) rather than granted whole.
+const MAX_ENTRIES: usize = 4096;
+
+/// `needs` with every grant narrowed around the denied paths of `deny`
+/// (and, for projects, around their VCS directories).
+///
+/// # Security
+///
+/// No returned grant is, holds, or lies inside a denied path, under its
+/// name or its canonical name; a symbolic link among a narrowed
+/// directory's entries is kept only when its target is neither.
+pub fn around_denied(
+    needs: Vec<RuntimeNeed>,
+    deny: &[PathRule],
+    notes: &mut Vec<String>,
+    env: &HostEnv,
+) -> Vec<RuntimeNeed> {
+    let denied: Vec<&Path> = deny.iter().flat_map(PathRule::names).collect();
+    let mut out = Vec::with_capacity(needs.len());
+    for need in needs {
+        let real = std::fs::canonicalize(&need.path).ok();
+        let mut avoid: Vec<PathBuf> = denied.iter().map(|d| d.to_path_buf()).collect();
+        if need.rule == Rule::Project {
+            let base = real.as_deref().unwrap_or(&need.path);
+            avoid.extend(
+                project::LEFT_OUT
+                    .iter()
+                    .map(|n| base.join(n))
+                    .filter(|p| p.exists()),
+            );
+        }
+        let shown = super::shown(&need.path, env.home.as_deref());
+        let names: Vec<&Path> = std::iter::once(need.path.as_path())
+            .chain(real.as_deref())
+            .collect();
+        if let Some(d) = avoid
+            .iter()
+            .take(denied.len())
+            .find(|d| names.iter().any(|n| n.starts_with(d)))
+        {
+            notes.push(format!(
+                "{shown} ({}: {}) not granted: it is inside denied path {}",
+                need.rule,
+                need.why,
+                super::shown(d, env.home.as_deref())
+            ));
+            continue;
+        }
+        // Narrowed in its real place: the entries listed are the real
+        // directory's.
+        let base = real.clone().unwrap_or_else(|| need.path.clone());
+        let inside: Vec<&PathBuf> = avoid
+            .iter()
+            .filter(|d| d.starts_with(&base) && d.as_path() != base)
+            .collect();
+        if inside.is_empty() {
+            out.push(need);
+            continue;
+        }
+        let mut parts = Vec::new();
+        let mut listed = 0usize;
+        let whole = split(&base, &inside, &mut parts, &mut listed);
+        if !whole {
+            notes.push(format!(
+                "{shown} ({}: {}) not granted: it holds a denied path and more than {MAX_ENTRIES} entries to grant around it",
+                need.rule, need.why
+            ));
+            continue;
+        }
+        let secret = inside
+            .iter()
+            .filter(|d| d.exists() && denied.iter().any(|x| x == *d))
+            .map(|d| super::shown(d, env.home.as_deref()))
+            .collect::<Vec<_>>();
+        if !secret.is_empty() {
+            notes.push(format!(
+                "{shown} ({}) granted without {}: denied",
+                need.rule,
+                secret.join(", ")
+            ));
+        }
+        for p in parts {
+            if denied.iter().any(|d| p.starts_with(d) || d.starts_with(&p)) {
+                continue;
+            }
+            out.push(RuntimeNeed {
+                path: p,
+                optional: true,
+                ..need.clone()
+            });
+        }
+    }
+    out
+}
+
+/// The entries of `dir` to grant instead of `dir`: all but the avoided
+/// ones, going down into the directories on the way to one. False when
+/// more than [`MAX_ENTRIES`] were listed.
+fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut usize) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    for entry in rd.flatten() {
+        *listed += 1;
+        if *listed > MAX_ENTRIES {
+            return false;
+        }
+        let p = entry.path();
+        if avoid.iter().any(|d| p.starts_with(d)) {
+            continue;
+        }
+        let Ok(ft) = entry.file_type() else { continue };
+        if avoid.iter().any(|d| d.starts_with(&p)) {
+            if ft.is_dir() && !split(&p, avoid, out, listed) {
+                return false;
+            }
+            continue;
+        }
+        if ft.is_symlink() {
+            // Granted by its target: keep it only when that is not avoided.
+            match std::fs::canonicalize(&p) {
+                Ok(t) if !avoid.iter().any(|d| t.starts_with(d) || d.starts_with(&t)) => {
+                    out.push(p)
+                }
+                _ => {}
+            }
+            continue;
+        }
+        out.push(p);
+    }
+    true
+}

@@ -1,0 +1,83 @@
+//! The general rules that decide what a server may touch besides its
+//! roots, each stated in one line (`rootfence explain` prints them).
+
+use serde::Serialize;
+
+/// A rule that grants runtime paths. Every grant the runtime discovery
+/// makes names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// System libraries, tools and configuration.
+    System,
+    /// The server's executable, its interpreter and their install trees.
+    Program,
+    /// The toolchains on the user's `PATH`.
+    Toolchain,
+    /// The server's project, up to its marker.
+    Project,
+    /// Package caches, behind a private layer.
+    Cache,
+    /// The server's own state directories, behind a private layer.
+    State,
+}
+
+impl Rule {
+    /// Every rule, in the order `explain` states them.
+    pub const ALL: [Rule; 6] = [
+        Rule::System,
+        Rule::Program,
+        Rule::Toolchain,
+        Rule::Project,
+        Rule::Cache,
+        Rule::State,
+    ];
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::System => "system",
+            Rule::Program => "program",
+            Rule::Toolchain => "toolchain",
+            Rule::Project => "project",
+            Rule::Cache => "cache",
+            Rule::State => "state",
+        }
+    }
+
+    /// The rule in one line, as `explain` and the README state it.
+    pub fn statement(self) -> &'static str {
+        match self {
+            Rule::System => {
+                "system: /usr, /bin, /lib*, the /etc files of the loader, DNS, TLS, time and locale, /dev/null and randomness, CPU and memory information: read (libraries and tools also executed)"
+            }
+            Rule::Program => {
+                "program: the server's executable, its #! interpreter and the install tree of each (the directory above their bin/, a virtual environment with the Python it was made from): read and execute"
+            }
+            Rule::Toolchain => {
+                "toolchain: each directory on your PATH, the install tree above it (the parent of bin/ or shims/) and the install trees its links point into, plus the toolchain managers' own settings: read and execute"
+            }
+            Rule::Project => {
+                "project: for a script (the command itself or its first file argument), the nearest directory above it holding package.json, pyproject.toml, setup.py, Cargo.toml, go.mod or deno.json, with the node_modules above it: read and execute, .git left out"
+            }
+            Rule::Cache => {
+                "cache: the package caches of npm and uv and uv's tools and Pythons: read and execute, writes go to a private layer discarded at exit"
+            }
+            Rule::State => {
+                "state: existing ~/.NAME, ~/.config/NAME, ~/.local/share/NAME, ~/.local/state/NAME, ~/.cache/NAME, where NAME is the command's or its package's name: read, writes go to a private layer discarded at exit"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What no rule grants, in one line.
+pub const NEVER: &str = "never: a denied path (the built-in list of secrets: ~/.ssh, ~/.gnupg, ~/.aws, git and npm credentials, ...; and the policy's [deny]) is granted by no rule; a grant that holds one is narrowed around it, and git's configuration reaches the server only as a sanitized copy (identity and safe settings; no credentials, URL rewrites, hooks, aliases or commands)";
+
+/// The home directory, in one line.
+pub const HOME: &str = "home: the server sees in your home directory only what the rules and roots grant; with namespaces, what it writes there (its own state) goes to a private layer discarded at exit";
