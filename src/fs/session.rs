@@ -166,7 +166,7 @@ impl<W: Write> Session<W> {
                 let ask = self.roots.ask(Instant::now());
                 self.send(&ask)
             }
-            "notifications/roots/list_changed" => {
+            "notifications/roots/list_changed" if self.roots.host_declared => {
                 let ask = self.roots.ask(Instant::now());
                 self.send(&ask)
             }
