@@ -222,6 +222,10 @@ impl<W: Write> Session<W> {
                 let mut result = json!({"tools": tools::tools()});
                 if stateless {
                     complete(&mut result);
+                    // A cacheable result in 2026-07-28: not to be cached
+                    // (the tools do not change, but nothing is promised).
+                    result["ttlMs"] = json!(0);
+                    result["cacheScope"] = json!("private");
                 }
                 self.reply(&id, result)
             }
