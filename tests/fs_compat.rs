@@ -49,7 +49,7 @@ impl Pair {
     /// The same call through both, with `<r>` in the arguments standing
     /// for each side's root; the replies with each base path replaced.
     fn both(&mut self, tool: &str, args: Value) -> (Reply, Reply) {
-        let mut one = |fx: &Fx, c: &mut Client| {
+        let one = |fx: &Fx, c: &mut Client| {
             let text = args.to_string().replace("<r>", &fx.r.display().to_string());
             let mut r = c.call(tool, serde_json::from_str(&text).expect("json"));
             let base = fx.base.display().to_string();
