@@ -11,10 +11,12 @@
 //! - [`plan`]: `(policy, roots, command) -> SandboxPlan`, pure;
 //! - [`runtime`]: discovering what a command needs to start (effectful);
 //! - [`sandbox`]: what the kernel can enforce, and (later) applying a plan;
+//! - [`fs`]: `rootfence fs`, the filesystem server on root handles;
 //! - [`cli`]: the command-line interface.
 
 pub mod cli;
 pub mod envvars;
+pub mod fs;
 pub mod hostconfig;
 pub mod plan;
 pub mod policy;

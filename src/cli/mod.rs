@@ -3,6 +3,7 @@
 
 mod exec;
 mod explain;
+mod fs;
 mod run;
 mod wrap;
 
@@ -51,7 +52,8 @@ pub struct LaunchArgs {
     /// policy names them in [env] pass or [env] set.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<crate::envvars::EnvFlag>,
-    /// The server command and its arguments.
+    /// The server command and its arguments (`run` without one serves
+    /// `rootfence fs`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
@@ -62,8 +64,18 @@ enum Command {
     /// host (this process's stdin/stdout) and the server. The server's
     /// roots are the enforced ones: the host's (validated, within the
     /// policy), the policy's and the command line's. Root changes rebuild
-    /// the sandbox. This is what a host's config launches.
+    /// the sandbox. This is what a host's config launches. Without a
+    /// command (no `-- CMD`), the server is `rootfence fs` (this
+    /// executable) with the same --root and --ro-root: the filesystem
+    /// server on root handles, inside the sandbox.
+    #[command(mut_arg("command", |a| a.required(false)))]
     Run(run::RunArgs),
+    /// Serve MCP filesystem tools on stdin/stdout (the tools of
+    /// @modelcontextprotocol/server-filesystem), every operation resolved
+    /// beneath an open handle of its root: paths outside, `..`, and
+    /// symbolic links out of a root are refused without any sandbox. The
+    /// host's roots, when it declares them, replace the command line's.
+    Fs(fs::FsArgs),
     /// Validate policy files; exits non-zero with the file, line and key of
     /// every error.
     Check {
@@ -115,6 +127,7 @@ pub fn main() -> ExitCode {
         Command::Explain { launch, json } => explain::explain(&launch, json),
         Command::Exec(args) => exec::exec(&args),
         Command::Run(args) => run::run(args),
+        Command::Fs(args) => fs::fs(&args),
         Command::Wrap(args) => wrap::wrap(&args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {

@@ -147,8 +147,47 @@ fn log_dropped_env(dropped: &[String]) {
     }
 }
 
-pub(super) fn run(args: RunArgs) -> ExitCode {
+/// The server `run` launches when given no command: this executable
+/// (`/proc/self/exe`, resolved) as `fs`, with the same roots made absolute
+/// (the server resolves them itself; the host's roots reach it through
+/// `roots/list`, answered by the proxy with the enforced roots).
+fn fs_command(launch: &LaunchArgs, env: &HostEnv) -> Result<Vec<std::ffi::OsString>, String> {
+    let exe = std::env::current_exe().map_err(|e| {
+        format!("cannot find rootfence's own executable to serve `rootfence fs`: {e}")
+    })?;
+    let absolute = |r: &str| -> Result<std::ffi::OsString, String> {
+        let path = if crate::roots::looks_like_uri(r) {
+            crate::roots::parse_file_uri(r).map_err(|e| format!("root {r}: {e}"))?
+        } else if let (Some(rest), Some(home)) = (r.strip_prefix("~/"), env.home.as_ref()) {
+            home.join(rest)
+        } else {
+            std::path::absolute(r).map_err(|e| format!("root {r}: {e}"))?
+        };
+        Ok(path.into_os_string())
+    };
+    let mut argv = vec![exe.into_os_string(), "fs".into()];
+    for r in &launch.roots {
+        argv.push("--root".into());
+        argv.push(absolute(r)?);
+    }
+    for r in &launch.ro_roots {
+        argv.push("--ro-root".into());
+        argv.push(absolute(r)?);
+    }
+    Ok(argv)
+}
+
+pub(super) fn run(mut args: RunArgs) -> ExitCode {
     let env = HostEnv::current();
+    if args.launch.command.is_empty() {
+        match fs_command(&args.launch, &env) {
+            Ok(argv) => args.launch.command = argv,
+            Err(e) => {
+                eprintln!("rootfence: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let policy = match load_launch_policy(&args.launch, &env) {
         Ok(p) => p,
         Err(e) => {
