@@ -179,7 +179,8 @@ fn fs_command(launch: &LaunchArgs, env: &HostEnv) -> Result<Vec<std::ffi::OsStri
 
 pub(super) fn run(mut args: RunArgs) -> ExitCode {
     let env = HostEnv::current();
-    if args.launch.command.is_empty() {
+    let serve_fs = args.launch.command.is_empty();
+    if serve_fs {
         match fs_command(&args.launch, &env) {
             Ok(argv) => args.launch.command = argv,
             Err(e) => {
@@ -188,13 +189,18 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
             }
         }
     }
-    let policy = match load_launch_policy(&args.launch, &env) {
+    let mut policy = match load_launch_policy(&args.launch, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
             return ExitCode::from(2);
         }
     };
+    if serve_fs {
+        // rootfence's own filesystem server is one self-contained
+        // executable: it needs no toolchain and no package cache.
+        policy.raw.runtime.profile = crate::policy::ProfileName::Native;
+    }
     // Refuse at once what this kernel cannot enforce, before talking MCP.
     let caps = sandbox::probe();
     if caps.abi() == 0 {

@@ -359,7 +359,7 @@ pub fn discover(
     if toolchains {
         toolchain::collect(&mut c);
     }
-    project::collect(&mut c, argv, &program);
+    project::collect(&mut c, argv, &program, interpreter.is_some());
     if toolchains {
         cache::collect(&mut c);
     }

@@ -34,14 +34,15 @@ pub const LEFT_OUT: &[&str] = &[".git", ".hg", ".svn"];
 /// Extensions of script files an interpreter or launcher runs.
 const SCRIPT_EXTENSIONS: &[&str] = &["js", "mjs", "cjs", "ts", "mts", "cts", "py", "pyw"];
 
-/// Grant the projects of the program and of the command's script.
-pub fn collect(c: &mut Collect, argv: &[OsString], program: &Path) {
+/// Grant the projects of the program (when it is a `#!` script) and of
+/// the command's script argument.
+pub fn collect(c: &mut Collect, argv: &[OsString], program: &Path, script: bool) {
     let mut scripts = Vec::new();
     let in_a_tree = c
         .needs
         .iter()
         .any(|n| n.path != program && program.starts_with(&n.path) && !n.private);
-    if !in_system_tree(program) && !in_a_tree {
+    if script && !in_system_tree(program) && !in_a_tree {
         scripts.push(program.to_path_buf());
     }
     if let Some(s) = script_argument(argv, c.env) {

@@ -36,8 +36,16 @@ pub fn program(
         "the server executable",
         false,
     );
-    // The tree above its bin/; a program elsewhere is its project's.
-    if let Some(dir) = program.parent() {
+    // A native program's install tree: above its bin/, or its own
+    // directory (libraries beside it). A script's is its project's.
+    if interpreter.is_none() {
+        tree_of(
+            c,
+            program,
+            Rule::Program,
+            "install tree of the server executable",
+        );
+    } else if let Some(dir) = program.parent() {
         above_bin(c, dir, Rule::Program, &c.shown(program));
     }
     // A virtual environment's bin/ holds links to the base interpreter: the
