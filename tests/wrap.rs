@@ -224,6 +224,8 @@ fn claude_desktop_servers_are_wrapped_with_env_roots_and_policies() {
             mem_s,
             "--env",
             "MEMORY_FILE_PATH",
+            "--root",
+            notes,
             "--",
             "npx",
             "-y",
@@ -235,13 +237,16 @@ fn claude_desktop_servers_are_wrapped_with_env_roots_and_policies() {
         s["memory"]["env"],
         json!({"MEMORY_FILE_PATH": format!("{notes}/memory.json")})
     );
-    // A file is not a root; the note says how to give its directory.
+    // A data file (the memory file in env, a database in the args, also
+    // one that does not exist yet): its directory is the root.
     assert_eq!(
         strs(&s["sqlite"]["args"]),
         [
             "run",
             "--policy",
             all_s,
+            "--root",
+            notes,
             "--",
             "uvx",
             "mcp-server-sqlite",
@@ -250,11 +255,15 @@ fn claude_desktop_servers_are_wrapped_with_env_roots_and_policies() {
         ]
     );
     assert!(
-        stderr.contains(&format!("not a root: {notes}/test.db is not a directory")),
+        stderr.contains(&format!(
+            "root from its arguments: {notes} (the directory of a file it uses)"
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("\"--root\", \"{notes}\"")),
+        stderr.contains(&format!(
+            "root from env MEMORY_FILE_PATH: {notes} (the directory of a file it uses)"
+        )),
         "{stderr}"
     );
     // Docker: left alone.
@@ -450,7 +459,9 @@ fn roots_the_policy_refuses_and_refused_env_keys_are_reported_not_written() {
     );
     assert!(args.contains(&t.notes.display().to_string()));
     assert!(
-        stderr.contains(&format!("not a root: {ssh} would be refused")),
+        stderr.contains(&format!(
+            "not a root: {ssh} (its arguments) would be refused"
+        )),
         "{stderr}"
     );
     assert!(
@@ -797,4 +808,89 @@ fn a_wrapped_claude_code_server_runs_as_the_host_launches_it() {
         1,
         "{stderr}"
     );
+}
+
+/// The `--root`s a wrapped server got (the args before `--`).
+fn roots_of(args: &[String]) -> Vec<String> {
+    let end = args.iter().position(|a| a == "--").unwrap();
+    args[..end]
+        .windows(2)
+        .filter(|w| w[0] == "--root")
+        .map(|w| w[1].clone())
+        .collect()
+}
+
+#[test]
+fn data_files_and_env_paths_become_roots_never_code_or_system_directories() {
+    let t = tree();
+    let data = t.base.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("app.db"), b"").unwrap();
+    let code = t.base.join("srv");
+    std::fs::create_dir_all(&code).unwrap();
+    std::fs::write(code.join("index.js"), "#!/usr/bin/env node\n").unwrap();
+    let vault = t.base.join("vault-to-be");
+    let text = json!({"mcpServers": {
+        // mcp-alchemy: the database in a URL of its environment.
+        "alchemy": {"command": "uvx", "args": ["mcp-alchemy"],
+                    "env": {"DB_URL": format!("sqlite:///{}/app.db", data.display())}},
+        // duckdb: a database that does not exist yet, in a missing directory.
+        "duck": {"command": "uvx", "args": ["mcp-server-duckdb", "--db-path",
+                 t.base.join("newdir/x.duckdb").display().to_string()]},
+        // A cloned server's own script: code, never a writable root.
+        "cloned": {"command": "node", "args": [code.join("index.js").display().to_string()]},
+        // System directories are never roots.
+        "sys": {"command": "srv", "args": ["/usr/share/dict/words", "/etc"],
+                "env": {"CONFIG_DIR": "/etc/srv"}},
+        // A vault that does not exist yet.
+        "obsidian": {"command": "npx", "args": ["-y", "obsidian-mcp", vault.display().to_string()]},
+        // A path in env whose name says nothing is noted, not rooted.
+        "git": {"command": "node", "args": ["dist/index.js"],
+                "env": {"GIT_BASE_DIR": t.notes.display().to_string(),
+                        "SOMETHING": t.projects.display().to_string()}}
+    }})
+    .to_string();
+    let file = t.write("claude_desktop_config.json", &text);
+    let (wrapped, stderr) = t.wrap(&[file.to_str().unwrap(), "--rootfence", ROOTFENCE]);
+    let v = parse(&wrapped);
+    let s = &v["mcpServers"];
+    let roots = |name: &str| roots_of(&strs(&s[name]["args"]));
+    assert_eq!(roots("alchemy"), [data.display().to_string()], "{stderr}");
+    assert!(roots("duck").is_empty(), "{stderr}");
+    assert!(stderr.contains("does not exist yet"), "{stderr}");
+    assert!(roots("cloned").is_empty(), "{stderr}");
+    assert!(stderr.contains("is code the server runs"), "{stderr}");
+    assert!(roots("sys").is_empty(), "{stderr}");
+    assert!(stderr.contains("is a system directory"), "{stderr}");
+    assert!(roots("obsidian").is_empty(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "not a root: {} (its arguments) does not exist yet",
+            vault.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(roots("git"), [t.notes.display().to_string()], "{stderr}");
+    assert!(stderr.contains("env SOMETHING names a path"), "{stderr}");
+    assert!(!vault.exists() && !t.base.join("newdir").exists());
+
+    // With --create-roots the missing directories are created and rooted.
+    let (wrapped, stderr) = t.wrap(&[
+        file.to_str().unwrap(),
+        "--rootfence",
+        ROOTFENCE,
+        "--create-roots",
+    ]);
+    let v = parse(&wrapped);
+    let s = &v["mcpServers"];
+    let roots = |name: &str| roots_of(&strs(&s[name]["args"]));
+    assert_eq!(
+        roots("duck"),
+        [t.base.join("newdir").display().to_string()],
+        "{stderr}"
+    );
+    assert_eq!(roots("obsidian"), [vault.display().to_string()], "{stderr}");
+    assert!(vault.is_dir() && t.base.join("newdir").is_dir());
+    // Still never code or a system directory.
+    assert!(roots("cloned").is_empty() && roots("sys").is_empty());
 }

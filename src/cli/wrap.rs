@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -50,6 +51,10 @@ pub struct WrapArgs {
     /// file.
     #[arg(long, requires = "in_place")]
     pub force: bool,
+    /// Also make roots of directories the servers name that do not exist
+    /// yet (a database's directory, a vault), creating them (mode 0700).
+    #[arg(long, conflicts_with = "undo")]
+    pub create_roots: bool,
     /// Restore every server launched through `rootfence run` to the
     /// command after its `--` (no backup needed).
     #[arg(long, conflicts_with_all = ["policy", "policy_for"])]
@@ -61,10 +66,15 @@ Each stdio server's \"command\" becomes the rootfence binary and its \"args\"
 become: run [--policy P] [--env NAME]... [--root DIR]... -- COMMAND ARGS...
 - every key of the server's \"env\" becomes --env NAME (the host still sets
   the value; rootfence passes it on); the \"env\" object is kept as it is;
-- arguments that are directories here (absolute, ~/..., ${userHome}/... in
-  VS Code and Cursor, ${HOME}/... in Claude Code, ./... next to a .mcp.json)
-  and ${workspaceFolder} become --root; files, and other host variables, do
-  not (a note says so), nor roots the policy would refuse.
+- arguments and values of its \"env\" that are paths here (absolute, ~/...,
+  ${userHome}/... in VS Code and Cursor, ${HOME}/... in Claude Code, ./...
+  next to a .mcp.json; database URLs such as sqlite:////abs/x.db) and
+  ${workspaceFolder} become --root: a directory itself, a data file its
+  directory (also a file the server will create). Never a root: code (a
+  script or an executable), a system directory (/usr, /etc, /opt, ...), a
+  root the policy would refuse; other host variables are known only when
+  the host launches the server (a note says so). A directory that does not
+  exist yet becomes a root only with --create-roots, which creates it.
 Left alone, with a note: servers already run by rootfence (wrapping twice
 changes nothing), remote servers (url, type http or sse), servers run by
 docker or podman. What was inferred for each server is printed on stderr.
@@ -92,6 +102,23 @@ struct MachineProbe {
 }
 
 impl Probe for MachineProbe {
+    fn is_code(&self, path: &Path) -> bool {
+        use std::io::Read as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        const SCRIPTS: &[&str] = &["js", "mjs", "cjs", "ts", "py", "sh", "rb", "pl"];
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| SCRIPTS.contains(&e));
+        let exec = std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+        let mut head = [0u8; 4];
+        let magic = std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+            && (head.starts_with(b"#!") || &head == b"\x7fELF");
+        ext || exec || magic
+    }
+
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
     }
@@ -182,6 +209,26 @@ pub(super) fn wrap(args: &WrapArgs) -> ExitCode {
         }
     };
     report(&shown, &outcome, args.undo);
+    if args.create_roots && (args.in_place || !args.undo) {
+        for (name, d) in &outcome.servers {
+            for dir in &d.create {
+                match std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                {
+                    Ok(()) => eprintln!("rootfence: {name}: created {}", dir.display()),
+                    Err(e) => {
+                        eprintln!(
+                            "rootfence: {name}: cannot create {}: {e}; create it yourself, the wrapped config names it as a root",
+                            dir.display()
+                        );
+                        return ExitCode::from(EXIT_CONFIG);
+                    }
+                }
+            }
+        }
+    }
     if !args.in_place {
         let mut out = std::io::stdout().lock();
         if out
@@ -253,6 +300,7 @@ fn settings(
             policy,
             policy_for,
             base,
+            create_roots: args.create_roots,
         },
         policies,
     ))

@@ -318,6 +318,9 @@ pub struct WrapSettings {
     pub policy_for: BTreeMap<String, String>,
     /// The directory of the config file.
     pub base: Option<PathBuf>,
+    /// Missing directories the servers name become roots (and are
+    /// created): `--create-roots`.
+    pub create_roots: bool,
 }
 
 /// Rewrite every stdio server of `text` to launch through `rootfence run`.
@@ -353,6 +356,7 @@ pub fn wrap(
                 .cloned(),
             format,
             base: settings.base.clone(),
+            create_roots: settings.create_roots,
         };
         server::wrap(entry, &opts, probe)
     }))

@@ -19,6 +19,9 @@ pub trait Probe {
     /// Why `rootfence run` under `policy` (`None`: the built-in default)
     /// would refuse `dir` as a root, if it would.
     fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String>;
+    /// Whether the existing file `path` is code (a script or an
+    /// executable), not data.
+    fn is_code(&self, path: &Path) -> bool;
 }
 
 /// The options `wrap` applies to every server.
@@ -33,6 +36,10 @@ pub struct WrapOptions {
     /// The directory of the config file (relative arguments of Claude Code
     /// servers are checked against it).
     pub base: Option<PathBuf>,
+    /// Directories named by the server's arguments or environment that do
+    /// not exist yet become roots too (`--create-roots`: the caller creates
+    /// them).
+    pub create_roots: bool,
 }
 
 /// A server's new `command` and `args` (`None`: no `args` key).
@@ -64,6 +71,9 @@ pub struct Decision {
     pub roots: Vec<String>,
     /// The `--env` names added (wrap only).
     pub env: Vec<String>,
+    /// Directories to create before the server is launched (wrap with
+    /// `--create-roots`), as local paths.
+    pub create: Vec<PathBuf>,
 }
 
 impl Decision {
@@ -73,6 +83,7 @@ impl Decision {
             notes: vec![note.into()],
             roots: vec![],
             env: vec![],
+            create: vec![],
         }
     }
 }
@@ -159,20 +170,12 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
     }
     let mut env_names = Vec::new();
     if let Some(env) = entry.get("env").and_then(Value::as_object) {
-        for (k, v) in env {
+        for k in env.keys() {
             if !crate::envvars::valid_name(k) {
                 notes.push(format!(
                     "env {k:?} is not a variable name rootfence can pass: the server will not get it"
                 ));
                 continue;
-            }
-            if let Some(s) = v.as_str()
-                && (s.starts_with('/') || s.starts_with("~/"))
-            {
-                notes.push(format!(
-                    "env {k} names a path ({s}): the server reaches it only inside a root; {}",
-                    reach_hint(s)
-                ));
             }
             env_names.push(k.clone());
         }
@@ -188,7 +191,33 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
         out.push(n.clone());
     }
     let original = args.clone().unwrap_or_default();
-    let roots = infer_roots(&original, opts, probe, &mut notes);
+    let mut found = Found::default();
+    for a in &original {
+        let value = match a.split_once('=') {
+            Some((flag, v)) if flag.starts_with('-') => v,
+            _ if a.starts_with('-') => continue,
+            _ => a.as_str(),
+        };
+        consider(value, "its arguments", opts, probe, &mut found);
+    }
+    if let Some(env) = entry.get("env").and_then(Value::as_object) {
+        for (k, v) in env {
+            let Some(v) = v.as_str() else { continue };
+            let from = format!("env {k}");
+            if let Some(path) = url_path(v) {
+                consider(&path, &from, opts, probe, &mut found);
+            } else if path_like(v) && names_a_path(k) {
+                consider(v, &from, opts, probe, &mut found);
+            } else if path_like(v) {
+                notes.push(format!(
+                    "env {k} names a path ({v}): the server reaches it only inside a root; {}",
+                    reach_hint(v)
+                ));
+            }
+        }
+    }
+    notes.append(&mut found.notes);
+    let roots = found.roots;
     for r in &roots {
         out.push("--root".into());
         out.push(r.clone());
@@ -204,6 +233,7 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
         notes,
         roots,
         env: env_names,
+        create: found.create,
     }
 }
 
@@ -242,109 +272,211 @@ pub fn undo(entry: &Value, rootfence: &str) -> Decision {
         notes: vec![format!("restored: {cmd}")],
         roots: vec![],
         env: vec![],
+        create: vec![],
     }
 }
 
-/// The arguments that become `--root`: each argument (or the value of a
-/// `--name=VALUE` argument) that names a directory the server works in.
-///
-/// - an absolute path or `~/...` that is an existing directory here;
-/// - `${workspaceFolder}` (VS Code, Cursor): the folder the host opened;
-/// - `${userHome}/...` (VS Code, Cursor), `${env:HOME}/...`, and for Claude
-///   Code `${HOME}/...`, that is an existing directory here;
-/// - for Claude Code, `.` and `./...` that are directories next to the
-///   `.mcp.json` (Claude Code starts servers in the project directory).
-///
-/// Files are never roots, nor their directories: a `--db /data/x.db` gets
-/// a note (grant it with a policy, or give the directory with --root).
-/// Other host variables (`${input:...}`, `${env:...}`) are only known when
-/// the host launches the server: noted, not inferred.
-fn infer_roots(
-    args: &[String],
-    opts: &WrapOptions,
-    probe: &dyn Probe,
-    notes: &mut Vec<String>,
-) -> Vec<String> {
-    let mut roots: Vec<String> = Vec::new();
-    for a in args {
-        let value = match a.split_once('=') {
-            Some((flag, v)) if flag.starts_with('-') => v,
-            _ if a.starts_with('-') => continue,
-            _ => a.as_str(),
-        };
-        match classify(value, opts, probe) {
-            Candidate::Root => {
-                notes.push(format!("root from its arguments: {value}"));
-                if !roots.iter().any(|r| r == value) {
-                    roots.push(value.to_string());
-                }
-            }
-            Candidate::Refused(why) => notes.push(format!(
-                "not a root: {value} would be refused ({why})"
-            )),
-            Candidate::NotDirectory => notes.push(format!(
-                "not a root: {value} is not a directory here (a file the server uses?); {}",
-                reach_hint(value)
-            )),
-            Candidate::Unknown => notes.push(format!(
-                "not a root: {value} is only known when the host launches the server; add --root to its args if it names a directory"
-            )),
-            Candidate::No => {}
+/// Roots found so far for one server.
+#[derive(Default)]
+struct Found {
+    roots: Vec<String>,
+    create: Vec<PathBuf>,
+    notes: Vec<String>,
+}
+
+impl Found {
+    fn root(&mut self, text: String, from: &str, why: &str) {
+        if !self.roots.iter().any(|r| *r == text) {
+            self.notes.push(format!("root from {from}: {text}{why}"));
+            self.roots.push(text);
         }
     }
-    roots
 }
 
-enum Candidate {
-    Root,
-    Refused(String),
-    NotDirectory,
-    Unknown,
-    No,
-}
+/// Trees that are never made roots by `wrap`: the system's, and the
+/// places software is installed.
+const SYSTEM_TREES: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot", "/opt",
+    "/var/lib", "/snap", "/nix", "/proc", "/sys", "/dev", "/run",
+];
 
-fn classify(v: &str, opts: &WrapOptions, probe: &dyn Probe) -> Candidate {
+/// Consider one value the server is given (an argument, or an
+/// environment value) as naming where it works. A value that is a path
+/// here becomes a root:
+///
+/// - a directory (absolute, `~/...`, `${userHome}/...` in VS Code and
+///   Cursor, `${HOME}/...` in Claude Code, `./...` next to a `.mcp.json`),
+///   or `${workspaceFolder}`;
+/// - a data file (a database, a notes file): its directory, also when the
+///   file does not exist yet (the server creates it);
+/// - with `--create-roots`, a directory that does not exist yet (or a
+///   missing file's), created by the caller.
+///
+/// Never a root: a file that is code (a script, an executable: the
+/// server's own code must not be writable by it), a system tree, a root
+/// the policy would refuse. Other host variables (`${input:...}`,
+/// `${env:...}`) are only known when the host launches the server: noted.
+fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found) {
     let folder_vars = matches!(opts.format, Format::VsCode | Format::Cursor);
     if folder_vars && (v == "${workspaceFolder}" || v == "${workspaceFolder}/") {
-        return Candidate::Root;
+        // The folder the host opened: known only to the host.
+        found.root(v.trim_end_matches('/').to_string(), from, "");
+        return;
     }
-    let home_prefixes: &[&str] = match opts.format {
-        Format::VsCode | Format::Cursor => &["${userHome}/", "${env:HOME}/"],
-        Format::ClaudeCode => &["${HOME}/", "$HOME/"],
-        Format::ClaudeDesktop => &[],
-    };
-    let local: Option<PathBuf> = if let Some(rest) = v.strip_prefix("~/") {
-        probe.home().map(|h| h.join(rest))
-    } else if let Some(rest) = home_prefixes.iter().find_map(|p| v.strip_prefix(p)) {
-        probe.home().map(|h| h.join(rest))
-    } else if v.starts_with('/') {
-        Some(PathBuf::from(v))
-    } else if opts.format == Format::ClaudeCode && (v == "." || v.starts_with("./")) {
-        opts.base.as_ref().map(|b| b.join(v))
-    } else if v.contains("${") {
-        return Candidate::Unknown;
-    } else {
-        return Candidate::No;
-    };
-    let Some(local) = local else {
-        return Candidate::Unknown;
+    let Some((text, local)) = localize(v, opts, probe) else {
+        if v.contains("${") {
+            found.notes.push(format!(
+                "not a root: {v} ({from}) is only known when the host launches the server; add --root to its args if it names a directory"
+            ));
+        }
+        return;
     };
     if local
         .components()
         .any(|c| c == std::path::Component::ParentDir)
     {
-        return Candidate::No;
+        return;
     }
-    if probe.is_dir(&local) {
-        match probe.root_refusal(&local, opts.policy.as_deref()) {
-            Some(why) => Candidate::Refused(why),
-            None => Candidate::Root,
+    // What would become the root: the directory itself, or the file's.
+    let (dir_text, dir, what) = if probe.is_dir(&local) {
+        (text, local, "")
+    } else if probe.exists(&local) {
+        if probe.is_code(&local) {
+            found.notes.push(format!(
+                "not a root: {v} ({from}) is code the server runs; its directory is not made writable"
+            ));
+            return;
         }
-    } else if probe.exists(&local) || looks_like_file(v) {
-        Candidate::NotDirectory
+        match parent(&text, &local) {
+            Some((t, d)) => (t, d, " (the directory of a file it uses)"),
+            None => return,
+        }
+    } else if looks_like_file(v) {
+        match parent(&text, &local) {
+            Some((t, d)) => (t, d, " (the directory of a file it uses)"),
+            None => return,
+        }
+    } else if from != "its arguments"
+        || opts.create_roots
+        || local.parent().is_some_and(|p| probe.is_dir(p))
+    {
+        (text, local, "")
     } else {
-        Candidate::No
+        // A word that merely starts with / (a route, an option value).
+        return;
+    };
+    if SYSTEM_TREES
+        .iter()
+        .any(|t| crate::roots::within(&dir, Path::new(t)))
+        || dir == Path::new("/")
+    {
+        found.notes.push(format!(
+            "not a root: {} ({from}) is a system directory",
+            dir.display()
+        ));
+        return;
     }
+    if probe.is_dir(&dir) {
+        match probe.root_refusal(&dir, opts.policy.as_deref()) {
+            Some(why) => found.notes.push(format!(
+                "not a root: {dir_text} ({from}) would be refused ({why})"
+            )),
+            None => found.root(dir_text, from, what),
+        }
+    } else if opts.create_roots {
+        if !found.create.contains(&dir) {
+            found.create.push(dir.clone());
+        }
+        found.root(dir_text, from, " (created)");
+    } else {
+        found.notes.push(format!(
+            "not a root: {dir_text} ({from}) does not exist yet; create it, or wrap with --create-roots to have it created and given as a root"
+        ));
+    }
+}
+
+/// The value as a path here, with the text to write in the args (host
+/// variables kept). None when it names no path.
+fn localize(v: &str, opts: &WrapOptions, probe: &dyn Probe) -> Option<(String, PathBuf)> {
+    let home_prefixes: &[&str] = match opts.format {
+        Format::VsCode | Format::Cursor => &["${userHome}/", "${env:HOME}/"],
+        Format::ClaudeCode => &["${HOME}/", "$HOME/"],
+        Format::ClaudeDesktop => &[],
+    };
+    let local = if let Some(rest) = v.strip_prefix("~/") {
+        probe.home()?.join(rest)
+    } else if let Some(rest) = home_prefixes.iter().find_map(|p| v.strip_prefix(p)) {
+        probe.home()?.join(rest)
+    } else if v.starts_with('/') {
+        PathBuf::from(v)
+    } else if opts.format == Format::ClaudeCode && (v == "." || v.starts_with("./")) {
+        opts.base.as_ref()?.join(v)
+    } else {
+        return None;
+    };
+    if local.to_string_lossy().contains("${") {
+        return None;
+    }
+    Some((v.trim_end_matches('/').to_string(), local))
+}
+
+/// The directory of a file value: its text and local path.
+fn parent(text: &str, local: &Path) -> Option<(String, PathBuf)> {
+    let (t, _) = text.rsplit_once('/')?;
+    let dir = local.parent()?.to_path_buf();
+    if t.is_empty() || t == "~" || t.ends_with('}') && !t.contains('/') {
+        return None;
+    }
+    Some((t.to_string(), dir))
+}
+
+/// The absolute path a database URL names (`sqlite:////abs/x.db`,
+/// `sqlite:///abs/x.db`, `duckdb:///abs/x.duckdb`, `file:///abs/x`).
+fn url_path(v: &str) -> Option<String> {
+    let (scheme, rest) = v.split_once("://")?;
+    let known = ["sqlite", "duckdb", "file"]
+        .iter()
+        .any(|k| scheme == *k || scheme.starts_with(&format!("{k}+")));
+    if !known || !rest.starts_with('/') {
+        return None;
+    }
+    let path = rest.split(['?', '#']).next()?.trim_start_matches('/');
+    (!path.is_empty()).then(|| format!("/{path}"))
+}
+
+/// A value that looks like a path: absolute, under the home directory, or
+/// under a host's home or folder variable.
+fn path_like(v: &str) -> bool {
+    v.starts_with('/')
+        || v.starts_with("~/")
+        || v.starts_with("${userHome}/")
+        || v.starts_with("${env:HOME}/")
+        || v.starts_with("${HOME}/")
+        || v.starts_with("$HOME/")
+        || v.starts_with("${workspaceFolder}")
+}
+
+/// An environment variable whose name says it holds a path.
+fn names_a_path(k: &str) -> bool {
+    let k = k.to_ascii_uppercase();
+    [
+        "_PATH",
+        "_DIR",
+        "_FILE",
+        "_ROOT",
+        "_FOLDER",
+        "_DB",
+        "_DATABASE",
+        "_VAULT",
+        "_DIRECTORY",
+        "_HOME",
+    ]
+    .iter()
+    .any(|s| k.ends_with(s))
+        || matches!(
+            k.as_str(),
+            "PATH_TO_DB" | "DB" | "DATABASE" | "VAULT" | "ROOT"
+        )
 }
 
 /// How to let the server reach the file `path`: its directory as a root.
