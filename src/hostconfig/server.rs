@@ -286,7 +286,7 @@ struct Found {
 
 impl Found {
     fn root(&mut self, text: String, from: &str, why: &str) {
-        if !self.roots.iter().any(|r| *r == text) {
+        if !self.roots.contains(&text) {
             self.notes.push(format!("root from {from}: {text}{why}"));
             self.roots.push(text);
         }
