@@ -88,10 +88,11 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
-            return ExitCode::from(if e.contains("not found") {
-                EXIT_NOT_FOUND
-            } else {
-                EXIT_NOT_EXECUTABLE
+            return ExitCode::from(match e {
+                crate::runtime::RuntimeError::NotFound(_) | crate::runtime::RuntimeError::Empty => {
+                    EXIT_NOT_FOUND
+                }
+                crate::runtime::RuntimeError::NotExecutable(_) => EXIT_NOT_EXECUTABLE,
             });
         }
     };

@@ -14,7 +14,11 @@ use super::{LaunchArgs, load_launch_policy, load_policy};
 
 /// Resolve the roots of `args` (policy static roots, then command line)
 /// under `policy`, discover the command, and build the plan.
-pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<SandboxPlan, String> {
+pub fn plan_for(
+    args: &LaunchArgs,
+    policy: &Policy,
+    env: &HostEnv,
+) -> Result<SandboxPlan, runtime::RuntimeError> {
     let mut inputs: Vec<RootInput> = policy.static_roots.clone();
     inputs.extend(
         args.roots
@@ -29,7 +33,7 @@ pub fn plan_for(args: &LaunchArgs, policy: &Policy, env: &HostEnv) -> Result<San
     let rules = policy.root_rules(env.cwd.clone());
     let (ok, refused) = roots::resolve_all(&inputs, &rules);
     tracing::debug!(accepted = ok.len(), refused = refused.len(), policy = %policy.name(), "roots resolved");
-    let command = runtime::discover(&args.command, policy, env).map_err(|e| e.to_string())?;
+    let command = runtime::discover(&args.command, policy, env)?;
     Ok(plan::build(policy, ok, refused, command, env))
 }
 

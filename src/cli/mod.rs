@@ -4,6 +4,7 @@
 mod exec;
 mod explain;
 mod fs;
+mod learn;
 mod run;
 mod wrap;
 
@@ -108,6 +109,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Find the policy a server needs: run it under the sandbox, drive
+    /// `initialize` and `tools/list`, and turn the paths the sandbox
+    /// refused it (read from its stderr) into `[runtime] read` and `write`
+    /// lines for the next launch, until it starts or nothing new is
+    /// refused. Prints the lines to add to its policy on stdout; never
+    /// proposes a denied path (a secret). Exit 0 when the server started.
+    Learn(learn::LearnArgs),
     /// Print the JSON Schema of the policy file format.
     Schema,
     /// Rewrite a host's MCP config (Claude Desktop, VS Code, Cursor, Claude
@@ -129,6 +137,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Fs(args) => fs::fs(&args),
         Command::Wrap(args) => wrap::wrap(&args),
+        Command::Learn(args) => learn::learn(&args),
         Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);

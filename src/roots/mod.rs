@@ -215,6 +215,8 @@ pub enum Origin {
     /// The policy's audit file (rootfence writes it; the server never
     /// reaches it).
     AuditFile,
+    /// Proposed by `rootfence learn` from a denial, for its next round.
+    Learned,
 }
 
 impl fmt::Display for Origin {
@@ -226,6 +228,7 @@ impl fmt::Display for Origin {
             }
             Origin::PolicyFile => f.write_str("policy files are never exposed"),
             Origin::AuditFile => f.write_str("the audit file is never exposed"),
+            Origin::Learned => f.write_str("proposed by rootfence learn"),
         }
     }
 }

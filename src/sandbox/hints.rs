@@ -125,6 +125,32 @@ pub fn denial(
                     path.display()
                 ),
             ),
+            // Not found, not there outside either, but its directory is,
+            // and is not granted: the file could only have been created,
+            // which the view prevented.
+            (Failure::Missing, None)
+                if !exists(&path)
+                    && !plan
+                        .private_home
+                        .as_deref()
+                        .is_some_and(|h| crate::roots::within(&path, h))
+                    && path
+                        .parent()
+                        .is_some_and(|p| p != Path::new("/") && exists(p))
+                    && path.parent().is_some_and(|p| rights_of(plan, p).is_none()) =>
+            {
+                let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                let dir_name = shown(&dir, home);
+                return Some(Denial {
+                    hint: format!(
+                        "{} cannot be created: its directory {} is outside the sandbox; to allow it add `[runtime] write = [\"{dir_name}\"]` to the policy, or give it as a root",
+                        path.display(),
+                        dir.display()
+                    ),
+                    path: dir,
+                    write: true,
+                });
+            }
             (Failure::Denied, None) => (
                 false,
                 format!(
@@ -252,7 +278,11 @@ mod tests {
             "/usr/bin/node",
             vec![need("/usr", Rights::RX), need("/opt/app", Rights::R)],
         );
-        crate::plan::build(&policy, vec![], vec![], command, &HostEnv::default())
+        let env = HostEnv {
+            home: Some("/home/u".into()),
+            ..HostEnv::default()
+        };
+        crate::plan::build(&policy, vec![], vec![], command, &env)
     }
 
     fn d(line: &str) -> Option<Denial> {
@@ -301,6 +331,36 @@ mod tests {
         assert!(got.hint.contains("outside the sandbox"), "{}", got.hint);
         assert_eq!(
             d("Error: ENOENT: no such file or directory, open '/home/u/missing.json'"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_that_could_only_be_created_names_its_directory() {
+        let exists = |p: &Path| p == Path::new("/srv/logs") || p == Path::new("/srv");
+        let got = denial(
+            "FileNotFoundError: [Errno 2] No such file or directory: '/srv/logs/s.log'",
+            &plan(),
+            Some(Path::new("/home/u")),
+            &exists,
+        )
+        .unwrap();
+        assert_eq!(got.path, Path::new("/srv/logs"));
+        assert!(got.write);
+        assert!(
+            got.hint.contains("[runtime] write = [\"/srv/logs\"]"),
+            "{}",
+            got.hint
+        );
+        // Under the private home the server creates what it needs itself.
+        let home = |p: &Path| p.starts_with("/home/u");
+        assert_eq!(
+            denial(
+                "FileNotFoundError: [Errno 2] No such file or directory: '/home/u/.config/x/c.json'",
+                &plan(),
+                Some(Path::new("/home/u")),
+                &|p| home(p) && p != Path::new("/home/u/.config/x/c.json"),
+            ),
             None
         );
     }
