@@ -95,6 +95,10 @@ pub enum Step {
     CloseFds = 20,
     /// `execve` of the server.
     Exec = 21,
+    /// Network by domain: loopback and the proxy's listener in the
+    /// server's own network namespace (the detail: 0 loopback, 1 the
+    /// listener, 2 sending it to rootfence).
+    Network = 22,
 }
 
 impl Step {
@@ -121,6 +125,7 @@ impl Step {
             19 => Step::DropCaps,
             20 => Step::CloseFds,
             21 => Step::Exec,
+            22 => Step::Network,
             _ => return None,
         })
     }
@@ -151,6 +156,9 @@ impl std::fmt::Display for Step {
             Step::DropCaps => "drop capabilities",
             Step::CloseFds => "close inherited descriptors",
             Step::Exec => "execute the server",
+            Step::Network => {
+                "set up its own network (loopback, and the listener of rootfence's network proxy)"
+            }
         })
     }
 }
@@ -317,6 +325,9 @@ pub struct NsChild {
     /// kept until its attributes are set (so they are set on that very
     /// mount, not on whatever a path names by then). Filled in the child.
     pub tree_fds: Vec<std::cell::Cell<RawFd>>,
+    /// Network by domain: the server's own network namespace, where the
+    /// init makes the proxy's listener (see `super::netns`).
+    pub net: Option<super::netns::NetChild>,
 }
 
 /// A stack mapped in the parent for the server's first moments in the
@@ -556,6 +567,13 @@ impl ChildSetup {
                 fail(err, Step::NoNewPrivs, 0, errno());
             }
             if let Some(ns) = &self.ns {
+                // Network by domain (netns.rs): before the server exists,
+                // so it never holds the proxy's listener.
+                if let Some(net) = &ns.net
+                    && let Err((detail, e)) = super::netns::setup_in_child(net)
+                {
+                    fail(err, Step::Network, detail, e);
+                }
                 build_view(err, ns);
                 // The init forwards these; they must not be delivered to
                 // it (a PID namespace's init ignores signals it has no

@@ -13,11 +13,16 @@
 //!   survey of the grants and the pure plan of mounts;
 //! - `child`: the async-signal-safe code run between `clone` and `exec`
 //!   (the namespaces' init, the view, the confinement);
-//! - `spawn`: [`spawn`], the one way rootfence starts a server.
+//! - `spawn`: [`spawn`], the one way rootfence starts a server;
+//! - [`netns`]: network by domain, the sandbox's side (the server's own
+//!   network namespace, or the supervised `connect()` without one);
+//! - `fdpass`: a descriptor from the child to rootfence.
 
 mod child;
+mod fdpass;
 pub mod hints;
 mod landlock;
+pub mod netns;
 mod probe;
 mod scratch;
 pub mod seccomp;

@@ -185,6 +185,8 @@ pub struct SandboxedChild {
     supervisor: Option<supervisor::Supervisor>,
     watch: crate::roots::planted::Watch,
     planted: Vec<crate::roots::planted::Planted>,
+    /// Network by domain: the proxy, stopped with the server.
+    net: Option<crate::netproxy::Proxy>,
 }
 
 impl SandboxedChild {
@@ -221,6 +223,15 @@ impl SandboxedChild {
         self.supervisor
             .as_ref()
             .map(supervisor::Supervisor::refused)
+            .unwrap_or_default()
+    }
+
+    /// What the network proxy decided so far (network by domain), oldest
+    /// first; empty without one.
+    pub fn network_decisions(&self) -> Vec<crate::netproxy::Judged> {
+        self.net
+            .as_ref()
+            .map(crate::netproxy::Proxy::judged)
             .unwrap_or_default()
     }
 
@@ -720,6 +731,15 @@ fn attempt(
         }
     }
 
+    // Network by domain (netns.rs): the proxy's rung, its variables, and
+    // the network Landlock and seccomp apply.
+    let mut net = super::netns::Net::prepare(plan, confine, namespaces, caps.abi())?;
+    if let Some(n) = &net {
+        n.set_env(&mut env);
+    }
+    let launched = super::netns::launch_plan(net.as_ref(), plan, caps.abi());
+    let plan: &SandboxPlan = &launched;
+
     let mut setup_landlock = None;
     let mut rule_paths: Vec<PathBuf> = Vec::new();
     let mut view: Option<(Vec<ViewOp>, Vec<Target>)> = None;
@@ -744,11 +764,15 @@ fn attempt(
         )?;
         let mut filter = FilterPolicy::for_plan(&plan.network, prepared.abi, namespaces);
         filter.report = plan.report_refusals;
+        if let Some(n) = &net {
+            n.adjust_filter(&mut filter);
+        }
         setup_seccomp = Some(seccomp::compile(filter)?);
         if filter.needs_supervisor() {
             supervised = Some(supervisor::Rules {
                 table: seccomp::entries(&filter),
                 tcp_bind: plan.network.tcp_bind.clone(),
+                proxy: net.as_ref().and_then(super::netns::Net::supervised_address),
             });
         }
         let mut copy_dirs: Vec<PathBuf> = Vec::new();
@@ -940,6 +964,7 @@ fn attempt(
             memfd_noexec: !plan.exec_in_roots && unsafe { libc::geteuid() } == 0,
             server_stack: child::ServerStack::new().map_err(SandboxError::Launcher)?,
             tree_fds: (0..n_ops).map(|_| std::cell::Cell::new(-1)).collect(),
+            net: net.as_ref().and_then(super::netns::Net::child),
         });
         child_ends.push(sr);
         child_ends.push(stw);
@@ -965,6 +990,9 @@ fn attempt(
         }
         None => None,
     };
+    if let Some(theirs) = net.as_mut().and_then(super::netns::Net::take_child_end) {
+        child_ends.push(theirs);
+    }
     let parent = Parent {
         child_ends,
         sync_w,
@@ -980,6 +1008,7 @@ fn attempt(
             | libc::CLONE_NEWNS
             | libc::CLONE_NEWPID
             | libc::CLONE_NEWIPC) as u64
+            | net.as_ref().map_or(0, super::netns::Net::clone_flags)
     } else {
         0
     };
@@ -1017,6 +1046,7 @@ fn attempt(
                         supervisor: None,
                         watch: crate::roots::planted::Watch::default(),
                         planted: Vec::new(),
+                        net: None,
                     };
                     let _ = child.kill();
                     drop(child);
@@ -1029,6 +1059,29 @@ fn attempt(
             }
         }
         _ => None,
+    };
+    // Network by domain (netns.rs): the proxy starts on the listener.
+    let net = match net.map(super::netns::Net::start).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            // SAFETY: signalling and reaping our own child.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            live_remove(pid);
+            return Err(SandboxError::Launcher(io::Error::new(
+                e.kind(),
+                format!("cannot start the network proxy: {e}"),
+            ))
+            .into());
+        }
     };
     if scratch.is_some() {
         // Scratch directories of rootfences killed before they could
@@ -1048,6 +1101,7 @@ fn attempt(
         namespaces,
         status: None,
         supervisor,
+        net,
         watch: if confine {
             crate::roots::planted::Watch::of(&plan.roots)
         } else {
