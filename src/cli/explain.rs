@@ -95,6 +95,47 @@ pub fn withheld(c: &plan::HostCapabilities) -> Vec<String> {
     )]
 }
 
+/// The network proxy's part of `explain`: the list, the pins, what
+/// happens to everything else.
+fn render_domains(s: &mut String, d: Option<&plan::DomainPlan>) {
+    use crate::netproxy::rule::HostPattern;
+    let Some(d) = d else {
+        let _ = writeln!(s, "  domains:     none (no network proxy)");
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  domains:     through rootfence's HTTP proxy only (absolute-form http and CONNECT); every other host gets 403, and the sandbox refuses every other connection, UDP and DNS (`rootfence doctor` says how on this machine)"
+    );
+    if d.allow.is_empty() {
+        let _ = writeln!(s, "    (none: every request is refused and recorded)");
+    }
+    for r in &d.allow {
+        let what = match &r.host {
+            HostPattern::Name(n) if n == "localhost" => "loopback (listed)".to_string(),
+            HostPattern::Name(_) => "this name only".to_string(),
+            HostPattern::Subdomains(b) => format!("the subdomains of {b} (not {b} itself)"),
+            HostPattern::Ip(a) => format!("the address {a} itself"),
+        };
+        let _ = writeln!(s, "    {:<32} {what}, {}", r.text, r.ports());
+    }
+    for (name, addr) in &d.hosts {
+        let _ = writeln!(s, "  pinned:      {name} -> {addr} (not asked of DNS)");
+    }
+    let _ = writeln!(
+        s,
+        "  loopback, link-local and unspecified addresses are reached only when listed (localhost:PORT, the address itself, or a pin)"
+    );
+    let _ = writeln!(
+        s,
+        "  decisions:   logged (target audit){}",
+        d.audit_file
+            .as_ref()
+            .map(|f| format!(" and appended to {}", f.display()))
+            .unwrap_or_default()
+    );
+}
+
 /// The human-readable form of a plan.
 pub fn render(plan: &SandboxPlan) -> String {
     let mut s = String::new();
@@ -241,6 +282,7 @@ pub fn render(plan: &SandboxPlan) -> String {
         "  unix socket connect outside the sandbox: {}",
         if n.unix_sockets { "allowed" } else { "denied" }
     );
+    render_domains(&mut s, n.domains.as_ref());
     let _ = writeln!(
         s,
         "scopes:   signals {}, abstract unix sockets {}",
@@ -254,7 +296,13 @@ pub fn render(plan: &SandboxPlan) -> String {
     let _ = writeln!(
         s,
         "\nenvironment ({} variables; nothing else is passed):",
-        plan.env.len() + usize::from(plan.scratch)
+        plan.env.len()
+            + usize::from(plan.scratch)
+            + if n.domains.is_some() {
+                crate::netproxy::proxy_env("").len()
+            } else {
+                0
+            }
     );
     for (k, (v, src)) in &plan.env {
         let _ = writeln!(
@@ -270,6 +318,17 @@ pub fn render(plan: &SandboxPlan) -> String {
     }
     if plan.scratch {
         let _ = writeln!(s, "  TMPDIR=<scratch dir>");
+    }
+    if n.domains.is_some() {
+        let names: Vec<&str> = crate::netproxy::proxy_env("")
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {}=http://<rootfence's network proxy>",
+            names.join(", ")
+        );
     }
     if !plan.env_dropped.is_empty() {
         let _ = writeln!(
@@ -319,11 +378,21 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         env: vec![],
         command: vec!["/bin/true".into()],
     };
-    let (losses, coverage) = match plan_for(&args, &policy, &env) {
-        Ok(plan) => (
-            sandbox::losses(&plan, &caps),
-            sandbox::coverage(&plan, &caps),
-        ),
+    let (losses, coverage, rung) = match plan_for(&args, &policy, &env) {
+        Ok(plan) => {
+            // Network by domain's rung here, whether or not this policy
+            // lists domains.
+            let mut with_domains = plan.clone();
+            with_domains
+                .network
+                .domains
+                .get_or_insert_with(Default::default);
+            (
+                sandbox::losses(&plan, &caps),
+                sandbox::coverage(&plan, &caps),
+                sandbox::network_rung(&with_domains, &caps),
+            )
+        }
         Err(e) => {
             eprintln!("rootfence: {e}");
             return ExitCode::from(2);
@@ -337,6 +406,8 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             "seccomp": caps.seccomp,
             "features": caps.features().iter().map(|(abi, name, ok)| serde_json::json!({"abi": abi, "feature": name, "available": ok})).collect::<Vec<_>>(),
             "namespaces": caps.namespaces,
+            "network_namespace": caps.network_namespace,
+            "network_by_domain": rung.as_ref().map(|(c, how)| serde_json::json!({"closed": c, "how": how})),
             "policy": policy.name(),
             "losses": losses,
             "coverage": coverage,
@@ -376,6 +447,24 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             ),
             Some(n) => println!("namespaces: NOT available: {}", n.why_not()),
             None => {}
+        }
+        match &caps.network_namespace {
+            Some(n) if n.available => println!("network namespace: available"),
+            Some(n) => println!(
+                "network namespace: NOT available: {}",
+                n.why.as_deref().unwrap_or("")
+            ),
+            None => {}
+        }
+        if let Some((closed, how)) = &rung {
+            println!(
+                "network by domain ([network] allow_domains): {}{how}",
+                if *closed == sandbox::Closed::No {
+                    "NOT POSSIBLE here: "
+                } else {
+                    ""
+                }
+            );
         }
         println!("\nLandlock features:");
         for (abi, name, ok) in caps.features() {

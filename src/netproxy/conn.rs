@@ -104,8 +104,8 @@ pub struct Judged {
     /// The address connected to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<SocketAddr>,
-    /// The name was refused because no entry names it (the name, not a
-    /// port or an address, is what a policy would add).
+    /// Refused because no entry allows this host on this port: what an
+    /// `allow_domains` line would change (not a special address).
     #[serde(skip)]
     pub unlisted: bool,
 }
@@ -467,7 +467,7 @@ impl Conn {
                 rule: rule.map(|i| format!("allow_domains {:?}", c.rules[i].text)),
                 reason: Some(reason),
                 address: None,
-                unlisted: !matches!(why, Refusal::Port { .. }),
+                unlisted: true,
             }),
             Action::ToClient(http::answer(403, "Forbidden", &text)),
             Action::Close,
@@ -618,7 +618,7 @@ mod tests {
             "{}",
             body(&a)
         );
-        assert!(!audit(&a).unlisted);
+        assert!(audit(&a).unlisted);
     }
 
     #[test]

@@ -33,8 +33,8 @@ use std::path::PathBuf;
 
 pub use child::Step;
 pub use probe::{
-    Capabilities, Closed, Coverage, LandlockStatus, Loss, NamespaceSupport, coverage, losses,
-    probe, probe_with_namespaces,
+    Capabilities, Closed, Coverage, LandlockStatus, Loss, NamespaceSupport, NetnsSupport, coverage,
+    losses, network_rung, probe, probe_with_namespaces,
 };
 pub use scratch::Scratch;
 pub use seccomp::supervisor::Refused;

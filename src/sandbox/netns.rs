@@ -85,7 +85,7 @@ impl Net {
             return Ok(None);
         }
         let launcher = |e: std::io::Error| SandboxError::Launcher(e);
-        let rung = if namespaces {
+        let rung = if namespaces && available() {
             let (mine, theirs) = rustix::net::socketpair(
                 rustix::net::AddressFamily::UNIX,
                 rustix::net::SocketType::SEQPACKET,
@@ -332,6 +332,22 @@ pub unsafe fn setup_in_child(net: &NetChild) -> Result<(), (u32, i32)> {
         libc::close(net.sock);
         sent.map_err(|e| (2, e))
     }
+}
+
+/// Whether a server can get a network namespace of its own here: probed
+/// once per process (see [`probe`]). Where it cannot, a launch with the
+/// other namespaces takes the rung without one.
+pub fn available() -> bool {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONCE.get_or_init(|| match probe() {
+        Ok(()) => true,
+        Err(why) => {
+            tracing::warn!(
+                "the server cannot get a network namespace of its own ({why}): network by domain is held by Landlock and rootfence's supervisor instead"
+            );
+            false
+        }
+    })
 }
 
 /// Whether this machine gives a server a network namespace of its own

@@ -37,6 +37,20 @@ pub struct Capabilities {
     /// Whether rootfence can give the server namespaces of its own (found
     /// by a test launch: only [`probe_with_namespaces`] fills it).
     pub namespaces: Option<NamespaceSupport>,
+    /// Whether the server can get a network namespace of its own (network
+    /// by domain's first rung), or why not; only
+    /// [`probe_with_namespaces`] fills it.
+    pub network_namespace: Option<NetnsSupport>,
+}
+
+/// What a test launch found about network namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetnsSupport {
+    /// A new network namespace with loopback up and a listener works.
+    pub available: bool,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// What a test launch found about namespaces on this machine, for this
@@ -145,6 +159,7 @@ pub fn probe() -> Capabilities {
         landlock,
         seccomp,
         namespaces: None,
+        network_namespace: None,
     }
 }
 
@@ -154,7 +169,53 @@ pub fn probe() -> Capabilities {
 pub fn probe_with_namespaces() -> Capabilities {
     let mut c = probe();
     c.namespaces = Some(namespaces().clone());
+    c.network_namespace = Some(match super::netns::probe() {
+        Ok(()) => NetnsSupport {
+            available: true,
+            why: None,
+        },
+        Err(why) => NetnsSupport {
+            available: false,
+            why: Some(why),
+        },
+    });
     c
+}
+
+/// Network by domain's rung on a machine with `caps` for `plan` (`None`
+/// without `allow_domains`): how the server is kept to the proxy, and
+/// whether it can be at all.
+pub fn network_rung(plan: &SandboxPlan, caps: &Capabilities) -> Option<(Closed, String)> {
+    plan.network.domains.as_ref()?;
+    let ns = plan.namespaces != crate::plan::NamespaceMode::Off
+        && caps
+            .namespaces
+            .as_ref()
+            .is_some_and(NamespaceSupport::usable);
+    let netns = caps.network_namespace.as_ref().is_some_and(|n| n.available);
+    Some(if ns && netns {
+        (Closed::Yes, "the server's own network namespace holds only loopback and rootfence's proxy (allow_domains): there is nothing else to connect to; the proxy resolves names and refuses the rest with 403; seccomp refuses UDP, raw and other socket families".into())
+    } else if caps.abi() >= 4 && caps.seccomp {
+        (
+            Closed::Yes,
+            format!(
+                "{}Landlock allows the server no TCP port, and rootfence's seccomp supervisor connects its TCP sockets itself, to the proxy's address only (read once from the server, connected on rootfence's copy); seccomp refuses UDP, raw and other socket families",
+                if ns {
+                    "no network namespace here (".to_string()
+                        + &caps
+                            .network_namespace
+                            .as_ref()
+                            .and_then(|n| n.why.clone())
+                            .unwrap_or_default()
+                        + "): "
+                } else {
+                    "without namespaces: ".into()
+                }
+            ),
+        )
+    } else {
+        (Closed::No, "needs a network namespace of the server's own or Landlock ABI 4 with seccomp: rootfence refuses to start the server".into())
+    })
 }
 
 /// Namespace support, found once per process by a test launch. A real
@@ -266,6 +327,16 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
             fatal: !caps.seccomp,
         });
     }
+    // Judged where namespaces were probed (doctor, explain); a launch
+    // finds out by trying, and fails closed (`netns::Net::prepare`).
+    if caps.namespaces.is_some() && network_rung(plan, caps).is_some_and(|(c, _)| c == Closed::No) {
+        out.push(Loss {
+            wants: "network by domain (allow_domains) kept to rootfence's proxy".into(),
+            missing: "a network namespace of the server's own, or Landlock ABI 4 and seccomp"
+                .into(),
+            fatal: true,
+        });
+    }
     if caps.namespaces.as_ref().is_some_and(|n| !n.usable())
         && plan.namespaces != crate::plan::NamespaceMode::Off
     {
@@ -363,15 +434,21 @@ pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
         c("processes outliving the server, its generation or the session", Closed::Partly, "rootfence is the subreaper of everything the server starts and ends what is left when the server exits; if rootfence itself is killed with SIGKILL, processes that left the server's process group survive (needs namespaces)")
     });
     out.push(c("the user's terminal", Closed::Yes, "exec relays a terminal through pipes (the server never holds it); run gives the server pipes only; seccomp refuses TIOCSTI and TIOCLINUX"));
-    out.push(if abi >= 4 && caps.seccomp {
-        if plan.network.tcp_bind.is_empty() {
+    if let Some((closed, how)) = network_rung(plan, caps) {
+        out.push(Coverage {
+            class: "network",
+            closed,
+            how: format!("by domain: {how}"),
+        });
+    } else if abi >= 4 && caps.seccomp {
+        out.push(if plan.network.tcp_bind.is_empty() {
             c("network", Closed::Yes, "Landlock TCP connect and bind by port; seccomp refuses UDP, raw and other families, MSG_FASTOPEN, and listen() without a bind port")
         } else {
             c("network", Closed::Partly, "Landlock TCP connect and bind by port; seccomp refuses UDP, raw and other families and MSG_FASTOPEN; with tcp_bind ports granted, listen() on a socket never bound takes an ephemeral port (Landlock does not see it)")
-        }
+        });
     } else {
-        c("network", Closed::Partly, "Landlock before ABI 4 cannot rule on TCP ports: every TCP/IP socket is refused by seccomp")
-    });
+        out.push(c("network", Closed::Partly, "Landlock before ABI 4 cannot rule on TCP ports: every TCP/IP socket is refused by seccomp"));
+    }
     out.push(c(
         "System V IPC and POSIX message queues",
         if caps.seccomp {
@@ -462,6 +539,7 @@ mod tests {
             },
             seccomp,
             namespaces: None,
+            network_namespace: None,
         }
     }
 
