@@ -62,6 +62,11 @@ pub enum Action {
     ToClient(Vec<u8>),
     /// Write to the upstream.
     ToUpstream(Vec<u8>),
+    /// From now on copy whatever the client sends to the upstream (a
+    /// request body), while the response head is read: a client may wait
+    /// for `100 Continue`, an upstream for the whole body, before the
+    /// other goes on.
+    StreamBody,
     /// Read the upstream (its response head); answer with
     /// [`Event::Upstream`] or [`Event::UpstreamGone`].
     ReadUpstream,
@@ -362,6 +367,7 @@ impl Conn {
                 let mut head = http::forward_head(&f);
                 head.extend_from_slice(&rest);
                 out.push(Action::ToUpstream(head));
+                out.push(Action::StreamBody);
                 out.push(Action::ReadUpstream);
                 self.state = State::Response;
             }
@@ -694,6 +700,7 @@ mod tests {
             &a[1..],
             &[
                 Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
+                Action::StreamBody,
                 Action::ReadUpstream
             ]
         );

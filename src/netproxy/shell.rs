@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
@@ -26,6 +27,9 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Bytes copied at once each way through a tunnel.
 const SPLICE_BUF: usize = 64 * 1024;
+/// Connections one proxy serves at once (each holds two of rootfence's
+/// descriptors); more wait in the listener's backlog.
+const MAX_CONNECTIONS: usize = 256;
 
 /// The runtime every proxy runs on.
 fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
@@ -169,12 +173,20 @@ impl Drop for Proxy {
 
 async fn accept(listener: TcpListener, config: Arc<Config>, sink: Arc<Sink>) {
     let mut conns = tokio::task::JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         tokio::select! {
             r = listener.accept() => match r {
                 Ok((s, _)) => {
                     let _ = s.set_nodelay(true);
-                    conns.spawn(serve(s, config.clone(), sink.clone()));
+                    let (config, sink) = (config.clone(), sink.clone());
+                    conns.spawn(async move {
+                        serve(s, config, sink).await;
+                        drop(slot);
+                    });
                 }
                 Err(e) => {
                     // Out of descriptors, or the namespace torn down:
@@ -208,10 +220,28 @@ async fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
     }
 }
 
+/// The two sockets of a connection: whole, or (once the client's request
+/// body streams to the upstream on its own) the halves still in use.
+enum Sockets {
+    Whole {
+        client: TcpStream,
+        upstream: Option<TcpStream>,
+    },
+    Streaming {
+        client: OwnedWriteHalf,
+        upstream: OwnedReadHalf,
+        /// The body's copy; aborted when dropped.
+        _body: tokio::task::JoinSet<()>,
+    },
+}
+
 /// Run one connection: feed its [`Conn`] and carry out what it asks.
-async fn serve(mut client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
+async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
     let mut conn = Conn::new(config);
-    let mut upstream: Option<TcpStream> = None;
+    let mut socks = Sockets::Whole {
+        client,
+        upstream: None,
+    };
     let mut todo: VecDeque<Action> = VecDeque::new();
     let mut buf = vec![0u8; 16 * 1024];
     let deadline = tokio::time::Instant::now() + HEAD_TIMEOUT;
@@ -224,43 +254,96 @@ async fn serve(mut client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
                 }
                 Action::Connect(addr) => match connect(addr).await {
                     Ok(s) => {
-                        upstream = Some(s);
+                        if let Sockets::Whole { upstream, .. } = &mut socks {
+                            *upstream = Some(s);
+                        }
                         todo.extend(conn.on(Event::Connected));
                     }
                     Err(e) => todo.extend(conn.on(Event::ConnectFailed(e))),
                 },
                 Action::ToClient(b) => {
-                    if client.write_all(&b).await.is_err() {
+                    let w = match &mut socks {
+                        Sockets::Whole { client, .. } => client.write_all(&b).await,
+                        Sockets::Streaming { client, .. } => client.write_all(&b).await,
+                    };
+                    if w.is_err() {
                         return;
                     }
                 }
                 Action::ToUpstream(b) => {
-                    let Some(up) = upstream.as_mut() else { return };
+                    let Sockets::Whole {
+                        upstream: Some(up), ..
+                    } = &mut socks
+                    else {
+                        return;
+                    };
                     if up.write_all(&b).await.is_err() {
                         todo.extend(conn.on(Event::UpstreamGone));
                     }
                 }
+                Action::StreamBody => {
+                    let Sockets::Whole {
+                        client,
+                        upstream: Some(up),
+                    } = socks
+                    else {
+                        return;
+                    };
+                    let (mut from, to) = client.into_split();
+                    let (up_r, mut up_w) = up.into_split();
+                    let mut body = tokio::task::JoinSet::new();
+                    body.spawn(async move {
+                        let _ = tokio::io::copy(&mut from, &mut up_w).await;
+                        let _ = up_w.shutdown().await;
+                    });
+                    socks = Sockets::Streaming {
+                        client: to,
+                        upstream: up_r,
+                        _body: body,
+                    };
+                }
                 Action::ReadUpstream => {
-                    let Some(up) = upstream.as_mut() else { return };
-                    match up.read(&mut buf).await {
+                    let r = match &mut socks {
+                        Sockets::Whole {
+                            upstream: Some(up), ..
+                        } => up.read(&mut buf).await,
+                        Sockets::Streaming { upstream, .. } => upstream.read(&mut buf).await,
+                        Sockets::Whole { upstream: None, .. } => return,
+                    };
+                    match r {
                         Ok(0) | Err(_) => todo.extend(conn.on(Event::UpstreamGone)),
                         Ok(n) => todo.extend(conn.on(Event::Upstream(&buf[..n]))),
                     }
                 }
                 Action::Splice => {
-                    if let Some(mut up) = upstream.take() {
-                        let _ = tokio::io::copy_bidirectional_with_sizes(
-                            &mut client,
-                            &mut up,
-                            SPLICE_BUF,
-                            SPLICE_BUF,
-                        )
-                        .await;
+                    match &mut socks {
+                        Sockets::Whole {
+                            client,
+                            upstream: Some(up),
+                        } => {
+                            let _ = tokio::io::copy_bidirectional_with_sizes(
+                                client, up, SPLICE_BUF, SPLICE_BUF,
+                            )
+                            .await;
+                        }
+                        Sockets::Streaming {
+                            client, upstream, ..
+                        } => {
+                            // The response, until the upstream closes (it
+                            // was asked to); then the body's copy ends too.
+                            let mut r = tokio::io::BufReader::with_capacity(SPLICE_BUF, upstream);
+                            let _ = tokio::io::copy_buf(&mut r, client).await;
+                            let _ = client.shutdown().await;
+                        }
+                        Sockets::Whole { upstream: None, .. } => {}
                     }
                     return;
                 }
                 Action::Close => {
-                    let _ = client.shutdown().await;
+                    let _ = match &mut socks {
+                        Sockets::Whole { client, .. } => client.shutdown().await,
+                        Sockets::Streaming { client, .. } => client.shutdown().await,
+                    };
                     return;
                 }
                 Action::Audit(j) => sink.record(j),
@@ -269,6 +352,9 @@ async fn serve(mut client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
         if !conn.wants_client() {
             return;
         }
+        let Sockets::Whole { client, .. } = &mut socks else {
+            return;
+        };
         match tokio::time::timeout_at(deadline, client.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
             Ok(Ok(n)) => todo.extend(conn.on(Event::Client(&buf[..n]))),

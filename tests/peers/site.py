@@ -8,8 +8,9 @@ Usage: site.py ADDRESS DIR CERTDIR LOG NAME...
 Prints one JSON line {"http": port, "https": port, "ca": path} once both
 listen, then serves until its stdin closes. Every request is appended to
 LOG as a JSON line {"method", "path", "host", "tls"} before it is answered.
-GET /hello/<anything> answers "hello from <Host header>"; every other path
-is a file of DIR (a git repository's files for the dumb HTTP protocol, a
+GET /hello/<anything> answers "hello from <Host header>", POST answers
+"posted <N> bytes" once it has read the body; every other GET path is a
+file of DIR (a git repository's files for the dumb HTTP protocol, a
 package index, ...).
 """
 
@@ -127,7 +128,7 @@ def handler(root, log, lock, tls):
             self.record()
             n = int(self.headers.get("Content-Length") or 0)
             data = self.rfile.read(n)
-            body = b"posted " + data
+            body = b"posted %d bytes" % len(data)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -135,6 +135,29 @@ print('httpx_http=' + str(httpx.get('http://site.test:{h}/hello/httpx-http').sta
 }
 
 #[test]
+fn large_uploads_stream_through_the_proxy() {
+    // The upstream answers once it has the whole body; the body must flow
+    // while the proxy waits for that answer (plain HTTP), and through the
+    // tunnel (TLS).
+    let t = tree();
+    let s = site(&t, &["site.test"]);
+    let (h, tls, ca) = (s.http, s.https, s.ca.display().to_string());
+    let big = t.p("r/big.bin");
+    std::fs::write(&big, vec![b'x'; 16 << 20]).unwrap();
+    let p = sh(
+        &t,
+        &s.policy(&["site.test"], &[]),
+        &format!(
+            "echo \"plain=$(curl -sS -m 60 --data-binary @{b} http://site.test:{h}/upload)\"\n\
+             echo \"tls=$(curl -sS -m 60 --cacert {ca} --data-binary @{b} https://site.test:{tls}/upload)\"\n",
+            b = big.display()
+        ),
+    );
+    p.expect("plain", "posted 16777216 bytes")
+        .expect("tls", "posted 16777216 bytes");
+}
+
+#[test]
 fn a_name_not_listed_gets_403_naming_the_rule() {
     let t = tree();
     let s = site(&t, &["site.test"]);
