@@ -50,11 +50,9 @@ pub struct NetChild {
 #[derive(Debug)]
 enum Rung {
     /// Made by the child in the server's network namespace and sent over
-    /// this socket pair (rootfence's end, the child's end until `clone`).
-    Namespace {
-        mine: OwnedFd,
-        theirs: Option<OwnedFd>,
-    },
+    /// this socket pair (rootfence's end, and the child's end, which
+    /// rootfence holds until the listener is received).
+    Namespace { mine: OwnedFd, theirs: OwnedFd },
     /// rootfence's own loopback; the supervisor connects for the server.
     Loopback { listener: std::net::TcpListener },
 }
@@ -99,10 +97,7 @@ impl Net {
             } else {
                 rustix::io::fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| launcher(e.into()))?
             };
-            Rung::Namespace {
-                mine,
-                theirs: Some(theirs),
-            }
+            Rung::Namespace { mine, theirs }
         } else {
             if abi < 4 {
                 return Err(SandboxError::CannotEnforce {
@@ -177,22 +172,11 @@ impl Net {
     /// What the namespaces' init does, with namespaces.
     pub fn child(&self) -> Option<NetChild> {
         match &self.rung {
-            Rung::Namespace {
-                theirs: Some(t), ..
-            } => Some(NetChild {
+            Rung::Namespace { theirs: t, .. } => Some(NetChild {
                 sock: t.as_raw_fd(),
                 port: PROXY_PORT,
             }),
             _ => None,
-        }
-    }
-
-    /// The child's end of the socket pair, for the parent to close once
-    /// the child is cloned.
-    pub fn take_child_end(&mut self) -> Option<OwnedFd> {
-        match &mut self.rung {
-            Rung::Namespace { theirs, .. } => theirs.take(),
-            Rung::Loopback { .. } => None,
         }
     }
 
@@ -207,10 +191,15 @@ impl Net {
         };
         let address = self.address();
         let listener = match self.rung {
-            Rung::Namespace { mine, .. } => std::net::TcpListener::from(super::fdpass::receive(
-                &mine,
-                "the network proxy's listener",
-            )?),
+            // The child's end, held until now (the child sent the
+            // listener before its server's `execve`).
+            Rung::Namespace { mine, theirs } => {
+                drop(theirs);
+                std::net::TcpListener::from(super::fdpass::receive(
+                    &mine,
+                    "the network proxy's listener",
+                )?)
+            }
             Rung::Loopback { listener } => listener,
         };
         let p = Proxy::start(listener, self.config, self.audit)?;

@@ -733,7 +733,7 @@ fn attempt(
 
     // Network by domain (netns.rs): the proxy's rung, its variables, and
     // the network Landlock and seccomp apply.
-    let mut net = super::netns::Net::prepare(plan, confine, namespaces, caps.abi())?;
+    let net = super::netns::Net::prepare(plan, confine, namespaces, caps.abi())?;
     if let Some(n) = &net {
         n.set_env(&mut env);
     }
@@ -990,9 +990,6 @@ fn attempt(
         }
         None => None,
     };
-    if let Some(theirs) = net.as_mut().and_then(super::netns::Net::take_child_end) {
-        child_ends.push(theirs);
-    }
     let parent = Parent {
         child_ends,
         sync_w,
@@ -1060,36 +1057,13 @@ fn attempt(
         }
         _ => None,
     };
-    // Network by domain (netns.rs): the proxy starts on the listener.
-    let net = match net.map(super::netns::Net::start).transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            // SAFETY: signalling and reaping our own child.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    pidfd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                );
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
-            live_remove(pid);
-            return Err(SandboxError::Launcher(io::Error::new(
-                e.kind(),
-                format!("cannot start the network proxy: {e}"),
-            ))
-            .into());
-        }
-    };
     if scratch.is_some() {
         // Scratch directories of rootfences killed before they could
         // clean up: removed once per process, in the background.
         super::scratch::sweep_stale();
     }
     let [stdin, stdout, stderr] = parent_ends;
-    Ok(SandboxedChild {
+    let mut child = SandboxedChild {
         pid,
         pidfd,
         status_r,
@@ -1101,14 +1075,25 @@ fn attempt(
         namespaces,
         status: None,
         supervisor,
-        net,
+        net: None,
         watch: if confine {
             crate::roots::planted::Watch::of(&plan.roots)
         } else {
             crate::roots::planted::Watch::default()
         },
         planted: Vec::new(),
-    })
+    };
+    // Network by domain (netns.rs): the proxy starts on its listener; if
+    // it cannot, the server is killed (dropping its handle).
+    if let Some(n) = net {
+        child.net = Some(n.start().map_err(|e| {
+            SandboxError::Launcher(io::Error::new(
+                e.kind(),
+                format!("cannot start the network proxy: {e}"),
+            ))
+        })?);
+    }
+    Ok(child)
 }
 
 /// The one descriptor the child sent on `sock` (already there: the child
