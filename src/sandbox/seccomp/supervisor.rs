@@ -373,13 +373,31 @@ fn supervised_connect(listener: RawFd, n: &libc::seccomp_notif, rules: &Rules) -
         )
     };
     if r < 0 {
-        return Connect::Errno(
-            io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        );
+        let e = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        // The same connect() restarted after a signal, on a socket the
+        // first notification connected: that is its answer.
+        if e == libc::EISCONN && !unspec && peer_is(&sock, proxy) {
+            return Connect::Connected;
+        }
+        return Connect::Errno(e);
     }
     Connect::Connected
+}
+
+/// Whether `sock` is connected to `addr`.
+fn peer_is(sock: &OwnedFd, addr: std::net::SocketAddr) -> bool {
+    // SAFETY: sockaddr_storage is plain data; getpeername fills it.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: valid pointers to the storage and its length.
+    if unsafe { libc::getpeername(sock.as_raw_fd(), (&raw mut st).cast(), &mut len) } < 0 {
+        return false;
+    }
+    // SAFETY: `len` bytes of the storage were written by the kernel.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const st).cast::<u8>(), len as usize) };
+    is_proxy(bytes, addr)
 }
 
 /// Take the socket the caller names, check it, and listen on it: `Ok`, or
@@ -484,4 +502,46 @@ fn describe(name: &str, nr: i64, args: &[u64; 6], entry: Option<&Entry>) -> Stri
         })
         .collect();
     format!("{name}({})", shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_proxy;
+
+    fn v4(ip: [u8; 4], port: u16) -> Vec<u8> {
+        let mut b = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        b.extend_from_slice(&port.to_be_bytes());
+        b.extend_from_slice(&ip);
+        b.extend_from_slice(&[0; 8]);
+        b
+    }
+
+    fn v6(ip: std::net::Ipv6Addr, port: u16, scope: u32) -> Vec<u8> {
+        let mut b = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
+        b.extend_from_slice(&port.to_be_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&ip.octets());
+        b.extend_from_slice(&scope.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn only_the_proxys_own_address_is_the_proxy() {
+        let proxy: std::net::SocketAddr = "127.0.0.1:3128".parse().unwrap();
+        assert!(is_proxy(&v4([127, 0, 0, 1], 3128), proxy));
+        let mapped = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(is_proxy(&v6(mapped, 3128, 0), proxy));
+        // The same port elsewhere, another port, a scope, IPv6 loopback
+        // (another socket may listen there), a short or foreign address.
+        assert!(!is_proxy(&v4([127, 0, 0, 2], 3128), proxy));
+        assert!(!is_proxy(&v4([93, 184, 216, 34], 3128), proxy));
+        assert!(!is_proxy(&v4([127, 0, 0, 1], 3129), proxy));
+        assert!(!is_proxy(&v6(mapped, 3128, 2), proxy));
+        assert!(!is_proxy(&v6("::1".parse().unwrap(), 3128, 0), proxy));
+        assert!(!is_proxy(&v4([127, 0, 0, 1], 3128)[..6], proxy));
+        assert!(!is_proxy(&[1], proxy));
+        let mut unix = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        unix.extend_from_slice(b"/tmp/x\0");
+        assert!(!is_proxy(&unix, proxy));
+    }
 }
