@@ -107,15 +107,15 @@ echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
 
 # ---- A user's home with popular MCP servers installed as their READMEs say
 #
-# .home/ is the home directory of the user tests/popular_servers.rs plays:
+# user/ is the home directory of the user tests/popular_servers.rs plays:
 # uv from its standalone installer (~/.local/bin/{uv,uvx}), the machine's
 # pyenv Python on the PATH (its shims), and each server installed the way
 # its README tells users to:
 #
-#   ~/.local/share/uv/tools  `uv tool install` of mcp-server-sqlite, -duckdb
-#                        and -shell (run by `uvx <tool>`)
-#   ~/.cache/uv          uvx environments of mcp-server-fetch and
-#                        mcp-alchemy, and the `uv run --with fastmcp`
+#   ~/.local/share/uv/tools  `uv tool install` of mcp-server-sqlite and
+#                        mcp-server-duckdb (run by `uvx <tool>`)
+#   ~/.cache/uv          uvx environments of mcp-shell-server,
+#                        mcp-server-fetch and mcp-alchemy, and the `uv run --with fastmcp`
 #                        environment of ~/mcp/notes/server.py
 #   ~/.npm/_npx          `npx -y` installs of Desktop Commander and obsidian-mcp
 #   ~/.local/share/pipx  `pipx install markitdown-mcp` (~/.local/bin/markitdown-mcp)
@@ -127,12 +127,13 @@ echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
 #                        ships its build)
 #
 # Versions are held by popular/: python-mcp1.lock for the servers written
-# for the MCP SDK 1 (sqlite, duckdb, shell: SDK 2 removed what they import),
+# for the MCP SDK 1 (sqlite, duckdb: SDK 2 removed what they import;
+# mcp-shell-server asks for SDK 1),
 # python.lock for the other Python servers, the package-lock.json files for
 # every npm package. Every path is the one a
 # user's home has, so the tests see the defaults (no UV_CACHE_DIR, no
 # npm_config_cache).
-home="$here/.home"
+home="$here/user"
 pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 if [ ! -x "$pyenv_root/shims/python3" ]; then
     echo "tests/peers: pyenv is required (its shims/python3 is not in $pyenv_root): install pyenv and a Python 3.10+ with it, or set PYENV_ROOT" >&2
@@ -166,11 +167,12 @@ if ! stamp_ok "$home/.rootfence-stamp" "$pop_want"; then
     # (which `uvx <tool>` resolves today): their users keep an installed
     # tool (`uv tool install`, ~/.local/share/uv/tools), which `uvx <tool>`
     # runs.
-    for tool in mcp-server-sqlite mcp-server-duckdb mcp-server-shell; do
+    for tool in mcp-server-sqlite mcp-server-duckdb; do
         as_user UV_CONSTRAINT="$here/popular/python-mcp1.lock" UV_PYTHON_DOWNLOADS=never \
             UV_NO_PROGRESS=1 uv tool install --quiet "$tool" > /dev/null
     done
-    for line in "python.lock mcp-server-fetch --help" \
+    for line in "python-mcp1.lock mcp-shell-server" \
+        "python.lock mcp-server-fetch --help" \
         "python.lock --from mcp-alchemy==2026.10.15.202659 --refresh-package mcp-alchemy mcp-alchemy"; do
         lock=${line%% *}
         args=${line#* }
@@ -234,4 +236,6 @@ if ! stamp_ok "$home/.rootfence-stamp" "$pop_want"; then
     done
     echo "$pop_want" > "$home/.rootfence-stamp"
 fi
-echo "tests/peers: a user's home with popular servers: $home"
+# The user's PATH, for the tests.
+echo "$user_path" > "$home/.rootfence-path"
+echo "tests/peers: a user's home with popular servers: $home (PATH=$user_path)"
