@@ -119,6 +119,9 @@ def configurations():
         "fastmcp run": (lambda r: [str(FM / ".venv/bin/fastmcp"), "run", str(FM / "server.py")], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "fastmcp uv --directory": (lambda r: [str(PEERS / ".venv/bin/uv"), "--directory", str(FM), "run", "server.py"], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "uvx fetch (pyenv)": (lambda r: ["uvx", "mcp-server-fetch"], {}, None, lambda r: {}, None, False, True),
+        # The smallest policy edit that lets it start today (uv beside uvx).
+        "uvx fetch (pyenv, uv granted)": (lambda r: ["uvx", "mcp-server-fetch"], {}, None, lambda r: {},
+                                          'version = 1\n[runtime]\nexec = ["%s"]\n' % (USER / ".local/bin/uv"), False, True),
         "uv run --with (pyenv)": (lambda r: ["uv", "run", "--with", "fastmcp", "fastmcp", "run", str(USER / "mcp/notes/server.py")], {}, None, lambda r: {}, None, False, True),
     }
 
@@ -219,7 +222,7 @@ def main():
     modes = a.modes.split(",")
     confs = configurations()
     names = a.names or list(confs)
-    print("%-26s" % "configuration" + "".join("%22s" % m for m in modes))
+    print("%-32s" % "configuration" + "".join("%22s" % m for m in modes))
     for name in names:
         conf = confs[name]
         cells = []
@@ -230,12 +233,12 @@ def main():
             try:
                 one(a.rootfence, mode, conf, name)  # warm-up
             except Exception as e:  # the launch fails: say why, time nothing
-                cells.append("%22s" % ("fails (%s)" % type(e).__name__))
+                cells.append("%22s" % "fails")
                 print("# %s, %s: %s" % (name, mode, error_text(e)), file=sys.stderr)
                 continue
             ms = sorted(one(a.rootfence, mode, conf, name) * 1000 for _ in range(a.runs))
             cells.append("%22s" % ("%.0f (%.0f-%.0f)" % (statistics.median(ms), ms[0], ms[-1])))
-        print("%-26s" % name + "".join(cells), flush=True)
+        print("%-32s" % name + "".join(cells), flush=True)
 
 
 if __name__ == "__main__":
