@@ -27,29 +27,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-/// (launcher, secret file as planted under `~`, why it leaks today).
-/// Every profile (node, python, native) grants all of `~/.config/git`
-/// read-only, and with it git credential-store's second file.
-const XDG_GIT: &str = "every profile grants ~/.config/git (git's XDG configuration) whole, which holds credential-store's `credentials`";
-/// Every profile grants `~/.gitconfig` as it is, tokens included.
-const GITCONFIG: &str = "every profile grants ~/.gitconfig as it is (for the commit identity), with the token in a url.<base>.insteadOf";
-
-const EXPECTED_TO_FAIL_TODAY: &[(&str, &str, &str)] = &[
-    ("node", ".config/git/credentials", XDG_GIT),
-    ("node", ".gitconfig", GITCONFIG),
-    ("npx", ".config/git/credentials", XDG_GIT),
-    ("npx", ".gitconfig", GITCONFIG),
-    ("python-venv", ".config/git/credentials", XDG_GIT),
-    ("python-venv", ".gitconfig", GITCONFIG),
-    ("python-pyenv", ".config/git/credentials", XDG_GIT),
-    ("python-pyenv", ".gitconfig", GITCONFIG),
-    ("uvx", ".config/git/credentials", XDG_GIT),
-    ("uvx", ".gitconfig", GITCONFIG),
-    ("cat", ".config/git/credentials", XDG_GIT),
-    ("cat", ".gitconfig", GITCONFIG),
-    ("git", ".config/git/credentials", XDG_GIT),
-    ("git", ".gitconfig", GITCONFIG),
-];
+/// (launcher, secret file as planted under `~`, why it leaks today): none
+/// does. A leak found later goes here with its reason until it is fixed.
+const EXPECTED_TO_FAIL_TODAY: &[(&str, &str, &str)] = &[];
 
 /// The system PATH (node, npx, git, cat, /usr/bin/python3).
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";

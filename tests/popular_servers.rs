@@ -60,184 +60,10 @@ struct Expected {
 /// test says when one must go.
 const EXPECTED_TO_FAIL_TODAY: &[Expected] = &[
     Expected {
-        server: "mcp-server-sqlite",
-        launch: "root",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-sqlite",
-        launch: "host-roots",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-sqlite",
-        launch: "claude-desktop",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-sqlite",
-        launch: "vscode",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-duckdb",
-        launch: "root",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-duckdb",
-        launch: "host-roots",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-duckdb",
-        launch: "claude-desktop",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-duckdb",
-        launch: "vscode",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-fetch",
-        launch: "root",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-fetch",
-        launch: "host-roots",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-fetch",
-        launch: "claude-desktop",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-fetch",
-        launch: "vscode",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-shell-server",
-        launch: "root",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-shell-server",
-        launch: "host-roots",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-shell-server",
-        launch: "claude-desktop",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-shell-server",
-        launch: "vscode",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-alchemy",
-        launch: "root",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
         server: "mcp-alchemy",
         launch: "host-roots",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-alchemy",
-        launch: "claude-desktop",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-alchemy",
-        launch: "vscode",
-        symptom: "Could not find the `uv` binary",
-        reason: "uvx is granted, the uv it runs beside it in ~/.local/bin is not: rootfence warns `runtime path ~/.local (install tree of the command) not granted: it touches denied path ~/.local/share/keyrings (built-in)`, then uvx exits 2 before initialize (`error: Could not find the uv binary at ~/.local/bin/uv`); no rule offered",
-    },
-    Expected {
-        server: "mcp-server-fetch",
-        launch: "root-without-network",
-        symptom: "Could not find the `uv` binary",
-        reason: "the same: uvx cannot start, so the refusal of the fetch is never reached",
-    },
-    Expected {
-        server: "mcp-alchemy",
-        launch: "as-written",
-        symptom: "Could not find the `uv` binary",
-        reason: "the same; with uv granted, rootfence's UV_OFFLINE then turns the README's `--refresh-package` into a usage error (`the argument UV_OFFLINE (environment variable) cannot be used with --refresh`) instead of uv trying the index and being refused",
-    },
-    Expected {
-        server: "desktop-commander",
-        launch: "root",
-        symptom: ".claude-server-commander",
-        reason: "npx starts it, then it dies before initialize: `Error: ENOENT: no such file or directory, mkdir '~/.claude-server-commander'` (its own state directory, not in the server's view); no hint names a rule",
-    },
-    Expected {
-        server: "desktop-commander",
-        launch: "host-roots",
-        symptom: ".claude-server-commander",
-        reason: "npx starts it, then it dies before initialize: `Error: ENOENT: no such file or directory, mkdir '~/.claude-server-commander'` (its own state directory, not in the server's view); no hint names a rule",
-    },
-    Expected {
-        server: "desktop-commander",
-        launch: "claude-desktop",
-        symptom: ".claude-server-commander",
-        reason: "npx starts it, then it dies before initialize: `Error: ENOENT: no such file or directory, mkdir '~/.claude-server-commander'` (its own state directory, not in the server's view); no hint names a rule",
-    },
-    Expected {
-        server: "desktop-commander",
-        launch: "vscode",
-        symptom: ".claude-server-commander",
-        reason: "npx starts it, then it dies before initialize: `Error: ENOENT: no such file or directory, mkdir '~/.claude-server-commander'` (its own state directory, not in the server's view); no hint names a rule",
-    },
-    Expected {
-        server: "mcp-server-commands",
-        launch: "root",
-        symptom: "ERR_MODULE_NOT_FOUND",
-        reason: "the `#!` script's directory (build/) is granted, the project's node_modules beside it is not: `Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@modelcontextprotocol/sdk' imported from ~/src/mcp-server-commands/build/index.js`; no hint",
-    },
-    Expected {
-        server: "mcp-server-commands",
-        launch: "host-roots",
-        symptom: "ERR_MODULE_NOT_FOUND",
-        reason: "the `#!` script's directory (build/) is granted, the project's node_modules beside it is not: `Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@modelcontextprotocol/sdk' imported from ~/src/mcp-server-commands/build/index.js`; no hint",
-    },
-    Expected {
-        server: "mcp-server-commands",
-        launch: "claude-desktop",
-        symptom: "ERR_MODULE_NOT_FOUND",
-        reason: "the `#!` script's directory (build/) is granted, the project's node_modules beside it is not: `Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@modelcontextprotocol/sdk' imported from ~/src/mcp-server-commands/build/index.js`; no hint",
-    },
-    Expected {
-        server: "mcp-server-commands",
-        launch: "vscode",
-        symptom: "ERR_MODULE_NOT_FOUND",
-        reason: "the `#!` script's directory (build/) is granted, the project's node_modules beside it is not: `Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@modelcontextprotocol/sdk' imported from ~/src/mcp-server-commands/build/index.js`; no hint",
+        symptom: "unable to open database file",
+        reason: "the first server, started before the host has told its roots, cannot open the database its DB_URL names and exits (`sqlite3.OperationalError: unable to open database file`, exit 1); the session ends instead of launching under the host's roots",
     },
     Expected {
         server: "obsidian-mcp",
@@ -247,27 +73,9 @@ const EXPECTED_TO_FAIL_TODAY: &[Expected] = &[
     },
     Expected {
         server: "git-mcp-server",
-        launch: "claude-desktop",
-        symptom: "Path is not a git repository|mkdir '",
-        reason: "wrap turns no env value into a root (GIT_BASE_DIR, LOGS_DIR are paths) and Claude Desktop declares none: the repository is not in the server's view (`Error: Path is not a git repository`), or, when it makes LOGS_DIR before answering, it dies at start (`ENOENT: no such file or directory, mkdir '~/work'`; rootfence: `~/work is outside the sandbox ... add [runtime] read = [\"~/work\"] ... or give it as a root`)",
-    },
-    Expected {
-        server: "git-mcp-server",
         launch: "warning-to-host",
         symptom: "the host was not told",
         reason: "without `--env` the seven variables of the host config stay with rootfence: the server commits as ~/.gitconfig says and ignores GIT_BASE_DIR; the warning naming them is only on stderr, which desktop hosts hide (no `notifications/message`)",
-    },
-    Expected {
-        server: "markitdown-mcp",
-        launch: "claude-desktop",
-        symptom: "Could not read the resource",
-        reason: "the config names no directory and Claude Desktop declares no roots: the wrapped server has no root, and the file is not in its view (`Could not read the resource: No such file or directory`); nothing tells the user how to give it one",
-    },
-    Expected {
-        server: "fastmcp-uv-run-with",
-        launch: "claude-desktop",
-        symptom: "No such file or directory",
-        reason: "the same as markitdown-mcp: no directory in the config, no roots from Claude Desktop, so `add_note` finds no root (`[Errno 2] No such file or directory`)",
     },
 ];
 
@@ -1024,26 +832,40 @@ fn fenced(server: &Server, c: &Case, cfg: &Config, extra: &[String]) -> Vec<Stri
 /// `rootfence wrap FILE` (with the server's policy, if any): the wrapped
 /// entry's command, args and env.
 fn wrapped(server: &Server, c: &Case, file: &Path, format: &str, key: &str) -> Config {
-    let mut cmd = Command::new(rootfence());
-    cmd.arg("wrap").arg(file).arg("--format").arg(format);
-    if let Some(policy) = server.policy {
-        let p = c.base.join("policy.toml");
-        std::fs::write(&p, policy(c)).unwrap();
-        cmd.arg("--policy").arg(&p);
+    let run = |extra: &[String]| {
+        let mut cmd = Command::new(rootfence());
+        cmd.arg("wrap").arg(file).arg("--format").arg(format);
+        if let Some(policy) = server.policy {
+            let p = c.base.join("policy.toml");
+            std::fs::write(&p, policy(c)).unwrap();
+            cmd.arg("--policy").arg(&p);
+        }
+        let out = cmd
+            .args(extra)
+            .env_clear()
+            .env("PATH", &c.user.path)
+            .env("HOME", &c.user.home)
+            .current_dir(&c.base)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "wrap {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let mut out = run(&[]);
+    // A server whose configuration names no directory, under a host that
+    // declares no roots: wrap says so and how to give it one; the user
+    // does as it says.
+    if String::from_utf8_lossy(&out.stderr).contains("no root: nothing in its arguments") {
+        out = run(&[
+            "--root-for".into(),
+            format!("{}={}", server.name, c.root.display()),
+        ]);
     }
-    let out = cmd
-        .env_clear()
-        .env("PATH", &c.user.path)
-        .env("HOME", &c.user.home)
-        .current_dir(&c.base)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "wrap {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = String::from_utf8(out.stdout).unwrap();
     let v: Value = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default())
         .unwrap()

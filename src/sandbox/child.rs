@@ -1002,10 +1002,12 @@ unsafe fn build_view(err: RawFd, ns: &NsChild) {
                     let clr = VIEW_ATTRS & !attrs;
                     (Target::Fd(tree), *attrs, clr | (MOUNT_ATTR_NOEXEC & !attrs))
                 }
+                // A private layer is written and run from (npx and uvx run
+                // what a cache holds), also inside the noexec private home.
                 ViewOp::Overlay { dst, .. } => (
                     Target::Path(dst),
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                    MOUNT_ATTR_RDONLY,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC,
                 ),
                 ViewOp::Tmpfs { dst, .. } => (
                     Target::Path(dst),
