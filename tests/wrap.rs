@@ -894,3 +894,67 @@ fn data_files_and_env_paths_become_roots_never_code_or_system_directories() {
     // Still never code or a system directory.
     assert!(roots("cloned").is_empty() && roots("sys").is_empty());
 }
+
+#[test]
+fn a_server_naming_no_directory_under_claude_desktop_is_told_how_to_get_a_root() {
+    let t = tree();
+    let text = json!({"mcpServers": {
+        "commander": {"command": "npx", "args": ["-y", "@wonderwhy-er/desktop-commander"]},
+        "other": {"command": "npx", "args": ["-y", "other"]}
+    }})
+    .to_string();
+    let file = t.write("claude_desktop_config.json", &text);
+    let (wrapped, stderr) = t.wrap(&[file.to_str().unwrap(), "--rootfence", ROOTFENCE]);
+    assert!(roots_of(&strs(&parse(&wrapped)["mcpServers"]["commander"]["args"])).is_empty());
+    assert!(
+        stderr.contains("no root: nothing in its arguments or env names a directory, and Claude Desktop declares no roots")
+            && stderr.contains("--root-for NAME=DIR"),
+        "{stderr}"
+    );
+    // Doing as it says gives that server, and only it, the root.
+    let spec = format!("commander={}", t.projects.display());
+    let (wrapped, stderr) = t.wrap(&[
+        file.to_str().unwrap(),
+        "--rootfence",
+        ROOTFENCE,
+        "--root-for",
+        &spec,
+    ]);
+    let v = parse(&wrapped);
+    assert_eq!(
+        roots_of(&strs(&v["mcpServers"]["commander"]["args"])),
+        [t.projects.display().to_string()],
+        "{stderr}"
+    );
+    assert!(roots_of(&strs(&v["mcpServers"]["other"]["args"])).is_empty());
+    // --root gives every server one; a system directory never.
+    let (wrapped, stderr) = t.wrap(&[
+        file.to_str().unwrap(),
+        "--rootfence",
+        ROOTFENCE,
+        "--root",
+        t.notes.to_str().unwrap(),
+        "--root",
+        "/etc",
+    ]);
+    let v = parse(&wrapped);
+    for name in ["commander", "other"] {
+        assert_eq!(
+            roots_of(&strs(&v["mcpServers"][name]["args"])),
+            [t.notes.display().to_string()],
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("not a root: /etc (given) is a system directory"),
+        "{stderr}"
+    );
+    // A name the config does not have is an error naming the servers.
+    let out = t.rootfence(&["wrap", file.to_str().unwrap(), "--root-for", "nope=/tmp"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--root-for nope: no server named nope (servers: commander, other)"),
+        "{err}"
+    );
+}
