@@ -796,6 +796,70 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn the_private_home_is_mounted_before_the_grants_below_it_which_keep_their_rights() {
+        let mut cache = g("/home/u/.cache/uv", false, true);
+        cache.private_layer = true;
+        let mut linked = g("/opt/nvm/versions/node/v22", false, true);
+        linked.path = "/home/u/.nvm/versions/node/v22".into();
+        linked.symlinks = vec![("/home/u/.nvm".into(), "/opt/nvm".into())];
+        let files = [("/tmp/s/gitconfig".into(), ".gitconfig".into())];
+        let home = PrivateHome {
+            path: Path::new("/home/u"),
+            files: &files,
+        };
+        let ops = plan_view(
+            &[
+                g("/usr", false, true),
+                g("/home/u/.pyenv", false, true),
+                cache,
+                g("/home/u/work", true, false),
+                linked,
+            ],
+            None,
+            Some(home),
+        );
+        let at = |want: &Op| ops.iter().position(|o| o == want).unwrap();
+        let tmpfs = at(&Op::Tmpfs("/home/u".into()));
+        // The home's mount point, the tmpfs, the file put in it, then the
+        // grants below it, each made a mount point inside it.
+        assert!(at(&Op::Dir("/home/u".into())) < tmpfs);
+        assert_eq!(
+            ops[tmpfs + 1],
+            Op::CopyTo {
+                from: "/tmp/s/gitconfig".into(),
+                to: "/home/u/.gitconfig".into()
+            }
+        );
+        for p in [
+            "/home/u/.pyenv",
+            "/home/u/.cache",
+            "/home/u/.cache/uv",
+            "/home/u/work",
+        ] {
+            assert!(at(&Op::Dir(p.into())) > tmpfs, "{p}: {ops:?}");
+        }
+        // Each keeps its own rights: the home's write right does not reach
+        // into the toolchain, and none is taken for host content below a
+        // mounted grant.
+        let b = binds(&ops);
+        assert!(b.contains(&("/home/u/.pyenv".to_string(), RO)), "{b:?}");
+        assert!(ops.iter().all(
+            |o| !matches!(o, Op::Bind { path, on_itself: true, .. } if path.starts_with("/home/u"))
+        ));
+        assert!(ops.iter().any(
+            |o| matches!(o, Op::Overlay { path, .. } if path == Path::new("/home/u/.cache/uv"))
+        ));
+        // The link on the way to a grant is recreated inside the home.
+        assert!(ops.contains(&Op::Symlink {
+            at: "/home/u/.nvm".into(),
+            text: "/opt/nvm".into()
+        }));
+        // A grant of the home itself (or above it) wins: no private home.
+        let ops = plan_view(&[g("/home", false, false)], None, Some(home));
+        assert!(!ops.iter().any(|o| matches!(o, Op::Tmpfs(_))), "{ops:?}");
+    }
+
     const RO: Attrs = Attrs {
         readonly: true,
         noexec: false,
