@@ -117,6 +117,19 @@ pub enum NamespaceMode {
     Off,
 }
 
+/// Whether a kernel without Landlock is acceptable: `[isolation] landlock`
+/// of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockMode {
+    /// Refuse to start without Landlock (fail closed).
+    #[default]
+    Require,
+    /// Without Landlock, confine by the server's namespaces (its
+    /// filesystem view) and the seccomp filter.
+    Prefer,
+}
+
 /// A directory the server may write, with its writes going to a private
 /// layer of its own (an overlay whose upper layer lives in the scratch
 /// directory and is discarded with it): the real directory is never
@@ -210,12 +223,17 @@ pub struct SandboxPlan {
     pub exec_in_roots: bool,
     /// Namespaces (see [`NamespaceMode`]).
     pub namespaces: NamespaceMode,
+    /// Whether a kernel without Landlock is acceptable (see
+    /// [`LandlockMode`]).
+    pub landlock: LandlockMode,
     /// Control files inside read-write roots, read-only in the view.
     pub protected: Vec<Protected>,
     /// What the server may ask of the host.
     pub capabilities: HostCapabilities,
     /// Limits.
     pub limits: LimitsSection,
+    /// What the server may take of the machine (`[resources]`).
+    pub resources: crate::policy::ResourcesSection,
     /// Things the reader should know (runtime paths dropped, ...).
     pub warnings: Vec<String>,
     /// Report every system call the sandbox refuses (the call and why), as
@@ -425,9 +443,11 @@ pub fn build(
         private_layers,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
+        landlock: policy.raw.isolation.landlock.into(),
         protected,
         capabilities: HostCapabilities::of(policy),
         limits: policy.raw.limits.clone(),
+        resources: policy.raw.resources.clone(),
         report_refusals: false,
         warnings,
     }
