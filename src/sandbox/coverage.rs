@@ -324,7 +324,6 @@ struct Here {
     seccomp: bool,
     overlay: bool,
     machine_root: bool,
-    unix_sockets: bool,
 }
 
 /// Every class of escape of the threat model, with the layer that closes it
@@ -343,7 +342,6 @@ pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
         seccomp: caps.seccomp,
         overlay: rung.namespaces() && ns.is_some_and(|n| n.overlay),
         machine_root: ns.is_some_and(|n| n.root),
-        unix_sockets: plan.network.unix_sockets,
     };
     let mut out = filesystem_rows(h);
     out.extend(process_rows(h));
@@ -467,8 +465,7 @@ fn process_rows(h: Here) -> Vec<Coverage> {
     out.push(match (h.rung, h.abi >= 6) {
         (Rung::Full, true) => row(signals, Yes, "Landlock scopes (ABI 6); the PID namespace also hides every outside process"),
         (Rung::LandlockSeccomp, true) => row(signals, Yes, "Landlock scopes (ABI 6)"),
-        (Rung::ViewSeccomp, _) if !h.unix_sockets => row(signals, Yes, "no Landlock: the PID namespace hides every outside process; seccomp refuses socket(AF_UNIX)"),
-        (Rung::ViewSeccomp, _) => row(signals, Partly, "no Landlock: the PID namespace hides every outside process; abstract unix sockets outside stay reachable when the policy allows unix sockets (needs Landlock ABI 6)"),
+        (Rung::ViewSeccomp, _) => row(signals, Yes, "no Landlock: the PID namespace hides every outside process, and a network namespace of its own the host's abstract unix sockets"),
         (Rung::Full, false) => row(signals, Partly, "the PID namespace hides every outside process; abstract unix sockets need Landlock ABI 6 (closed by seccomp refusing socket(AF_UNIX) unless the policy allows unix sockets)"),
         (Rung::LandlockSeccomp, false) => row(signals, No, "needs Landlock ABI 6"),
     });

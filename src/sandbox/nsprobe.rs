@@ -299,7 +299,12 @@ unsafe fn set_pid_max() -> bool {
             c"/tmp/p/sys/kernel/pid_max".as_ptr(),
             libc::O_WRONLY | libc::O_CLOEXEC,
         );
-        fd >= 0 && libc::write(fd, c"301".as_ptr().cast(), 3) == 3
+        if fd < 0 {
+            return false;
+        }
+        let ok = libc::write(fd, c"301".as_ptr().cast(), 3) == 3;
+        libc::close(fd);
+        ok
     }
 }
 

@@ -659,10 +659,15 @@ fn attempt(
         sync_w,
         err_r,
     };
-    let flags = if setup.ns.is_some() {
-        namespace_flags(Identity::current())
-    } else {
-        0
+    let flags = match (&setup.ns, prepared.as_ref().map(|p| p.rung)) {
+        (None, _) => 0,
+        // Without Landlock's scopes, a network namespace of its own keeps
+        // the host's abstract unix sockets out of reach (TCP is refused
+        // whole on this rung).
+        (Some(_), Some(Rung::ViewSeccomp)) => {
+            namespace_flags(Identity::current()) | libc::CLONE_NEWNET as u64
+        }
+        (Some(_), _) => namespace_flags(Identity::current()),
     };
     let ruleset = prepared.as_mut().and_then(|p| p.ruleset.take());
     let started = on_launcher(move || {
