@@ -62,10 +62,10 @@ impl std::fmt::Display for Rung {
     }
 }
 
-/// Why there is no Landlock here, and what to do: one sentence.
-pub fn no_landlock(caps: &Capabilities) -> String {
+/// Why there is no Landlock here.
+pub fn landlock_missing(caps: &Capabilities) -> String {
     use super::probe::LandlockStatus;
-    let why = match &caps.landlock {
+    match &caps.landlock {
         LandlockStatus::NotBuilt => {
             "this kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK)".to_string()
         }
@@ -74,9 +74,23 @@ pub fn no_landlock(caps: &Capabilities) -> String {
         }
         LandlockStatus::Error { message } => format!("Landlock cannot be used here ({message})"),
         LandlockStatus::Available { .. } => "Landlock is available".to_string(),
-    };
+    }
+}
+
+/// Why there is no Landlock here, and what to do: one sentence.
+pub fn no_landlock(caps: &Capabilities) -> String {
     format!(
-        "{why}; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or accept the view + seccomp rung with [isolation] landlock = \"prefer\" (needs namespaces)"
+        "{}; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or accept the view + seccomp rung with [isolation] landlock = \"prefer\" (needs namespaces)",
+        landlock_missing(caps)
+    )
+}
+
+/// No Landlock, and the view + seccomp rung the policy accepts cannot be
+/// had either (`why` the namespaces are not to be had).
+pub fn neither(caps: &Capabilities, why: &str) -> String {
+    format!(
+        "{}, and the view + seccomp rung ([isolation] landlock = \"prefer\") needs namespaces: {why}; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or let rootfence have namespaces",
+        landlock_missing(caps)
     )
 }
 
@@ -106,11 +120,7 @@ pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>
         (true, false) => Ok(Rung::LandlockSeccomp),
         (false, _) if plan.landlock == LandlockMode::Require => Err(vec![no_landlock(caps)]),
         (false, true) => Ok(Rung::ViewSeccomp),
-        (false, false) => Err(vec![format!(
-            "{}; and the view + seccomp rung needs namespaces: {}",
-            no_landlock(caps),
-            why_no_ns()
-        )]),
+        (false, false) => Err(vec![neither(caps, &why_no_ns())]),
     }
 }
 
@@ -689,7 +699,7 @@ mod tests {
         assert!(fatal(&losses(&p, &c0)).is_empty());
         c0.namespaces = Some(ns(false));
         let e = rung(&p, &c0).unwrap_err();
-        assert!(e[0].contains("needs namespaces: refused"), "{e:?}");
+        assert!(e[0].contains("needs namespaces: refused;"), "{e:?}");
         assert_eq!(fatal(&losses(&p, &c0)), ["filesystem confinement"]);
     }
 

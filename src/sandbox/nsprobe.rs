@@ -109,7 +109,7 @@ pub fn probe_namespaces() -> NamespaceSupport {
     let failed = |what: &str| {
         no(format!(
             "in new namespaces, {what} failed{}",
-            userns_hint(code >= exit::DENIED)
+            refusal_hint((code >= exit::DENIED).then_some(libc::EACCES), false)
         ))
     };
     match code {
@@ -147,7 +147,7 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
         format!(
             "the kernel refused new {}mount, PID and IPC namespaces ({e}){}",
             if who.is_root() { "" } else { "user, " },
-            userns_hint(e.raw_os_error() == Some(libc::EACCES))
+            refusal_hint(e.raw_os_error(), true)
         )
     })?;
     let maps = if who.is_root() {
@@ -167,7 +167,7 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
     if let Err(e) = maps {
         return Err(format!(
             "cannot write the new user namespace's id maps ({e}){}",
-            userns_hint(e.raw_os_error() == Some(libc::EACCES))
+            refusal_hint(e.raw_os_error(), true)
         ));
     }
     Ok(if libc::WIFEXITED(status) {
@@ -177,16 +177,19 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
     })
 }
 
-/// What to say after a refusal: Ubuntu's AppArmor restriction when the
-/// machine has it on, or the refusal looked like a security module's.
-fn userns_hint(denied: bool) -> &'static str {
+/// What to say after the kernel refused the server's namespaces with
+/// `errno` (`at_clone`: refused when they were made, else when the view was
+/// built in them): why, as far as can be told, and the way out.
+pub fn refusal_hint(errno: Option<i32>, at_clone: bool) -> &'static str {
     let restricted =
         std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
             .is_ok_and(|v| v.trim() == "1");
     if restricted {
         " (AppArmor restricts unprivileged user namespaces here: kernel.apparmor_restrict_unprivileged_userns = 1; `rootfence doctor --apparmor` prints a profile that lets rootfence have them, and how to load it)"
-    } else if denied {
+    } else if errno == Some(libc::EACCES) {
         " (refused with EACCES: a security module such as AppArmor denies it; on Ubuntu 24.04 and later `rootfence doctor --apparmor` prints a profile that lets rootfence have them, and how to load it)"
+    } else if at_clone {
+        " (a seccomp filter around rootfence, such as a container's default profile, or the kernel's settings, such as user.max_user_namespaces = 0, refuse new namespaces; allow them where you can, e.g. a container run with a seccomp profile that permits them; otherwise rootfence runs its servers on the Landlock + seccomp rung)"
     } else {
         ""
     }

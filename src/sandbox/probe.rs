@@ -104,15 +104,34 @@ pub fn probe() -> Capabilities {
             },
         }
     };
-    let seccomp = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
-        .map(|s| s.contains("errno"))
-        .unwrap_or(false);
     Capabilities {
         kernel,
         landlock,
-        seccomp,
+        seccomp: seccomp_errno(),
         namespaces: None,
     }
+}
+
+/// Whether seccomp filters can return an errno: asked of the kernel
+/// (`SECCOMP_GET_ACTION_AVAIL`, Linux 4.14), which works inside another
+/// sandbox too (where `/proc/sys` may be hidden); else as
+/// `/proc/sys/kernel/seccomp/actions_avail` says.
+fn seccomp_errno() -> bool {
+    const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    let action = SECCOMP_RET_ERRNO;
+    // SAFETY: the kernel reads one u32 from `action`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    };
+    r == 0
+        || std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+            .is_ok_and(|s| s.contains("errno"))
 }
 
 /// [`probe`], plus a test launch that finds whether the server can get its

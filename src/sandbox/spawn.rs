@@ -35,7 +35,7 @@ use super::ids::{IdMaps, Identity, namespace_flags};
 use super::init::ServerStack;
 use super::launcher::on_launcher;
 use super::mount::{ViewOp, ViewSetup};
-use super::nsprobe::kernel_release;
+use super::nsprobe::{kernel_release, refusal_hint};
 use super::protocol::{self, Step};
 use super::resources::{self, Bounds};
 use super::scratch::Scratch;
@@ -152,10 +152,7 @@ fn namespaces_required(plan: &SandboxPlan, confine: bool, caps: &probe::Capabili
 /// The refusal when namespaces are required and not to be had.
 fn cannot_without_namespaces(caps: &probe::Capabilities, why: &str) -> SandboxError {
     let missing = if caps.abi() == 0 {
-        format!(
-            "{}; and the view + seccomp rung needs namespaces: {why}",
-            super::coverage::no_landlock(caps)
-        )
+        super::coverage::neither(caps, why)
     } else {
         format!("[isolation] namespaces = \"require\", but {why}")
     };
@@ -805,7 +802,10 @@ fn classify(
     };
     match e {
         StartError::Os(what, source) if mode.namespaces && what != "read the child's report" => {
-            no_ns(format!("{what}: {source}"))
+            no_ns(format!(
+                "new namespaces were refused ({what}: {source}){}",
+                refusal_hint(source.raw_os_error(), true)
+            ))
         }
         StartError::Os(what, source) => AttemptError::Fatal(SandboxError::Spawn {
             program: program.to_path_buf(),
@@ -817,7 +817,10 @@ fn classify(
                 match (step, target) {
                     (Step::MountPrivate | Step::ViewBase, _)
                     | (Step::ViewOp, Some((_, OpKind::Proc))) => {
-                        return no_ns(format!("the sandbox could not {step}: {source}"));
+                        return no_ns(format!(
+                            "in new namespaces, the sandbox could not {step}: {source}{}",
+                            refusal_hint(source.raw_os_error(), false)
+                        ));
                     }
                     (Step::ViewOp, Some((p, OpKind::Overlay))) if mode.overlays => {
                         return AttemptError::Downgrade {

@@ -70,32 +70,35 @@ fn reachable_by_others(p: &Path) -> bool {
         .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
+/// `path` where the unprivileged test user can run it: itself when its
+/// directories let others through, else a link (or copy) in a directory of
+/// the system's temporary directory that does.
+pub fn for_others(path: &Path) -> String {
+    if reachable_by_others(path) {
+        return path.to_string_lossy().into_owned();
+    }
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let md = std::fs::metadata(path).expect("a program the test user runs");
+    let dir = std::env::temp_dir().join(format!("rootfence-test-bin-{}-{}", md.ino(), md.mtime()));
+    let _ = std::fs::DirBuilder::new().mode(0o755).create(&dir);
+    let name = path.file_name().expect("a program's name");
+    let bin = dir.join(name);
+    if !bin.exists() {
+        let tmp = dir.join(format!("{}.{}", name.to_string_lossy(), std::process::id()));
+        std::fs::hard_link(path, &tmp)
+            .or_else(|_| std::fs::copy(path, &tmp).map(|_| ()))
+            .expect("put a program where the test user can run it");
+        std::fs::rename(&tmp, &bin).expect("rename the test user's program");
+    }
+    bin.to_string_lossy().into_owned()
+}
+
 /// The `rootfence` binary under test, where the unprivileged test user can
-/// run it: itself when its directories let others through, else a link
-/// (or copy) in a directory of the system's temporary directory that does.
+/// run it (see [`for_others`]).
 pub fn rootfence_for_others() -> String {
     static ONCE: OnceLock<String> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let original = PathBuf::from(rootfence());
-        if reachable_by_others(&original) {
-            return rootfence();
-        }
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-        let md = std::fs::metadata(&original).expect("the rootfence binary");
-        let dir =
-            std::env::temp_dir().join(format!("rootfence-test-bin-{}-{}", md.ino(), md.mtime()));
-        let _ = std::fs::DirBuilder::new().mode(0o755).create(&dir);
-        let bin = dir.join("rootfence");
-        if !bin.exists() {
-            let tmp = dir.join(format!("rootfence.{}", std::process::id()));
-            std::fs::hard_link(&original, &tmp)
-                .or_else(|_| std::fs::copy(&original, &tmp).map(|_| ()))
-                .expect("put the rootfence binary where the test user can run it");
-            std::fs::rename(&tmp, &bin).expect("rename the test user's rootfence binary");
-        }
-        bin.to_string_lossy().into_owned()
-    })
-    .clone()
+    ONCE.get_or_init(|| for_others(Path::new(&rootfence())))
+        .clone()
 }
 
 /// A program the tests need, or a panic saying how to get it.
@@ -236,7 +239,9 @@ impl Tree {
     /// Whether this tree's rootfence has no Landlock (the view + seccomp
     /// rung).
     pub fn no_landlock(&self) -> bool {
-        self.wrapper.iter().any(|w| w == "no-landlock")
+        self.wrapper
+            .iter()
+            .any(|w| w.split(',').any(|m| m == "no-landlock"))
     }
 
     /// The uid and gid rootfence runs as in this tree's tests (and that own
