@@ -377,3 +377,29 @@ fn explain_states_the_rung_and_what_it_leaves_open() {
         "{text}"
     );
 }
+
+/// Where user namespaces are refused (`user.max_user_namespaces = 0`),
+/// root still makes the others (it needs no user namespace for them):
+/// doctor and the launch agree on the full rung; another user gets
+/// Landlock and seccomp.
+#[test]
+fn without_user_namespaces_root_keeps_the_view_and_doctor_agrees() {
+    for (t, rung) in [
+        (tree("no-userns", Who::User), LANDLOCK_SECCOMP),
+        (
+            {
+                let mut t = Tree::new();
+                t.wrapper = vec![envfilter(), "no-userns".into(), "--".into()];
+                t
+            },
+            FULL,
+        ),
+    ] {
+        exec_works(&t, rung);
+        let mut c = t.rootfence_command();
+        c.arg("doctor");
+        t.as_runner(&mut c);
+        let text = common::stdout(&c.output().unwrap());
+        assert!(text.contains(&format!("rung: {rung}")), "{text}");
+    }
+}

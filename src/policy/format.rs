@@ -408,7 +408,8 @@ pub struct ResourcesSection {
     pub open_files: u64,
     /// Size of the server's scratch directory (its `TMPDIR`) and private
     /// layers together, in MiB: with namespaces a memory-backed filesystem
-    /// of this size (and 64 files per MiB) in its view; without them the
+    /// of this size (and 64 files per MiB) in its view, holding the private
+    /// layers' upper directories from Linux 6.6 on; without namespaces the
     /// scratch directory is on the host's disk and not bounded. 0: no
     /// bound (the scratch directory on the host's disk).
     pub scratch_mb: u64,

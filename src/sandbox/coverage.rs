@@ -593,6 +593,7 @@ fn resources_row(plan: &SandboxPlan, caps: &Capabilities, h: Here) -> Coverage {
         own_user_namespace: ns.is_some_and(|n| n.own_user_namespace),
         nproc_per_namespace: super::nsprobe::kernel_at_least(&caps.kernel, (5, 14)),
         pid_max_per_namespace: ns.is_some_and(|n| n.pid_max),
+        tmpfs_user_xattrs: super::nsprobe::kernel_at_least(&caps.kernel, (6, 6)),
     };
     let applied = resources::applied(&plan.resources, at);
     let how: Vec<String> = applied

@@ -208,7 +208,7 @@ impl SandboxedChild {
         self.scratch.as_ref().map(Scratch::path)
     }
 
-    /// Take the server's stdin pipe (when [`StdioConfig`] piped it). Wrap
+    /// Take the server's stdin pipe (when [`StdioConfig`](super::StdioConfig) piped it). Wrap
     /// it for tokio with `tokio::process::ChildStdin::from_std`.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.stdin.take().map(ChildStdin::from)

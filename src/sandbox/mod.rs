@@ -6,7 +6,7 @@
 //!
 //! - [`probe`]: the kernel's Landlock ABI and seccomp; `nsprobe`: whether
 //!   the server can have namespaces here (a test launch);
-//! - [`coverage`]: the rung of isolation a plan gets here, what it would
+//! - [`coverage`](mod@coverage): the rung of isolation a plan gets here, what it would
 //!   lose, and every class of escape with the layer that closes it;
 //! - `landlock`: the ruleset a plan describes, built in the parent;
 //! - [`seccomp`]: the system-call allow-list (what Landlock does not rule

@@ -18,9 +18,10 @@
 //!   count);
 //! - open files: `RLIMIT_NOFILE` of each process;
 //! - scratch and private layers: a `tmpfs` of a bounded size (and number of
-//!   files) in the server's view, holding its `TMPDIR` and the private
-//!   layers' upper directories; without namespaces the scratch directory is
-//!   on the host's disk and not bounded.
+//!   files) in the server's view, holding its `TMPDIR` and (Linux 6.6 and
+//!   later, whose `tmpfs` keeps the user extended attributes overlayfs
+//!   needs) the private layers' upper directories; without namespaces the
+//!   scratch directory is on the host's disk and not bounded.
 //!
 //! [`bounds`] is the pure decision; the child applies it ([`super::child`],
 //! [`super::mount`]).
@@ -41,6 +42,9 @@ pub struct Where {
     pub nproc_per_namespace: bool,
     /// The PID namespace's `kernel.pid_max` is its own (Linux 6.14).
     pub pid_max_per_namespace: bool,
+    /// `tmpfs` keeps user extended attributes (Linux 6.6), which overlayfs
+    /// needs of its upper layer in a user namespace.
+    pub tmpfs_user_xattrs: bool,
 }
 
 impl Where {
@@ -52,6 +56,7 @@ impl Where {
             own_user_namespace: !who.is_root(),
             nproc_per_namespace: kernel_at_least(release, (5, 14)),
             pid_max_per_namespace: super::nsprobe::pid_max_per_namespace(release),
+            tmpfs_user_xattrs: kernel_at_least(release, (6, 6)),
         }
     }
 }
@@ -67,6 +72,9 @@ pub struct ScratchSize {
     pub bytes: u64,
     /// Files and directories.
     pub inodes: u64,
+    /// The private layers' upper directories are in it too (else on the
+    /// host's disk, with the scratch directory, and not bounded).
+    pub holds_layers: bool,
 }
 
 /// Files and directories the scratch filesystem may hold per MiB.
@@ -111,6 +119,7 @@ pub fn bounds(
         b.scratch = Some(ScratchSize {
             bytes: r.scratch_mb.saturating_mul(1 << 20),
             inodes: r.scratch_mb.saturating_mul(INODES_PER_MIB).max(1024),
+            holds_layers: at.tmpfs_user_xattrs,
         });
     }
     b
@@ -200,8 +209,14 @@ pub fn applied(r: &ResourcesSection, at: Where) -> Vec<Applied> {
             what: "scratch space",
             bounded: true,
             how: format!(
-                "{} MiB and {} files for TMPDIR and the private layers together (a tmpfs in the view)",
-                r.scratch_mb, s.inodes
+                "{} MiB and {} files for TMPDIR{} (a tmpfs in the view)",
+                r.scratch_mb,
+                s.inodes,
+                if s.holds_layers {
+                    " and the private layers together"
+                } else {
+                    "; the private layers' writes are on the host's disk, not bounded (tmpfs keeps the extended attributes overlayfs needs from Linux 6.6)"
+                }
             ),
         },
         None => Applied {
@@ -232,6 +247,7 @@ mod tests {
             own_user_namespace: own,
             nproc_per_namespace: true,
             pid_max_per_namespace: true,
+            tmpfs_user_xattrs: true,
         }
     }
 
@@ -250,7 +266,8 @@ mod tests {
             b.scratch,
             Some(ScratchSize {
                 bytes: 8 << 20,
-                inodes: 1024
+                inodes: 1024,
+                holds_layers: true,
             })
         );
     }

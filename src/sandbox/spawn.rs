@@ -233,15 +233,20 @@ struct Layout {
     env: Vec<(OsString, OsString)>,
     /// Private layers mounted as overlays.
     layers: Vec<Layer>,
-    /// Directories in scratch (relative, parents first).
+    /// Directories the child makes in the sized scratch filesystem
+    /// (relative, parents first).
     dirs: Vec<PathBuf>,
 }
 
 impl Layout {
     /// Create the scratch directory and decide where each private layer
-    /// goes; its directories are made here, or (`sized`) by the child in
-    /// the scratch filesystem.
-    fn new(plan: &SandboxPlan, mode: Mode, sized: bool) -> Result<Layout, SandboxError> {
+    /// goes; its directories are made here on the host's disk, or by the
+    /// child in the sized scratch filesystem (`size`) when it holds them.
+    fn new(
+        plan: &SandboxPlan,
+        mode: Mode,
+        size: Option<resources::ScratchSize>,
+    ) -> Result<Layout, SandboxError> {
         let scratch = if plan.scratch {
             Some(Scratch::create()?)
         } else {
@@ -254,6 +259,7 @@ impl Layout {
             .collect();
         let mut layers = Vec::new();
         let mut dirs = Vec::new();
+        let mut host_dirs = Vec::new();
         if let Some(s) = &scratch {
             env.push(("TMPDIR".into(), s.path().into()));
             for (i, layer) in plan.private_layers.iter().enumerate() {
@@ -264,20 +270,25 @@ impl Layout {
                     && translate::overlay_safe(&layer.path)
                     && translate::overlay_safe(&dir)
                 {
-                    dirs.extend([rel.clone(), rel.join("upper"), rel.join("work")]);
+                    let made = [rel.clone(), rel.join("upper"), rel.join("work")];
+                    match size {
+                        Some(s) if s.holds_layers => dirs.extend(made),
+                        _ => host_dirs.extend(made),
+                    }
                     layers.push((layer.path.clone(), rel));
                 } else if let Some(var) = &layer.env {
                     env.retain(|(k, _)| k != var.as_str());
                     env.push((var.into(), dir.into()));
-                    dirs.push(rel);
+                    match size {
+                        Some(_) => dirs.push(rel),
+                        None => host_dirs.push(rel),
+                    }
                 }
             }
-            if !sized {
-                for d in &dirs {
-                    let dir = s.path().join(d);
-                    std::fs::create_dir_all(&dir)
-                        .map_err(|source| SandboxError::Scratch { dir, source })?;
-                }
+            for d in &host_dirs {
+                let dir = s.path().join(d);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|source| SandboxError::Scratch { dir, source })?;
             }
         }
         Ok(Layout {
@@ -593,7 +604,7 @@ fn attempt(
     } else {
         Bounds::default()
     };
-    let layout = Layout::new(plan, mode, bounds.scratch.is_some())?;
+    let layout = Layout::new(plan, mode, bounds.scratch)?;
     let mut prepared = match confine {
         true => Some(prepare(plan, caps, mode, &layout, &bounds)?),
         false => None,

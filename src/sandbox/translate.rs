@@ -48,7 +48,7 @@ pub struct ScratchView<'a> {
     pub path: &'a Path,
     /// A sized filesystem of its own, or the host's directory bound.
     pub size: Option<ScratchSize>,
-    /// Directories in it (relative), made in the sized filesystem.
+    /// Directories (relative) the child makes in the sized filesystem.
     pub dirs: &'a [PathBuf],
 }
 
@@ -58,13 +58,27 @@ impl ScratchView<'_> {
     fn staged(&self, rel: &Path) -> PathBuf {
         match self.size {
             Some(_) => Path::new(SCRATCH_STAGING).join(rel),
-            None => Path::new(HOST).join(
-                self.path
-                    .join(rel)
-                    .strip_prefix("/")
-                    .unwrap_or(Path::new("")),
-            ),
+            None => self.on_host(rel),
         }
+    }
+
+    /// Where the child finds a private layer's directory `rel`: in the
+    /// sized filesystem when it holds the layers, else on the host.
+    fn layer(&self, rel: &Path) -> PathBuf {
+        match self.size {
+            Some(s) if s.holds_layers => self.staged(rel),
+            _ => self.on_host(rel),
+        }
+    }
+
+    /// `rel` in the host's scratch directory, below [`HOST`].
+    fn on_host(&self, rel: &Path) -> PathBuf {
+        Path::new(HOST).join(
+            self.path
+                .join(rel)
+                .strip_prefix("/")
+                .unwrap_or(Path::new("")),
+        )
     }
 }
 
@@ -199,9 +213,9 @@ fn overlay(
     let slot = OVERLAY_SLOT + layer as RawFd;
     let mut data = format!("lowerdir={HOST}/proc/self/fd/{slot}").into_bytes();
     data.extend_from_slice(b",upperdir=");
-    data.extend_from_slice(s.staged(&dir.join("upper")).as_os_str().as_bytes());
+    data.extend_from_slice(s.layer(&dir.join("upper")).as_os_str().as_bytes());
     data.extend_from_slice(b",workdir=");
-    data.extend_from_slice(s.staged(&dir.join("work")).as_os_str().as_bytes());
+    data.extend_from_slice(s.layer(&dir.join("work")).as_os_str().as_bytes());
     data.extend_from_slice(b",userxattr");
     Ok(ViewOp::Overlay {
         dst: cpath("", &path)?,
@@ -257,12 +271,29 @@ mod tests {
             size: Some(ScratchSize {
                 bytes: 1 << 20,
                 inodes: 1024,
+                holds_layers: true,
             }),
             ..host
         };
         assert_eq!(
-            sized.staged(Path::new(".rootfence-layer-0/upper")),
+            sized.layer(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-scratch/.rootfence-layer-0/upper")
+        );
+        let sized_without_layers = ScratchView {
+            size: Some(ScratchSize {
+                bytes: 1 << 20,
+                inodes: 1024,
+                holds_layers: false,
+            }),
+            ..host
+        };
+        assert_eq!(
+            sized_without_layers.layer(Path::new(".rootfence-layer-0/upper")),
+            Path::new("/.rootfence-host/tmp/rootfence-1-ab/.rootfence-layer-0/upper")
+        );
+        assert_eq!(
+            sized_without_layers.staged(Path::new(".rootfence-layer-0")),
+            Path::new("/.rootfence-scratch/.rootfence-layer-0")
         );
     }
 

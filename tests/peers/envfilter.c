@@ -16,6 +16,9 @@
  *               unprivileged_userns profile denies them).
  *   no-landlock A kernel without Landlock: the landlock_* calls answer
  *               ENOSYS.
+ *   no-userns   user.max_user_namespaces = 0: a new user namespace is
+ *               refused (ENOSPC), other namespaces are not (clone3, whose
+ *               flags a filter cannot read, answers ENOSYS).
  *
  * The filter is inherited by everything COMMAND starts, and stacks under
  * any filter those install. Sets no_new_privs (needed to install a filter
@@ -67,6 +70,7 @@
  * the mask Docker's profile checks clone's flags against. */
 #define NEW_NAMESPACES 0x7E020000u
 #define CLONE_NEWTIME_FLAG 0x00000080u
+#define CLONE_NEWUSER_FLAG 0x10000000u
 
 #define MAX_INSNS 256
 static struct sock_filter prog[MAX_INSNS];
@@ -120,12 +124,16 @@ static void mode(const char *m)
 	} else if (strcmp(m, "apparmor") == 0) {
 		for (i = 0; i < sizeof mounts / sizeof mounts[0]; i++)
 			refuse(mounts[i], EACCES);
+	} else if (strcmp(m, "no-userns") == 0) {
+		refuse(__NR_clone3, ENOSYS);
+		refuse_flags(__NR_clone, CLONE_NEWUSER_FLAG, ENOSPC);
+		refuse_flags(__NR_unshare, CLONE_NEWUSER_FLAG, ENOSPC);
 	} else if (strcmp(m, "no-landlock") == 0) {
 		refuse(__NR_landlock_create_ruleset, ENOSYS);
 		refuse(__NR_landlock_add_rule, ENOSYS);
 		refuse(__NR_landlock_restrict_self, ENOSYS);
 	} else {
-		fprintf(stderr, "rootfence-envfilter: unknown mode %s (docker, apparmor, no-landlock)\n", m);
+		fprintf(stderr, "rootfence-envfilter: unknown mode %s (docker, apparmor, no-landlock, no-userns)\n", m);
 		exit(125);
 	}
 }

@@ -15,7 +15,8 @@
 #                       runs a command under a seccomp filter reproducing an
 #                       environment (Docker's default profile, Ubuntu's
 #                       AppArmor user-namespace restriction, a kernel
-#                       without Landlock); built from envfilter.c with gcc
+#                       without Landlock, user namespaces refused); built
+#                       from envfilter.c with gcc
 #   bin/apparmor_parser an AppArmor parser that knows the `userns` rule
 #                       (AppArmor 4): the system's, or Debian's apparmor
 #                       package of a release that has it, unpacked in
