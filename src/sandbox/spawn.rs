@@ -616,19 +616,8 @@ fn attempt(
     let streams = Streams::open(stdio)?;
     let mut child_ends = streams.child_ends;
     let (err_r, err_w) = pipe()?;
-    // The filter's listener comes back over this pair (sequenced packets,
-    // so the descriptor arrives with its one byte or not at all).
     let notify = match prepared.as_ref().and_then(|p| p.supervised.as_ref()) {
-        Some(_) => {
-            let (mine, theirs) = rustix::net::socketpair(
-                rustix::net::AddressFamily::UNIX,
-                rustix::net::SocketType::SEQPACKET,
-                rustix::net::SocketFlags::CLOEXEC,
-                None,
-            )
-            .map_err(|e| SandboxError::Launcher(e.into()))?;
-            Some((mine, above_stdio(theirs)?))
-        }
+        Some(_) => Some(notify_pair()?),
         None => None,
     };
     let (ops, targets) = prepared
@@ -667,16 +656,7 @@ fn attempt(
         sync_w,
         err_r,
     };
-    let flags = match (&setup.ns, prepared.as_ref().map(|p| p.rung)) {
-        (None, _) => 0,
-        // Without Landlock's scopes, a network namespace of its own keeps
-        // the host's abstract unix sockets out of reach (TCP is refused
-        // whole on this rung).
-        (Some(_), Some(Rung::ViewSeccomp)) => {
-            namespace_flags(Identity::current()) | libc::CLONE_NEWNET as u64
-        }
-        (Some(_), _) => namespace_flags(Identity::current()),
-    };
+    let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung));
     let ruleset = prepared.as_mut().and_then(|p| p.ruleset.take());
     let started = on_launcher(move || {
         let r = clone_and_start(&setup, flags, parent);
@@ -745,6 +725,34 @@ fn finish(
     child.stdout = stdout;
     child.stderr = stderr;
     Ok(child)
+}
+
+/// The `CLONE_NEW*` flags of a launch: none without namespaces; on the
+/// view + seccomp rung also a network namespace, which keeps the host's
+/// abstract unix sockets out of reach without Landlock's scopes (TCP is
+/// refused whole there).
+fn clone_flags(namespaces: bool, rung: Option<Rung>) -> u64 {
+    match (namespaces, rung) {
+        (false, _) => 0,
+        (true, Some(Rung::ViewSeccomp)) => {
+            namespace_flags(Identity::current()) | libc::CLONE_NEWNET as u64
+        }
+        (true, _) => namespace_flags(Identity::current()),
+    }
+}
+
+/// The pair the filter's listener comes back over (sequenced packets, so
+/// the descriptor arrives with its one byte or not at all): rootfence's
+/// end, and the child's (above the standard streams).
+fn notify_pair() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    let (mine, theirs) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| SandboxError::Launcher(e.into()))?;
+    Ok((mine, above_stdio(theirs)?))
 }
 
 /// The bounds' limits as the child sets them.
