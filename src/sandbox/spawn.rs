@@ -43,7 +43,7 @@ use super::seccomp::{self, FilterPolicy, supervisor};
 use super::stdio::{StdioConfig, Streams, above_stdio, pipe};
 use super::translate::{self, Layer, OpKind, ScratchView, Target, cpath, cstring};
 use super::{SandboxError, landlock, probe};
-use crate::plan::{NamespaceMode, SandboxPlan};
+use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
 
 /// Start the server `plan` describes, confined.
 ///
@@ -144,9 +144,12 @@ impl From<SandboxError> for AttemptError {
 }
 
 /// What a launch may not do without: namespaces the policy requires, or
-/// that stand in for a kernel without Landlock.
+/// that stand in for a kernel without Landlock (where the policy accepts
+/// them instead; where it does not, the launch is refused for Landlock).
 fn namespaces_required(plan: &SandboxPlan, confine: bool, caps: &probe::Capabilities) -> bool {
-    confine && (plan.namespaces == NamespaceMode::Require || caps.abi() == 0)
+    confine
+        && (plan.namespaces == NamespaceMode::Require
+            || (caps.abi() == 0 && plan.landlock == LandlockMode::Prefer))
 }
 
 /// The refusal when namespaces are required and not to be had.
