@@ -158,6 +158,10 @@ pub struct Protected {
     pub readonly: bool,
     /// Why.
     pub why: String,
+    /// For a VCS directory: the (device, inode) of the directory whose
+    /// entries were listed here; the view mounts nothing if another object
+    /// is at the path by then.
+    pub identity: Option<(u64, u64)>,
 }
 
 /// What the server may ask of the host, as the policy shapes the
@@ -621,11 +625,12 @@ fn control_files(
             VcsMode::ReadOnly => {
                 for c in found {
                     let why = format!("{} in root {}", c.kind.name(), r.uri);
-                    let mut add = |path: PathBuf, readonly: bool| {
+                    let mut add = |path: PathBuf, readonly: bool, identity| {
                         protected.push(Protected {
                             path,
                             readonly,
                             why: why.clone(),
+                            identity,
                         })
                     };
                     match c.kind {
@@ -634,20 +639,20 @@ fn control_files(
                         // it git (or hg) does not write in normal work,
                         // read-only.
                         ControlKind::GitDir | ControlKind::Hg => {
-                            add(c.path.clone(), false);
+                            add(c.path.clone(), false, c.identity);
                             let writes = if c.kind == ControlKind::GitDir {
                                 crate::roots::control::git_writes
                             } else {
                                 crate::roots::control::hg_writes
                             };
                             for name in c.inner.iter().filter(|n| !writes(n)) {
-                                add(c.path.join(name), true);
+                                add(c.path.join(name), true, None);
                             }
                         }
                         ControlKind::GitFile
                         | ControlKind::Envrc
                         | ControlKind::Vscode
-                        | ControlKind::Idea => add(c.path.clone(), true),
+                        | ControlKind::Idea => add(c.path.clone(), true, None),
                     }
                 }
                 warnings.push(format!(

@@ -575,6 +575,15 @@ fn survey_grant(
 /// things under it meanwhile).
 fn survey_protected(p: &crate::plan::Protected) -> Result<Option<Surveyed>, super::SandboxError> {
     let (is_dir, identity) = match real_at(&p.path) {
+        // Another directory than the one whose entries the plan protects:
+        // its own entries would be left writable.
+        Ok(Some((_, found))) if p.identity.is_some_and(|want| want != found) => {
+            return Err(super::SandboxError::OpenPath {
+                path: p.path.clone(),
+                why: format!("{} (mounted read-only)", p.why),
+                source: std::io::Error::from_raw_os_error(libc::ESTALE),
+            });
+        }
         Ok(Some(found)) => found,
         // Gone: nothing left to protect (what the server makes there is new
         // metadata, reported when it ends).
@@ -728,6 +737,28 @@ pub fn resolve_recording(path: &Path) -> std::io::Result<(PathBuf, Vec<(PathBuf,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protected_directory_that_is_not_the_one_listed_refuses_the_launch() {
+        let t = tempfile::tempdir().unwrap();
+        let git = std::fs::canonicalize(t.path()).unwrap().join(".git");
+        std::fs::create_dir_all(&git).unwrap();
+        let md = std::fs::metadata(&git).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let p = |identity| crate::plan::Protected {
+            path: git.clone(),
+            readonly: false,
+            why: ".git in root".into(),
+            identity,
+        };
+        let listed = survey_protected(&p(Some((md.dev(), md.ino())))).unwrap();
+        assert_eq!(listed.map(|s| s.identity), Some(Some((md.dev(), md.ino()))));
+        let other = survey_protected(&p(Some((md.dev(), md.ino() + 1))));
+        assert!(
+            matches!(&other, Err(crate::sandbox::SandboxError::OpenPath { source, .. }) if source.raw_os_error() == Some(libc::ESTALE)),
+            "{other:?}"
+        );
+    }
 
     fn g(path: &str, write: bool, exec: bool) -> Surveyed {
         Surveyed {
