@@ -46,9 +46,10 @@ pub struct PolicyFile {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct IsolationSection {
-    /// Own user, mount, PID and IPC namespaces for the server (and a network
-    /// namespace when it has no network): a filesystem view holding only its
-    /// grants (metadata of everything else out of reach), and a PID
+    /// Own user (unless rootfence is root), mount, PID and IPC namespaces for
+    /// the server (and a network namespace on the view + seccomp rung): a
+    /// filesystem view holding only its grants (metadata of everything else
+    /// out of reach), and a PID
     /// namespace whose processes all end with the server. `auto`: where the
     /// kernel grants them, else run without and say what is lost;
     /// `require`: refuse to start without them; `off`: never.
