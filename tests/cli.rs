@@ -451,3 +451,32 @@ fn exec_forwards_termination_signals_to_the_command() {
     // Not 0 (the sleep ran out) nor a death of rootfence itself.
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
 }
+
+#[test]
+fn the_readme_table_and_doctor_name_the_same_classes() {
+    // "What the fence holds" lists, in doctor's words, every class doctor
+    // reports, in the same order.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("## What the fence holds")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README's section");
+    // (Markdown's code marks aside.)
+    let table: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| class"))
+        .filter_map(|l| l.split(" | ").next())
+        .map(|c| c.trim_start_matches("| ").replace('`', ""))
+        .collect();
+    let out = rootfence(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doctor: Vec<&str> = v["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(table, doctor);
+}

@@ -202,11 +202,13 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
         policy.raw.runtime.profile = crate::policy::ProfileName::Native;
     }
     // Refuse at once what this kernel cannot enforce, before talking MCP.
+    // Without Landlock only the view + seccomp rung is left, which the
+    // policy must accept (and which needs namespaces: the launch says).
     let caps = sandbox::probe();
-    if caps.abi() == 0 {
+    if caps.abi() == 0 && policy.raw.isolation.landlock != crate::policy::LandlockName::Prefer {
         eprintln!(
-            "rootfence: Landlock is not available on this kernel ({:?}); run `rootfence doctor` for details. Refusing to start the server unconfined.",
-            caps.landlock
+            "rootfence: refusing to start: filesystem confinement: {}; run `rootfence doctor` for details",
+            sandbox::coverage::no_landlock(&caps)
         );
         return ExitCode::from(2);
     }

@@ -11,6 +11,19 @@
 #   fastmcp/.venv/      the FastMCP server project's environment (fastmcp/uv.lock)
 #   .uv-cache/          uv cache holding the `uvx` environments of
 #                       mcp-server-time and mcp-server-git (servers.lock)
+#   bin/rootfence-envfilter
+#                       runs a command under a seccomp filter reproducing an
+#                       environment (Docker's default profile, Ubuntu's
+#                       AppArmor user-namespace restriction, a kernel
+#                       without Landlock, user namespaces refused); built
+#                       from envfilter.c with gcc
+#   bin/apparmor_parser an AppArmor parser that knows the `userns` rule
+#                       (AppArmor 4): the system's, or Debian's apparmor
+#                       package of a release that has it, unpacked in
+#                       .apparmor/ with the C library it was built against
+#
+# Run as root (as CI does), it also creates the unprivileged user the escape
+# suites run rootfence as (rootfence-test).
 #
 # Idempotent: quick when everything is already installed (each part keeps a
 # stamp of the lockfiles it was made from). Needs network (the npm registry,
@@ -239,3 +252,62 @@ fi
 # The user's PATH, for the tests.
 echo "$user_path" > "$home/.rootfence-path"
 echo "tests/peers: a user's home with popular servers: $home (PATH=$user_path)"
+
+# The unprivileged user the escape suites run rootfence as.
+if [ "$(id -u)" = 0 ] && ! id -u rootfence-test > /dev/null 2>&1; then
+    useradd --system --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin rootfence-test
+fi
+if id -u rootfence-test > /dev/null 2>&1; then
+    echo "tests/peers: unprivileged test user: rootfence-test ($(id -u rootfence-test))"
+fi
+
+# The environment filter helper.
+mkdir -p bin
+ef_want=$(cksum envfilter.c | cut -d' ' -f1)
+if [ ! -x bin/rootfence-envfilter ] || ! stamp_ok bin/.envfilter-stamp "$ef_want"; then
+    gcc -O2 -Wall -Wextra -Werror -o bin/rootfence-envfilter envfilter.c
+    echo "$ef_want" > bin/.envfilter-stamp
+fi
+echo "tests/peers: environment filters: $here/bin/rootfence-envfilter"
+
+# An AppArmor parser that knows `userns` (AppArmor 4.0 and later), to check
+# the profile `rootfence doctor --apparmor` prints.
+knows_userns() {
+    printf 'abi <abi/4.0>,\nprofile t /t flags=(unconfined) {\n  userns,\n}\n' > bin/.userns-probe
+    "$1" -Q -K bin/.userns-probe > /dev/null 2>&1
+}
+aa=.apparmor
+aa_release=trixie
+if [ -x /usr/sbin/apparmor_parser ] && knows_userns /usr/sbin/apparmor_parser; then
+    ln -sf /usr/sbin/apparmor_parser bin/apparmor_parser
+elif [ ! -x bin/apparmor_parser ] || ! stamp_ok "$aa/.rootfence-stamp" "$aa_release"; then
+    # Debian's apparmor package of a release with AppArmor 4, with that
+    # release's C library (its parser needs a newer glibc than this one
+    # may have), unpacked here and run through that library's loader.
+    rm -rf "$aa" bin/apparmor_parser
+    mkdir -p "$aa/lists/partial" "$aa/debs"
+    echo "deb http://deb.debian.org/debian $aa_release main" > "$aa/sources.list"
+    apt_aa() {
+        apt-get -q -o Dir::Etc::sourcelist="$here/$aa/sources.list" \
+            -o Dir::Etc::sourceparts=/dev/null -o Dir::State::Lists="$here/$aa/lists" \
+            -o Dir::Cache="$here/$aa/cache" -o APT::Sandbox::User=root "$@"
+    }
+    apt_aa update > /dev/null
+    (cd "$aa/debs" && apt_aa download apparmor libc6 > /dev/null)
+    for deb in "$aa"/debs/*.deb; do dpkg-deb -x "$deb" "$aa/root"; done
+    loader=$(find "$here/$aa/root" -name 'ld-linux*.so.*' | head -n 1)
+    libdir=$(dirname "$loader")
+    cat > bin/apparmor_parser <<PARSER
+#!/bin/sh
+# Debian $aa_release's apparmor_parser, run with its own C library.
+exec "$loader" --library-path "$libdir" "$here/$aa/root/usr/sbin/apparmor_parser" \\
+    --config-file=/dev/null --base "$here/$aa/root/etc/apparmor.d" \\
+    -I "$here/$aa/root/etc/apparmor.d" "\$@"
+PARSER
+    chmod 755 bin/apparmor_parser
+    knows_userns bin/apparmor_parser
+    echo "$aa_release" > "$aa/.rootfence-stamp"
+fi
+echo "tests/peers: AppArmor parser: $here/bin/apparmor_parser ($(bin/apparmor_parser --version | head -n 1))"
+
