@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::plan::SandboxPlan;
-use crate::proxy::server::ExitInfo;
+use crate::proxy::session::ExitInfo;
 use crate::proxy::{self, Ending, Launcher, ServerProcess, SessionConfig};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;

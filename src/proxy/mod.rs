@@ -11,6 +11,7 @@
 //! [`run`] is the loop that feeds the core its events and carries out its
 //! actions (writing lines, launching and stopping generations).
 
+pub mod canonical;
 pub mod flow;
 pub mod framing;
 pub mod guard;
@@ -19,6 +20,7 @@ pub mod message;
 pub mod scan;
 pub mod server;
 pub mod session;
+pub mod sniff;
 pub mod stdio;
 
 use std::collections::HashMap;
@@ -30,7 +32,8 @@ use tokio::sync::mpsc;
 pub use server::{Launcher, ServerProcess};
 pub use session::{Action, Ending, Event, Session, SessionConfig};
 
-use server::{Generation, ServerEvent};
+use server::Generation;
+use session::ServerEvent;
 use session::{GenId, RootsObserver};
 
 /// How long the relay keeps polling, without sleeping, after a message

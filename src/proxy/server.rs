@@ -9,44 +9,9 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
-use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
-use super::session::Stop;
+use super::framing::{LineReader, LineSender, line_queue, write_all_lines};
+use super::session::{ExitInfo, ServerEvent, Stop};
 use crate::plan::SandboxPlan;
-
-/// How a server process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitInfo {
-    /// Exited with this code.
-    Code(i32),
-    /// Killed by this signal.
-    Signal(i32),
-}
-
-impl ExitInfo {
-    /// From a std exit status.
-    pub fn from_status(st: std::process::ExitStatus) -> ExitInfo {
-        use std::os::unix::process::ExitStatusExt;
-        match (st.code(), st.signal()) {
-            (Some(c), _) => ExitInfo::Code(c),
-            (None, Some(s)) => ExitInfo::Signal(s),
-            (None, None) => ExitInfo::Code(-1),
-        }
-    }
-
-    /// Exit code 0.
-    pub fn success(self) -> bool {
-        self == ExitInfo::Code(0)
-    }
-}
-
-impl std::fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExitInfo::Code(c) => write!(f, "exit code {c}"),
-            ExitInfo::Signal(s) => write!(f, "signal {s}"),
-        }
-    }
-}
 
 /// A launched server process: its pipes, its pid, and whatever must live
 /// as long as it does.
@@ -102,20 +67,6 @@ impl Pidfd {
     fn signal(&self, sig: rustix::process::Signal) {
         let _ = rustix::process::pidfd_send_signal(self.0.get_ref(), sig);
     }
-}
-
-/// What a generation's tasks report to the session.
-#[derive(Debug)]
-pub enum ServerEvent {
-    /// A frame from the server's stdout.
-    Frame(u64, Frame),
-    /// The server's stdout closed or failed.
-    Eof(u64),
-    /// A sandbox denial the server reported (its hint), sent just before
-    /// [`ServerEvent::Exited`] when the process ended.
-    Denied(u64, String),
-    /// The server process ended.
-    Exited(u64, Option<ExitInfo>),
 }
 
 /// The session's handle on one generation.

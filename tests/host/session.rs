@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
-use rootfence::proxy::server::ExitInfo;
+use rootfence::proxy::session::ExitInfo;
 use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
 use rootfence::roots::RootInput;
 use rootfence::runtime::HostEnv;

@@ -293,7 +293,9 @@ fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String, Text)>
                     ));
                 }
             }
-            // Option labels: `enumNames` and titled options.
+            // Option labels (`enumNames`, titled options) and defaults.
+            // (The options' values are not: choosing "password" as a
+            // login method is not giving one.)
             let labels = p
                 .get("enumNames")
                 .into_iter()
@@ -309,6 +311,18 @@ fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String, Text)>
                 out.push((
                     format!("an option label of field {name:?}"),
                     l.to_string(),
+                    Text::Free,
+                ));
+            }
+            let defaults = match p.get("default") {
+                Some(Value::String(d)) => vec![d.as_str()],
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for d in defaults {
+                out.push((
+                    format!("the default of field {name:?}"),
+                    d.to_string(),
                     Text::Free,
                 ));
             }

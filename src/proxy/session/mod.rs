@@ -52,12 +52,11 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use serde_json::Value;
 
-pub use io::{Action, Ending, Event, GenId, Stop};
+pub use io::{Action, Ending, Event, ExitInfo, Frame, GenId, ServerEvent, Stop};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
@@ -106,7 +105,7 @@ pub struct Session {
     ledger: ledger::Ledger,
     batches: batch::Batches,
     /// Host messages held until a generation serves the target.
-    queue: VecDeque<host::Held>,
+    queue: host::HostQueue,
     /// The sampling/elicitation guard: rate limit, audit, answer checks.
     /// Session state, so a relaunched server gets no fresh budget.
     guard: Guard,
@@ -148,7 +147,7 @@ impl Session {
             fleet: lifecycle::Fleet::default(),
             ledger: ledger::Ledger::default(),
             batches: batch::Batches::default(),
-            queue: VecDeque::new(),
+            queue: host::HostQueue::default(),
             guard,
             host_roots_asked: false,
             out: Vec::new(),

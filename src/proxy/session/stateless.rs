@@ -300,9 +300,13 @@ impl Session {
                 self.inputs.set_host_roots(roots);
                 self.recompute(true, now);
             }
-            Err(e) => tracing::warn!(
-                "the host answered rootfence's roots/list input request with something unreadable ({e}); keeping the previous host roots"
-            ),
+            Err(e) => {
+                tracing::warn!(
+                    "the host answered rootfence's roots/list input request with something unreadable ({e}): the server keeps only the roots of the command line and the policy"
+                );
+                self.inputs.set_host_roots(Vec::new());
+                self.recompute(true, now);
+            }
         }
     }
 
@@ -370,6 +374,49 @@ impl Session {
             }
             InputPlan::Retry(params) => {
                 self.retry(g, key, &params);
+                Verdict::Done
+            }
+        }
+    }
+
+    /// Judge `error` (raw JSON), `g`'s error answer to host request `key`:
+    /// a `-32042` error (URL elicitation required) carries URLs for the
+    /// host to open, judged as URL-mode elicitations; a refusal answers the
+    /// host's request instead.
+    pub(super) fn judge_error(&mut self, g: GenId, key: &str, error: message::Raw<'_>) -> Verdict {
+        let text = error.get();
+        if memchr::memmem::find(text.as_bytes(), b"32042").is_none() {
+            return Verdict::Relay(None);
+        }
+        let Ok(error) = serde_json::from_str::<Value>(text) else {
+            return Verdict::Relay(None);
+        };
+        if error.get("code").and_then(Value::as_f64) != Some(-32042.0) {
+            return Verdict::Relay(None);
+        }
+        let j = self.ledger.host(key).and_then(|r| r.judged.as_deref());
+        let revision = j.map_or_else(|| self.handshake_revision(), |j| j.revision);
+        let host_caps = match j.and_then(|j| j.host_caps.as_ref()) {
+            Some(c) => c.clone(),
+            None => init_capabilities(&self.handshake).clone(),
+        };
+        let ctx = crate::proxy::guard::Context {
+            policy: &self.inputs.policy,
+            revision,
+            host_caps: &host_caps,
+            generation: g,
+        };
+        match self.guard.on_url_required(ctx, &error) {
+            Ok(()) => Verdict::Relay(None),
+            Err(r) => {
+                tracing::warn!(
+                    generation = g,
+                    rule = r.rule,
+                    "URL-elicitation-required error refused: {}",
+                    r.message
+                );
+                self.answer_refusal(key, &r);
+                self.after_answer(g);
                 Verdict::Done
             }
         }

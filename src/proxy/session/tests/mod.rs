@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use super::{Action, Event, GenId, Session, SessionConfig, Stop};
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
-use crate::proxy::framing::Frame;
-use crate::proxy::server::{ExitInfo, ServerEvent};
+use crate::proxy::session::Frame;
+use crate::proxy::session::{ExitInfo, ServerEvent};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 
@@ -514,7 +514,7 @@ impl Sim {
             // The model's target follows every answer rootfence takes.
             let taken = matches!(
                 self.s.ledger.asked_get(&id.to_string()),
-                Some(super::ledger::ToHost::RootsList)
+                Some(super::ledger::ToHost::RootsList(_))
             );
             if taken && let Some(m) = self.model.as_mut() {
                 m.roots = self.host_roots.iter().cloned().collect();
