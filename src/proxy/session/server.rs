@@ -380,9 +380,12 @@ impl Session {
             self.record_answer(g, r.method, new_result.as_deref().or(result()), now);
         }
         let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
-        if mapped {
+        // Under the host's own id, as the host wrote it (the server's
+        // may be rootfence's, or the same id written otherwise: `5.0`).
+        let host_id = r.id(&host_key);
+        if mapped || env.id.is_some_and(|id| id.bytes() != host_id.as_bytes()) {
             let range = env.id.and_then(|id| message::span_in(line, id))?;
-            edits.push((range, r.id(&host_key).as_bytes().to_vec()));
+            edits.push((range, host_id.as_bytes().to_vec()));
         }
         if let Some(new) = new_result
             && let Some(range) = env.result.and_then(|x| message::span_in(line, x))

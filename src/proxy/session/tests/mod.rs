@@ -3,6 +3,7 @@
 //! ([`Sim`]). `races.rs` plays each known race as a scenario; `model.rs`
 //! drives random interleavings against a small reference model.
 
+mod fail_closed;
 mod model;
 mod races;
 mod remembered;
@@ -395,6 +396,7 @@ impl Sim {
                 Action::ToHost(line) => self.host_receives(&line),
                 Action::RememberInit(init) => self.remembered.push(init),
                 Action::ToServer(g, line) => {
+                    assert_readable(&line, "a server");
                     let v: Value = serde_json::from_slice(&line).expect("JSON to a server");
                     if let Some(s) = self.servers.get_mut(&g) {
                         s.got.push(v.clone());
@@ -454,6 +456,7 @@ impl Sim {
     }
 
     fn host_receives(&mut self, line: &[u8]) {
+        assert_readable(line, "the host");
         self.host_raw
             .push(String::from_utf8_lossy(line).into_owned());
         let v: Value = serde_json::from_slice(line).expect("JSON to the host");
@@ -812,6 +815,32 @@ impl Sim {
             }
         }
         panic!("the session never came to rest:\n{}", self.trace.join("\n"));
+    }
+}
+
+/// Every line rootfence writes is one line every parser reads the same
+/// way: strictly readable (valid UTF-8, no key twice, no lone surrogate,
+/// finite numbers), and no carriage return or newline in it.
+pub fn assert_readable(line: &[u8], to: &str) {
+    let text = String::from_utf8_lossy(line);
+    assert!(
+        !line.contains(&b'\r') && !line.contains(&b'\n'),
+        "a line break in a line to {to}: {text:?}"
+    );
+    let batch = line.first() == Some(&b'[');
+    let members: Vec<Vec<u8>> = if batch {
+        serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(line)
+            .unwrap_or_else(|e| panic!("unreadable batch to {to} ({e}): {text}"))
+            .iter()
+            .map(|m| m.get().as_bytes().to_vec())
+            .collect()
+    } else {
+        vec![line.to_vec()]
+    };
+    for m in members {
+        if let Err(e) = crate::proxy::canonical::canonical(&m) {
+            panic!("unreadable line to {to} ({}): {text}", e.why);
+        }
     }
 }
 
