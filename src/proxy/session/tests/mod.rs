@@ -182,15 +182,17 @@ pub struct Model {
     pub roots: BTreeSet<PathBuf>,
     /// TCP ports.
     pub ports: BTreeSet<u16>,
+    /// The last policy edit cannot be read: nothing is granted.
+    pub suspended: bool,
 }
 
 impl Model {
     fn grants_all_of(&self, s: &Server) -> bool {
-        s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
+        !self.suspended && s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
     }
 
     fn is(&self, s: &Server) -> bool {
-        s.roots == self.roots && s.ports == self.ports
+        !self.suspended && s.roots == self.roots && s.ports == self.ports
     }
 }
 
@@ -376,7 +378,7 @@ impl Sim {
             }
             Action::Launch(g, plan) => {
                 let roots: BTreeSet<PathBuf> = plan.roots.iter().map(|r| r.path.clone()).collect();
-                if roots != model.roots || plan_ports(plan) != model.ports {
+                if model.suspended || roots != model.roots || plan_ports(plan) != model.ports {
                     self.violation(format!(
                         "generation {g} launched with a plan that is not the target"
                     ));
