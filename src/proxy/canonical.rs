@@ -22,7 +22,7 @@
 
 use std::collections::HashSet;
 
-use super::message::{Ident, valid_id_key};
+use super::id::{Ident, valid_id_key};
 pub use super::scan::MAX_DEPTH;
 
 /// Why a line cannot be relayed.

@@ -15,6 +15,7 @@ pub mod canonical;
 pub mod flow;
 pub mod framing;
 pub mod guard;
+pub mod id;
 pub mod init_cache;
 pub mod message;
 pub mod scan;

@@ -8,7 +8,7 @@
 //! answer's id comes after its payload. State is a few counters and two
 //! bounded buffers, whatever the line's length.
 
-use super::message::{Ident, valid_id_key};
+use super::id::{Ident, valid_id_key};
 
 /// Longest key of interest (`jsonrpc`, `method`, `result`) kept, with
 /// its quotes and possible escapes; longer keys are of no interest.

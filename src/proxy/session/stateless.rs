@@ -182,10 +182,28 @@ impl Session {
                 judged: None,
             };
         }
+        if method == stateless::TASK_UPDATE {
+            let roots = roots_value(self.target.roots());
+            return match self.guard.on_task_update(base(), &roots) {
+                RetryPlan::Refuse(r) => {
+                    tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
+                    Prepared::Answered(r.response(id_raw))
+                }
+                RetryPlan::Send { params, .. } => Prepared::Send {
+                    params: Some(params).filter(|_| params_raw.is_some()),
+                    judged: None,
+                },
+                RetryPlan::Unchanged => Prepared::Send {
+                    params: None,
+                    judged: None,
+                },
+            };
+        }
         let policy = &self.inputs.policy.raw;
         let Some(m) = stateless::INPUT_REQUIRED_METHODS
             .iter()
             .copied()
+            .chain([stateless::TASK_GET])
             .find(|m| *m == method)
         else {
             return Prepared::Send {
@@ -221,6 +239,7 @@ impl Session {
         match retry {
             RetryPlan::Unchanged => {
                 if is_stateless
+                    && m != stateless::TASK_GET
                     && declares_roots(host_caps)
                     && self.inputs.accepts_host_roots()
                     && !self.host_roots_asked
@@ -345,6 +364,7 @@ impl Session {
             Some(c) => c,
             None => init_capabilities(&self.handshake),
         };
+        let j_params: Option<String> = j.params.as_deref().map(str::to_string);
         let ctx = InputContext {
             policy: &self.inputs.policy,
             revision: j.revision,
@@ -374,6 +394,18 @@ impl Session {
             }
             InputPlan::Retry(params) => {
                 self.retry(g, key, &params);
+                Verdict::Done
+            }
+            InputPlan::TaskRoots(update) => {
+                // rootfence answers the task's roots questions itself, then
+                // asks for the task again on the host's behalf.
+                let id = self.ledger.own_send(g, Own::Replay);
+                self.out.push(Action::ToServer(
+                    g,
+                    message::request(&id, stateless::TASK_UPDATE, Some(&update)),
+                ));
+                let sent = j_params.unwrap_or_else(|| "{}".into());
+                self.retry(g, key, &sent);
                 Verdict::Done
             }
         }
