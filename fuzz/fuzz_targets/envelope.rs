@@ -38,18 +38,18 @@ use libfuzzer_sys::fuzz_target;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// The readings under test: rootfence's own source files.
+// The readings under test: rootfence's own source files (each refers to
+// the others as `super::`, the crate root here).
+#[path = "../../src/proxy/canonical.rs"]
 #[allow(dead_code)]
-mod proxy {
-    #[path = "../../../src/proxy/canonical.rs"]
-    pub mod canonical;
-    #[path = "../../../src/proxy/id.rs"]
-    pub mod id;
-    #[path = "../../../src/proxy/scan.rs"]
-    pub mod scan;
-}
+mod canonical;
+#[path = "../../src/proxy/id.rs"]
+#[allow(dead_code)]
+mod id;
+#[path = "../../src/proxy/scan.rs"]
+#[allow(dead_code)]
+mod scan;
 
-use proxy::{canonical, scan};
 use serde_json::Value;
 
 /// A member kept as written, `null` included.

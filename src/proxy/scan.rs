@@ -279,12 +279,13 @@ fn guarded_object_end<'a>(
     }
 }
 
-/// Index of the first non-whitespace byte at or after `i`. A carriage
-/// return is not taken as whitespace: a host whose line reader also
-/// breaks lines there (node's `readline`, Python's universal newlines)
-/// would read two lines.
+/// Index of the first non-whitespace byte at or after `i`. Line breaks
+/// are not taken as whitespace: a carriage return, because a host whose
+/// line reader also breaks lines there (node's `readline`, Python's
+/// universal newlines) would read two lines; a newline, which a line
+/// never holds (lines are split at it).
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\t' | b'\n') = b.get(i) {
+    while let Some(b' ' | b'\t') = b.get(i) {
         i += 1;
     }
     i
