@@ -32,11 +32,32 @@ pub struct ServerProcess {
     pub diagnose: Option<Box<dyn FnOnce() -> Option<String> + Send>>,
 }
 
+/// Why a server could not be launched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The sandbox refused or failed to start it.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    /// A system call on the way failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One of the server's standard streams is not a pipe rootfence holds.
+    #[error("the server's {0} is not piped")]
+    NotPiped(&'static str),
+}
+
 /// Launches a server for a plan. The production launcher applies the
 /// Landlock sandbox; see [`crate::sandbox`].
 pub trait Launcher: Send + 'static {
     /// Start the server described by `plan`.
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String>;
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError>;
 }
 
 /// A child process watched through a pidfd: waiting and signalling can
@@ -91,12 +112,13 @@ impl Generation {
         proc: ServerProcess,
         max_line: usize,
         events: flow::Sender<ServerEvent>,
-    ) -> Result<Generation, String> {
+    ) -> Result<Generation, LaunchError> {
         let pid = Some(proc.pid);
-        let pidfd = std::sync::Arc::new(
-            Pidfd::open(proc.pid)
-                .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?,
-        );
+        let pidfd =
+            std::sync::Arc::new(Pidfd::open(proc.pid).map_err(|source| LaunchError::Io {
+                what: "cannot watch the server process through a pidfd",
+                source,
+            })?);
         let handle_pidfd = pidfd.clone();
         let stdin = proc.stdin;
         let stdout = proc.stdout;

@@ -64,6 +64,15 @@ use crate::proxy::init_cache::RememberedInit;
 use crate::roots::{CanonicalRoot, RootInput};
 use crate::runtime::HostEnv;
 
+/// Why a session cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The server command cannot be resolved under the policy.
+    #[error(transparent)]
+    Command(#[from] crate::runtime::RuntimeError),
+}
+
 /// Called with the enforced root paths whenever they change.
 pub type RootsObserver = Box<dyn FnMut(&[std::path::PathBuf]) + Send>;
 
@@ -128,7 +137,7 @@ impl Session {
     /// A new session (nothing is launched before the host's first message).
     /// The config's `roots_observer` is the loop's to call; it is ignored
     /// here.
-    pub fn new(config: SessionConfig) -> Result<Session, String> {
+    pub fn new(config: SessionConfig) -> Result<Session, SessionError> {
         let inputs = target::Inputs::new(
             config.policy,
             config.cli_roots,

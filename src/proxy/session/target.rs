@@ -82,8 +82,8 @@ impl Inputs {
         no_host_roots: bool,
         command: Vec<std::ffi::OsString>,
         env: HostEnv,
-    ) -> Result<Inputs, String> {
-        let spec = runtime::discover_for(&command, &policy, &env).map_err(|e| e.to_string())?;
+    ) -> Result<Inputs, runtime::RuntimeError> {
+        let spec = runtime::discover_for(&command, &policy, &env)?;
         Ok(Inputs {
             policy,
             cli_roots,
