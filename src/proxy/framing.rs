@@ -458,6 +458,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_oversized_lines_id_is_found_wherever_it_is() {
+        let big = "x".repeat(300_000);
+        let line = format!(r#"{{"jsonrpc":"2.0","result":{{"t":"{big}","id":7}},"id":"late"}}"#);
+        let input = format!("{line}\n{{\"id\":1}}\n");
+        let f = frames(input.as_bytes(), 1000).await;
+        match &f[0] {
+            Frame::TooLong { len, ident } => {
+                assert_eq!(*len, line.len() as u64);
+                assert_eq!(ident.id.as_deref(), Some("\"late\""));
+                assert!(ident.answer);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(f[1], Frame::Line(b"{\"id\":1}".to_vec()));
+    }
+
+    #[tokio::test]
     async fn exactly_the_limit_is_accepted() {
         let mut input = vec![b'y'; 100];
         input.push(b'\n');

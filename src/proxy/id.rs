@@ -17,6 +17,14 @@ pub struct Ident {
     pub answer: bool,
 }
 
+impl Ident {
+    /// Whether its sender gets an error reply: not for an answer (the
+    /// request it answers is told instead) nor for a notification.
+    pub fn replied(&self) -> bool {
+        !(self.answer || (self.method.is_some() && self.id.is_none()))
+    }
+}
+
 /// The canonical key of raw JSON text that is a valid MCP id, `None` for
 /// any other: ids equal as JSON values have equal keys. A string is
 /// compared unescaped (`"a"` and `"\u0061"` are one id); an integer as

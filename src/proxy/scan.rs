@@ -452,8 +452,7 @@ mod tests {
 
     #[test]
     fn finds_the_envelope() {
-        let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},
-            "method":"tools/call","params":{"name":"n"} } "#;
+        let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},	"method":"tools/call","params":{"name":"n"} } "#;
         let m = members(line.as_bytes()).unwrap();
         assert_eq!(m.jsonrpc, Some(&br#""2.0""#[..]));
         assert_eq!(m.id, Some(&b"7"[..]));

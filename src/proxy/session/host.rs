@@ -212,7 +212,7 @@ impl Session {
             }
             return;
         }
-        if ident.method.is_some() && ident.id.is_none() {
+        if !ident.replied() {
             // A notification: nothing to answer.
             return;
         }
@@ -313,44 +313,10 @@ impl Session {
             let range = message::span_in(line.bytes(), env.params?)?;
             Some(message::splice(line.bytes(), range, p.as_bytes()))
         });
-        let mut deadline = None;
-        let kind = match method {
-            "initialize" if self.handshake.host_init.is_some() => {
-                let reply = message::error_response(
-                    Some(id.get()),
-                    code::INVALID_REQUEST,
-                    "Invalid Request: initialize was already sent in this session",
-                );
-                return self.reply_host(reply, batch);
-            }
-            "initialize" => {
-                let params = params_now()
-                    .and_then(|p| serde_json::from_str(p).ok())
-                    .unwrap_or(Value::Null);
-                self.handshake.record_host_init(params);
-                if let Some(result) = self.answer_from_memory(now) {
-                    let reply = message::result_response(id.get(), &result);
-                    return self.reply_host(reply, batch);
-                }
-                let timeout = std::time::Duration::from_millis(
-                    self.inputs.policy.raw.limits.initialize_timeout_ms,
-                );
-                deadline = Some(now + timeout);
-                Method::Initialize
-            }
-            "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-                self.handshake.record_host_request(method, params_now());
-                Method::Other
-            }
-            "server/discover" => Method::Discover,
-            m => match list_method(m) {
-                Some(list) => Method::List {
-                    method: list,
-                    // Only first pages are compared across rebuilds.
-                    paged: env.params.is_some_and(|p| p.get().contains("\"cursor\"")),
-                },
-                None => Method::Other,
-            },
+        let paged = env.params.is_some_and(|p| p.get().contains("\"cursor\""));
+        let (kind, deadline) = match self.host_method(id.get(), method, params_now(), paged, now) {
+            Ok(k) => k,
+            Err(reply) => return self.reply_host(reply, batch),
         };
         let id_raw = id.get().to_string();
         let key = IdKey::of(&key);
@@ -388,6 +354,58 @@ impl Session {
         } else {
             self.flush();
         }
+    }
+
+    /// What rootfence keeps of a host request's method (recording the
+    /// handshake state it sets), and its deadline; `Err`: the reply that
+    /// answers it instead (a second `initialize`, or one answered from
+    /// memory).
+    fn host_method(
+        &mut self,
+        id: &str,
+        method: &str,
+        params: Option<&str>,
+        paged: bool,
+        now: std::time::Instant,
+    ) -> Result<(Method, Option<std::time::Instant>), Vec<u8>> {
+        Ok(match method {
+            "initialize" if self.handshake.host_init.is_some() => {
+                return Err(message::error_response(
+                    Some(id),
+                    code::INVALID_REQUEST,
+                    "Invalid Request: initialize was already sent in this session",
+                ));
+            }
+            "initialize" => {
+                let params = params
+                    .and_then(|p| serde_json::from_str(p).ok())
+                    .unwrap_or(Value::Null);
+                self.handshake.record_host_init(params);
+                if let Some(result) = self.answer_from_memory(now) {
+                    return Err(message::result_response(id, &result));
+                }
+                let timeout = std::time::Duration::from_millis(
+                    self.inputs.policy.raw.limits.initialize_timeout_ms,
+                );
+                (Method::Initialize, Some(now + timeout))
+            }
+            "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+                self.handshake.record_host_request(method, params);
+                (Method::Other, None)
+            }
+            "server/discover" => (Method::Discover, None),
+            m => match list_method(m) {
+                // Only first pages are compared across rebuilds.
+                Some(list) => (
+                    Method::List {
+                        method: list,
+                        paged,
+                    },
+                    None,
+                ),
+                None => (Method::Other, None),
+            },
+        })
     }
 
     fn on_host_batch(&mut self, line: &[u8], now: std::time::Instant) {

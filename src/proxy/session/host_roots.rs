@@ -9,7 +9,7 @@
 //! arrives (a root it revokes is revoked at once), and the newest decides.
 //!
 //! Revocation never waits on the host: when no readable answer comes
-//! within `limits.initialize_timeout_ms` (the host is silent, answers with
+//! within `limits.roots_timeout_ms` (the host is silent, answers with
 //! an error or with something unreadable), the host's roots are dropped
 //! from the target, so every server keeps only what the host cannot have
 //! revoked (the roots of the command line and of the policy), and host
@@ -69,7 +69,7 @@ impl Session {
         if !(self.handshake.host_has_roots && self.inputs.accepts_host_roots()) {
             return;
         }
-        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.roots_timeout_ms);
         self.exchange.awaiting = Some(now + timeout);
         if self.exchange.asked.is_some() && !self.exchange.late {
             self.exchange.again = true;
@@ -136,12 +136,12 @@ impl Session {
     /// closed), host traffic is released, and a late answer still applies.
     pub(super) fn roots_timer(&mut self, now: Instant) {
         if self.exchange.awaiting.is_some_and(|d| d <= now) {
-            let timeout = self.inputs.policy.raw.limits.initialize_timeout_ms;
+            let timeout = self.inputs.policy.raw.limits.roots_timeout_ms;
             self.exchange.awaiting = None;
             self.exchange.again = false;
             self.exchange.late = true;
             self.drop_host_roots(&format!(
-                "no answer to roots/list within limits.initialize_timeout_ms = {timeout}"
+                "no answer to roots/list within limits.roots_timeout_ms = {timeout}"
             ));
             self.recompute(true, now);
         }

@@ -881,7 +881,8 @@ impl Session {
     /// remembered handshake (the result, as JSON text) when the server
     /// would be sent exactly the remembered `initialize`, no server runs
     /// yet, and the roots will come from the host. The launch then waits
-    /// for the host's roots (at most `limits.initialize_timeout_ms`).
+    /// for the host's roots (at most `limits.roots_timeout_ms`, when the
+    /// roots exchange gives up, or `limits.initialize_timeout_ms`).
     pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
         let remembered = self.remembered.take()?;
         if self.fleet.phase != FleetPhase::Dormant

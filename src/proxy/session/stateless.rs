@@ -183,21 +183,7 @@ impl Session {
             };
         }
         if method == stateless::TASK_UPDATE {
-            let roots = roots_value(self.target.roots());
-            return match self.guard.on_task_update(base(), &roots) {
-                RetryPlan::Refuse(r) => {
-                    tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
-                    Prepared::Answered(r.response(id_raw))
-                }
-                RetryPlan::Send { params, .. } => Prepared::Send {
-                    params: Some(params).filter(|_| params_raw.is_some()),
-                    judged: None,
-                },
-                RetryPlan::Unchanged => Prepared::Send {
-                    params: None,
-                    judged: None,
-                },
-            };
+            return self.prepare_task_update(id_raw, base(), params_raw.is_some());
         }
         let policy = &self.inputs.policy.raw;
         let Some(m) = stateless::INPUT_REQUIRED_METHODS
@@ -306,6 +292,27 @@ impl Session {
         Prepared::Send {
             params: edited.filter(|_| params_raw.is_some()),
             judged: Some(Box::new(judged)),
+        }
+    }
+
+    /// The host answers a task's questions (`tasks/update`, with `params`
+    /// as raw JSON): checked against what rootfence showed it, the roots
+    /// filled in.
+    fn prepare_task_update(&mut self, id_raw: &str, params: &str, has_params: bool) -> Prepared {
+        let roots = roots_value(self.target.roots());
+        match self.guard.on_task_update(params, &roots) {
+            RetryPlan::Refuse(r) => {
+                tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
+                Prepared::Answered(r.response(id_raw))
+            }
+            RetryPlan::Send { params, .. } => Prepared::Send {
+                params: Some(params).filter(|_| has_params),
+                judged: None,
+            },
+            RetryPlan::Unchanged => Prepared::Send {
+                params: None,
+                judged: None,
+            },
         }
     }
 

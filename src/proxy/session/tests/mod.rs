@@ -56,6 +56,7 @@ impl Tree {
             ("shutdown_grace_ms", "100"),
             ("restart_backoff_ms", "50"),
             ("initialize_timeout_ms", "1000"),
+            ("roots_timeout_ms", "1000"),
         ] {
             if !extra.contains(k) {
                 limits.push_str(&format!("{k} = {v}\n"));
