@@ -96,7 +96,9 @@ impl Session {
             ServerEvent::Frame(g, Frame::Line(line)) => self.on_server_line(g, line, now),
             ServerEvent::Frame(g, Frame::TooLong { len, ident }) => {
                 let max = self.inputs.policy.raw.limits.max_message_bytes;
-                let why = format!("message of {len} bytes exceeds the limit of {max} bytes");
+                let why = format!(
+                    "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
+                );
                 self.on_server_unrelayable(g, ident, &why, now);
             }
             ServerEvent::Eof(g) => self.on_stdout_closed(g, now),
@@ -179,9 +181,7 @@ impl Session {
             self.answer_error(
                 &k,
                 code::INTERNAL_ERROR,
-                &format!(
-                    "rootfence did not relay the server's answer: {why} (limits.max_message_bytes in the rootfence policy sets the size limit)"
-                ),
+                &format!("rootfence did not relay the server's answer: {why}"),
             );
             self.after_answer(g);
         }
