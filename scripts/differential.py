@@ -7,7 +7,9 @@ node's readline (tests/peers/readers.js), and every reading must be
 serde_json's.
 
 Usage (with the test peers' Python, which has pydantic):
-    tests/peers/.venv/bin/python scripts/differential.py FILE
+    tests/peers/.venv/bin/python scripts/differential.py [--messages] FILE
+With --messages, each line must also be a JSON-RPC message the MCP SDK's
+own parser accepts (what a host receives).
 """
 
 import json
@@ -18,7 +20,7 @@ import sys
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def main(path):
+def main(path, messages):
     with open(path + ".serde") as f:
         want = f.read().splitlines()
     with open(path, "rb") as f:
@@ -43,10 +45,18 @@ def main(path):
                 print("%s reads line %d otherwise: %r\n  %s: %s\n  serde: %s" % (name, i, lines[i][:300], name, a[:300], b[:300]))
                 bad += 1
                 break
+    if messages:
+        for i, r in enumerate(py["sdk"]):
+            if r != "ok":
+                print("the SDK's parser refuses line %d: %r (%s)" % (i, lines[i][:300], r))
+                bad += 1
+                break
     if bad:
         sys.exit(1)
     print("differential: %d emitted lines, each read the same by serde_json and %d other readers" % (len(want), len(readers)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    args = sys.argv[1:]
+    messages = "--messages" in args
+    main([a for a in args if a != "--messages"][0], messages)

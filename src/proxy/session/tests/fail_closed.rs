@@ -2,7 +2,9 @@
 //! each line a peer could send to fool a parser, to reach state rootfence
 //! relies on, or to keep a revoked right, and what comes of it. Every line
 //! written to the host or a server is checked strictly readable (see
-//! `assert_readable`).
+//! `assert_readable`), and read by the host's parsers (Python's `json` and
+//! universal newlines, pydantic, the MCP SDK's parser, `JSON.parse`, node's
+//! `readline`) as serde reads it (`read_by_hosts`).
 
 use std::path::PathBuf;
 
@@ -37,6 +39,72 @@ fn from_server(sim: &mut Sim, g: GenId, bytes: &[u8]) {
 /// The host writes `bytes` as one line.
 fn from_host(sim: &mut Sim, bytes: &[u8]) {
     sim.event(Event::Host(Frame::Line(bytes.to_vec())));
+}
+
+/// One text per JSON value, as tests/peers/readers.py's `norm`.
+fn norm(v: &Value) -> String {
+    match v {
+        Value::Null => "n".into(),
+        Value::Bool(true) => "t".into(),
+        Value::Bool(false) => "f".into(),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let x = if x == 0.0 { 0.0 } else { x };
+            format!("d{:016x}", x.to_bits())
+        }
+        Value::String(s) => format!(
+            "s{}",
+            s.bytes().map(|b| format!("{b:02x}")).collect::<String>()
+        ),
+        Value::Array(a) => format!("[{}]", a.iter().map(norm).collect::<Vec<_>>().join(",")),
+        Value::Object(o) => {
+            let mut m: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("{}:{}", norm(&Value::String(k.clone())), norm(v)))
+                .collect();
+            m.sort();
+            format!("{{{}}}", m.join(","))
+        }
+    }
+}
+
+/// Every line the host received in the scenario, read by Python's `json`
+/// and universal newlines, pydantic's reader and the MCP SDK's parser
+/// (tests/peers/readers.py), `JSON.parse` and node's `readline`
+/// (tests/peers/readers.js), through `scripts/differential.py`: each must
+/// read what serde reads. The peers come from `tests/peers/install.sh`.
+fn read_by_hosts(sim: &Sim) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("tests/peers/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run tests/peers/install.sh (scripts/test.sh does)",
+        python.display()
+    );
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("to-host.jsonl");
+    let mut lines = String::new();
+    let mut norms = String::new();
+    for l in &sim.host_raw {
+        lines.push_str(l);
+        lines.push('\n');
+        norms.push_str(&norm(&serde_json::from_str(l).expect("JSON")));
+        norms.push('\n');
+    }
+    std::fs::write(&file, lines).expect("write");
+    std::fs::write(dir.path().join("to-host.jsonl.serde"), norms).expect("write");
+    let out = std::process::Command::new(python)
+        .arg(root.join("scripts/differential.py"))
+        .arg("--messages")
+        .arg(&file)
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "the host's parsers read what it received otherwise:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn error(v: &Value) -> (i64, String) {
@@ -113,6 +181,7 @@ fn a_server_cannot_cancel_answer_or_report_on_rootfences_roots_list() {
     sim.answer_roots();
     sim.settle_all();
     assert_eq!(sim.enforced(), paths(&sim, &["a"]));
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -150,6 +219,7 @@ fn a_roots_answer_that_is_an_error_or_unreadable_keeps_only_the_static_roots() {
         assert_eq!(sim.servers[&g].stop, Some(Stop::Kill), "{shown}");
         sim.settle_all();
         assert_eq!(sim.enforced(), paths(&sim, &["c"]), "{shown}");
+        read_by_hosts(&sim);
     }
 }
 
@@ -181,6 +251,7 @@ fn an_unreadable_policy_edit_stops_the_server_until_one_can_be_applied() {
         "{}",
         sim.trace.join("\n")
     );
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -244,6 +315,7 @@ fn unreadable_server_lines_are_refused_to_their_sender() {
         got.iter()
             .all(|v| v["error"]["code"] == code::INVALID_REQUEST)
     );
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -278,6 +350,7 @@ fn unreadable_host_lines_are_refused_to_the_host() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["id"], 1);
     assert_eq!(got[0]["error"]["code"], code::INTERNAL_ERROR);
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -328,6 +401,7 @@ fn over_the_limit_lines_are_answered_by_their_id_wherever_it_is() {
     )));
     let got = got_since(&sim, g, before);
     assert_eq!((got.len(), &got[0]["id"]), (1, &json!(77)), "{got:?}");
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -368,6 +442,7 @@ fn notifications_naming_ids_are_relayed_only_for_their_owner() {
     sim.host(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":42,"progress":1}}));
     sim.host(json!({"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e"}}));
     assert_eq!(got_since(&sim, g, before), [] as [Value; 0]);
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -393,6 +468,7 @@ fn answers_under_an_integral_id_answer_that_id() {
         sim.host_raw.last()
     );
     assert!(sim.answers_to(&json!(6)).is_empty());
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -430,6 +506,7 @@ fn server_ids_and_tokens_held_for_the_host_are_bounded() {
     assert_eq!(asked, crate::proxy::session::ledger::MAX_ASKED);
     let last = sim.servers[&g].got.last().unwrap().clone();
     assert_eq!(last["error"]["code"], code::INVALID_REQUEST, "{last}");
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -482,6 +559,7 @@ fn a_url_elicitation_inside_an_error_is_judged() {
         sim.event(server_line(g, &json!({"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":id}})));
     }
     assert_eq!(sim.host_raw.len(), seen + 1);
+    read_by_hosts(&sim);
 }
 
 #[test]
@@ -505,4 +583,5 @@ fn a_task_result_for_an_unknown_task_is_refused_whatever_its_params() {
     let got = got_since(&sim, g, before);
     assert_eq!(got.len(), 7, "{got:?}");
     assert!(got.iter().all(|v| v["error"].is_object()), "{got:?}");
+    read_by_hosts(&sim);
 }
