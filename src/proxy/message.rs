@@ -138,7 +138,7 @@ pub struct Envelope<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invalid {
     /// Not JSON, or not JSON every parser reads the same way (see
-    /// [`canonical`](super::canonical)).
+    /// [`super::canonical`]).
     Unreadable(Unreadable),
     /// A JSON array: a batch.
     Batch,

@@ -4,8 +4,8 @@
 //! checks that the whole line is valid JSON in valid UTF-8, without
 //! building anything: long ASCII strings (the base64 of an image) are
 //! crossed 64 bytes at a time, other text a run at a time. It answers only
-//! when it is sure: anything unusual (an escaped key, a `\u` escape, a key
-//! repeated in any object, a carriage return between tokens, a number
+//! when it is sure: anything unusual (an escaped key, half a surrogate
+//! pair, a key repeated in any object, a carriage return between tokens, a number
 //! that may not fit a double, deep nesting, any error) gives `None`, and
 //! the caller reads the line strictly and rewrites it in canonical form
 //! (`super::canonical`), or refuses it.
@@ -382,9 +382,26 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
         }
         match *b.get(i)? {
             b'"' => return Some(i + 1),
-            // `\u` escapes (and surrogate pairs) are left to serde.
             b'\\' => match b.get(i + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                // A `\u` escape: a character, or a surrogate pair (half a
+                // pair is read differently by different parsers: unsure).
+                b'u' => {
+                    let unit = hex4(b, i + 2)?;
+                    match unit {
+                        0xD800..=0xDBFF => {
+                            if b.get(i + 6..i + 8)? != b"\\u" {
+                                return None;
+                            }
+                            if !(0xDC00..=0xDFFF).contains(&hex4(b, i + 8)?) {
+                                return None;
+                            }
+                            i += 12;
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => i += 6,
+                    }
+                }
                 _ => return None,
             },
             0..0x20 => return None,
@@ -403,6 +420,15 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
             _ => i += 1,
         }
     }
+}
+
+/// The four hex digits at `i`, as a number.
+fn hex4(b: &[u8], i: usize) -> Option<u32> {
+    let h = b.get(i..i + 4)?;
+    h.iter().try_fold(0u32, |n, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(n * 16 + d)
+    })
 }
 
 /// End of the number starting at `i`: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
@@ -531,7 +557,12 @@ mod tests {
             r#"{"id":{1:2}}"#,
             r#"{"id":"a\x"}"#,
             "{\"id\":\"tab\there\"}",
-            r#"{"id":"\u0041"}"#,
+            r#"{"id":"\ud800"}"#,
+            r#"{"id":"\udc00\ud800"}"#,
+            r#"{"id":"\ud800\u0041"}"#,
+            r#"{"id":"\ud800x"}"#,
+            r#"{"id":"\u00g1"}"#,
+            r#"{"id":"\u004"}"#,
             r#"{"i\u0064":1}"#,
             r#"{"id":1,"id":2}"#,
             r#"{"params":{},"params":[]}"#,
@@ -571,6 +602,18 @@ mod tests {
             members(br#"{"id":1,"params":{"x":1e99,"y":-0.5E-12,"z":12345678901234567890}}"#)
                 .is_some()
         );
+    }
+
+    #[test]
+    fn unicode_escapes_of_whole_characters_are_read() {
+        let line = r#"{"id":"\u0041\u00e9\ud83d\ude00\u2028\u0000","method":"m"}"#;
+        let m = members(line.as_bytes()).unwrap();
+        assert_eq!(
+            m.id,
+            Some(&br#""\u0041\u00e9\ud83d\ude00\u2028\u0000""#[..])
+        );
+        let v: String = serde_json::from_slice(m.id.unwrap()).unwrap();
+        assert_eq!(v, "A\u{e9}\u{1f600}\u{2028}\0");
     }
 
     #[test]

@@ -445,6 +445,11 @@ impl Guard {
         Ok(true)
     }
 
+    /// Generation `g` exited: its URL elicitations can no longer complete.
+    pub fn generation_gone(&mut self, g: u64) {
+        self.url_elicitations.retain(|(gen_, _)| *gen_ != g);
+    }
+
     /// The server `g` says its URL elicitation `id` is complete: true once
     /// for each URL elicitation of `g` forwarded to the host.
     pub fn url_elicitation_done(&mut self, g: u64, id: &str) -> bool {

@@ -676,6 +676,7 @@ impl Session {
             self.fleet.current = None;
         }
         self.ledger.forget_gen(g, false);
+        self.guard.generation_gone(g);
         let what = status.map_or_else(|| "ended".to_string(), |s| s.to_string());
         let killed_by_us = status == Some(ExitInfo::Signal(9));
         let (why, role) = match &generation.phase {
