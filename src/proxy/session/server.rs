@@ -20,7 +20,7 @@ use super::batch::BatchId;
 use super::io::Frame;
 use super::io::GenId;
 use super::io::ServerEvent;
-use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use super::ledger::{HostState, IdKey, MAX_ID_BYTES, Method, Own, ToHost};
 use super::stateless::Verdict;
 use crate::proxy::guard::{self, version};
 use crate::proxy::message::{self, Envelope, Ident, Invalid, Kind, Line, code};
@@ -53,6 +53,13 @@ struct MetaParams<'a> {
 struct Meta<'a> {
     #[serde(rename = "progressToken", borrow, default)]
     token: Option<&'a RawValue>,
+}
+
+/// The id to answer a server's refused request under: its own, unless
+/// it is longer than [`MAX_ID_BYTES`] (then `null`: echoing it would make
+/// rootfence hold and write again what the server sent, for every request).
+fn echo_id(id: &str) -> Option<&str> {
+    (id.len() <= MAX_ID_BYTES).then_some(id)
 }
 
 /// What a generation may say, by phase.
@@ -149,7 +156,7 @@ impl Session {
                 self.send_server(
                     g,
                     message::error_response(
-                        Some(&id),
+                        echo_id(&id),
                         code::INVALID_REQUEST,
                         &format!("rootfence did not relay this request: {why}"),
                     ),
@@ -210,7 +217,7 @@ impl Session {
                 self.send_server(
                     g,
                     message::error_response(
-                        id.as_deref(),
+                        id.as_deref().and_then(echo_id),
                         code::INVALID_REQUEST,
                         &format!("Invalid Request: {why}"),
                     ),
@@ -452,7 +459,7 @@ impl Session {
             self.send_server(
                 g,
                 message::error_response(
-                    Some(&id_raw),
+                    echo_id(&id_raw),
                     code::INVALID_REQUEST,
                     &format!("rootfence: {why}"),
                 ),
@@ -473,7 +480,7 @@ impl Session {
             self.send_server(
                 g,
                 message::error_response(
-                    Some(&id_raw),
+                    echo_id(&id_raw),
                     code::SERVER_GONE,
                     "rootfence: this server is not connected to the host (it is starting or stopping)",
                 ),
