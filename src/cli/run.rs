@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::plan::SandboxPlan;
-use crate::proxy::server::ExitInfo;
-use crate::proxy::{self, Ending, Launcher, ServerProcess, SessionConfig};
+use crate::proxy::session::ExitInfo;
+use crate::proxy::{self, Ending, LaunchError, Launcher, ServerProcess, SessionConfig};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 use crate::sandbox::{self, StdioConfig};
@@ -84,7 +84,7 @@ fn relay_stderr(
 }
 
 impl Launcher for SandboxLauncher {
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError> {
         for w in &plan.warnings {
             tracing::warn!("{w}");
         }
@@ -94,11 +94,10 @@ impl Launcher for SandboxLauncher {
         }
         // stderr too: the server never holds rootfence's own (which may be
         // a terminal); its lines are relayed to rootfence's stderr.
-        let mut child =
-            sandbox::spawn(plan, StdioConfig::all_piped()).map_err(|e| e.to_string())?;
+        let mut child = sandbox::spawn(plan, StdioConfig::all_piped())?;
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
-        let stdin = child.take_stdin().ok_or("server stdin is not piped")?;
-        let stdout = child.take_stdout().ok_or("server stdout is not piped")?;
+        let stdin = child.take_stdin().ok_or(LaunchError::NotPiped("stdin"))?;
+        let stdout = child.take_stdout().ok_or(LaunchError::NotPiped("stdout"))?;
         let diagnose = child
             .take_stderr()
             .map(|stderr| relay_stderr(stderr, plan, self.home.clone()));
@@ -106,8 +105,11 @@ impl Launcher for SandboxLauncher {
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
         let _ = rustix::pipe::fcntl_setpipe_size(&stdout, PIPE_SIZE);
-        let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
-        let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+        let io = |what| move |source| LaunchError::Io { what, source };
+        let stdin = tokio::process::ChildStdin::from_std(stdin)
+            .map_err(io("cannot register the server's stdin"))?;
+        let stdout = tokio::process::ChildStdout::from_std(stdout)
+            .map_err(io("cannot register the server's stdout"))?;
         Ok(ServerProcess {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
@@ -310,7 +312,7 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
             rx,
         ));
         match session.await {
-            Ok(r) => r,
+            Ok(r) => r.map_err(|e| e.to_string()),
             Err(e) => Err(format!("the session task failed: {e}")),
         }
     });

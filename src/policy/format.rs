@@ -388,6 +388,10 @@ pub struct LimitsSection {
     pub shutdown_grace_ms: u64,
     /// How long the server has to answer `initialize`.
     pub initialize_timeout_ms: u64,
+    /// How long the host has to answer rootfence's `roots/list`: past it,
+    /// the host's roots are dropped (the server keeps only the roots of
+    /// the command line and the policy) until an answer comes.
+    pub roots_timeout_ms: u64,
 }
 
 impl Default for LimitsSection {
@@ -401,6 +405,7 @@ impl Default for LimitsSection {
             rebuild_debounce_ms: 100,
             shutdown_grace_ms: 2_000,
             initialize_timeout_ms: 30_000,
+            roots_timeout_ms: 5_000,
         }
     }
 }

@@ -38,12 +38,12 @@ use super::Session;
 /// exit status and last stderr lines say why; one that keeps running
 /// without a stdout is killed.
 const LOST_GRACE: Duration = Duration::from_millis(100);
+use super::io::ExitInfo;
 use super::io::{Action, Ending, GenId, Stop};
 use super::ledger::{HostState, Method, Own};
 use super::rights::{self, Rights};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
-use crate::proxy::server::ExitInfo;
 use crate::roots::CanonicalRoot;
 
 /// How a generation is brought up.
@@ -234,6 +234,9 @@ impl Fleet {
 /// The error a host request gets when its generation is stopped because
 /// its rights were revoked.
 fn revoked_message(why: &str) -> String {
+    if why.starts_with("rootfence stopped the server") {
+        return format!("{why}; the request may not have completed");
+    }
     format!(
         "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
     )
@@ -247,6 +250,10 @@ impl Session {
         self.refresh(now);
         if self.fleet.ending().is_some() || self.fleet.phase == FleetPhase::Dormant {
             return;
+        }
+        if let Some(why) = self.target.suspended.clone() {
+            // Nothing runs: what the host sent meanwhile is answered now.
+            self.refuse_held(&why);
         }
         self.rename();
         if self.fleet.serving_target().is_some() {
@@ -314,6 +321,12 @@ impl Session {
                 g.matches = false;
                 continue;
             }
+            // A policy that cannot be applied grants nothing.
+            if let Some(why) = &self.target.suspended {
+                revoked.push((g.id, why.clone()));
+                g.matches = false;
+                continue;
+            }
             // A generation closing gracefully, or lost and given a moment
             // to end, is killed at once when its rights are revoked
             // meanwhile.
@@ -354,8 +367,7 @@ impl Session {
                 if let Some(r) = self.ledger.host_mut(key.as_str()) {
                     r.state = HostState::Queued;
                 }
-                self.queue
-                    .push_front(super::host::Held::Request(key, Vec::new()));
+                self.queue.requeue(key);
             } else {
                 self.answer_error(&key, code::SERVER_GONE, &revoked_message(&why));
             }
@@ -400,7 +412,10 @@ impl Session {
     }
 
     fn may_launch(&self) -> bool {
-        if self.fleet.phase != FleetPhase::Live || self.fleet.lost_alive() {
+        if self.fleet.phase != FleetPhase::Live
+            || self.fleet.lost_alive()
+            || self.target.suspended.is_some()
+        {
             return false;
         }
         // `initialize` answered from memory: the one launch waits for the
@@ -661,6 +676,7 @@ impl Session {
             self.fleet.current = None;
         }
         self.ledger.forget_gen(g, false);
+        self.guard.generation_gone(g);
         let what = status.map_or_else(|| "ended".to_string(), |s| s.to_string());
         let killed_by_us = status == Some(ExitInfo::Signal(9));
         let (why, role) = match &generation.phase {
@@ -866,7 +882,8 @@ impl Session {
     /// remembered handshake (the result, as JSON text) when the server
     /// would be sent exactly the remembered `initialize`, no server runs
     /// yet, and the roots will come from the host. The launch then waits
-    /// for the host's roots (at most `limits.initialize_timeout_ms`).
+    /// for the host's roots (at most `limits.roots_timeout_ms`, when the
+    /// roots exchange gives up, or `limits.initialize_timeout_ms`).
     pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
         let remembered = self.remembered.take()?;
         if self.fleet.phase != FleetPhase::Dormant

@@ -3,6 +3,7 @@
 //! ([`Sim`]). `races.rs` plays each known race as a scenario; `model.rs`
 //! drives random interleavings against a small reference model.
 
+mod fail_closed;
 mod model;
 mod races;
 mod remembered;
@@ -18,8 +19,8 @@ use serde_json::{Value, json};
 use super::{Action, Event, GenId, Session, SessionConfig, Stop};
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
-use crate::proxy::framing::Frame;
-use crate::proxy::server::{ExitInfo, ServerEvent};
+use crate::proxy::session::Frame;
+use crate::proxy::session::{ExitInfo, ServerEvent};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 
@@ -55,6 +56,7 @@ impl Tree {
             ("shutdown_grace_ms", "100"),
             ("restart_backoff_ms", "50"),
             ("initialize_timeout_ms", "1000"),
+            ("roots_timeout_ms", "1000"),
         ] {
             if !extra.contains(k) {
                 limits.push_str(&format!("{k} = {v}\n"));
@@ -181,15 +183,17 @@ pub struct Model {
     pub roots: BTreeSet<PathBuf>,
     /// TCP ports.
     pub ports: BTreeSet<u16>,
+    /// The last policy edit cannot be read: nothing is granted.
+    pub suspended: bool,
 }
 
 impl Model {
     fn grants_all_of(&self, s: &Server) -> bool {
-        s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
+        !self.suspended && s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
     }
 
     fn is(&self, s: &Server) -> bool {
-        s.roots == self.roots && s.ports == self.ports
+        !self.suspended && s.roots == self.roots && s.ports == self.ports
     }
 }
 
@@ -375,7 +379,7 @@ impl Sim {
             }
             Action::Launch(g, plan) => {
                 let roots: BTreeSet<PathBuf> = plan.roots.iter().map(|r| r.path.clone()).collect();
-                if roots != model.roots || plan_ports(plan) != model.ports {
+                if model.suspended || roots != model.roots || plan_ports(plan) != model.ports {
                     self.violation(format!(
                         "generation {g} launched with a plan that is not the target"
                     ));
@@ -395,6 +399,7 @@ impl Sim {
                 Action::ToHost(line) => self.host_receives(&line),
                 Action::RememberInit(init) => self.remembered.push(init),
                 Action::ToServer(g, line) => {
+                    assert_readable(&line, "a server");
                     let v: Value = serde_json::from_slice(&line).expect("JSON to a server");
                     if let Some(s) = self.servers.get_mut(&g) {
                         s.got.push(v.clone());
@@ -454,6 +459,7 @@ impl Sim {
     }
 
     fn host_receives(&mut self, line: &[u8]) {
+        assert_readable(line, "the host");
         self.host_raw
             .push(String::from_utf8_lossy(line).into_owned());
         let v: Value = serde_json::from_slice(line).expect("JSON to the host");
@@ -514,7 +520,7 @@ impl Sim {
             // The model's target follows every answer rootfence takes.
             let taken = matches!(
                 self.s.ledger.asked_get(&id.to_string()),
-                Some(super::ledger::ToHost::RootsList)
+                Some(super::ledger::ToHost::RootsList(_))
             );
             if taken && let Some(m) = self.model.as_mut() {
                 m.roots = self.host_roots.iter().cloned().collect();
@@ -812,6 +818,32 @@ impl Sim {
             }
         }
         panic!("the session never came to rest:\n{}", self.trace.join("\n"));
+    }
+}
+
+/// Every line rootfence writes is one line every parser reads the same
+/// way: strictly readable (valid UTF-8, no key twice, no lone surrogate,
+/// finite numbers), and no carriage return or newline in it.
+pub fn assert_readable(line: &[u8], to: &str) {
+    let text = String::from_utf8_lossy(line);
+    assert!(
+        !line.contains(&b'\r') && !line.contains(&b'\n'),
+        "a line break in a line to {to}: {text:?}"
+    );
+    let batch = line.first() == Some(&b'[');
+    let members: Vec<Vec<u8>> = if batch {
+        serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(line)
+            .unwrap_or_else(|e| panic!("unreadable batch to {to} ({e}): {text}"))
+            .iter()
+            .map(|m| m.get().as_bytes().to_vec())
+            .collect()
+    } else {
+        vec![line.to_vec()]
+    };
+    for m in members {
+        if let Err(e) = crate::proxy::canonical::canonical(&m) {
+            panic!("unreadable line to {to} ({}): {text}", e.why);
+        }
     }
 }
 
