@@ -71,12 +71,6 @@ const EXPECTED_TO_FAIL_TODAY: &[Expected] = &[
         symptom: "Vault directory does not exist",
         reason: "the first server, started before the host has told its roots, cannot see its vault argument and exits (`Error: Vault directory does not exist: ~/work/.../vault`, exit 1); the session ends instead of launching under the host's roots",
     },
-    Expected {
-        server: "git-mcp-server",
-        launch: "warning-to-host",
-        symptom: "the host was not told",
-        reason: "without `--env` the seven variables of the host config stay with rootfence: the server commits as ~/.gitconfig says and ignores GIT_BASE_DIR; the warning naming them is only on stderr, which desktop hosts hide (no `notifications/message`)",
-    },
 ];
 
 /// Longest a session may take: servers start in seconds; a hang fails the

@@ -733,13 +733,17 @@ fn a_wrapped_claude_code_server_runs_as_the_host_launches_it() {
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
-    let mut recv = || {
+    // The next message, past rootfence's own warnings to the host.
+    let mut recv = || loop {
         let mut line = String::new();
         assert!(
             stdout.read_line(&mut line).unwrap() > 0,
             "rootfence closed stdout"
         );
-        serde_json::from_str::<Value>(&line).unwrap()
+        let v = serde_json::from_str::<Value>(&line).unwrap();
+        if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
+            break v;
+        }
     };
     send(
         json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),

@@ -45,19 +45,27 @@ pub struct SandboxLauncher {
 /// descendant outside its PID namespace may still hold the pipe).
 const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// What a server's stderr tells: the last denial's hint once it exited,
+/// and each denial as it comes.
+type Diagnosis = (
+    Box<dyn FnOnce() -> Option<String> + Send>,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+);
+
 /// Relay a server's stderr to rootfence's, reading it for sandbox denials
-/// (each logged once, with the rule that would allow the path). The
-/// returned function, called once the server has exited, gives the last
-/// denial's hint.
+/// (each logged once, with the rule that would allow the path, and sent
+/// on the returned channel). The returned function, called once the server
+/// has exited, gives the last denial's hint.
 fn relay_stderr(
     mut from: std::process::ChildStderr,
     plan: &SandboxPlan,
     home: Option<std::path::PathBuf>,
-) -> Box<dyn FnOnce() -> Option<String> + Send> {
+) -> Diagnosis {
     use std::io::{Read, Write};
     let mut watch = sandbox::hints::StderrWatch::new(plan.clone(), home);
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Option<String>>(1);
     let exists = |p: &std::path::Path| p.exists();
+    let (hints_tx, hints_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let spawned = std::thread::Builder::new()
         .name("rootfence-server-stderr".into())
         .spawn(move || {
@@ -70,17 +78,22 @@ fn relay_stderr(
                 let _ = std::io::stderr().write_all(&buf[..n]);
                 for d in watch.feed(&buf[..n], &exists) {
                     tracing::warn!("sandbox denial: {}", d.hint);
+                    let _ = hints_tx.send(d.hint);
                 }
             }
             for d in watch.finish(&exists) {
                 tracing::warn!("sandbox denial: {}", d.hint);
+                let _ = hints_tx.send(d.hint);
             }
             let _ = done_tx.send(watch.last_hint().map(str::to_string));
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot read the server's stderr for sandbox denials: {e}");
     }
-    Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten())
+    (
+        Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten()),
+        hints_rx,
+    )
 }
 
 impl Launcher for SandboxLauncher {
@@ -98,9 +111,13 @@ impl Launcher for SandboxLauncher {
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
         let stdin = child.take_stdin().ok_or(LaunchError::NotPiped("stdin"))?;
         let stdout = child.take_stdout().ok_or(LaunchError::NotPiped("stdout"))?;
-        let diagnose = child
-            .take_stderr()
-            .map(|stderr| relay_stderr(stderr, plan, self.home.clone()));
+        let (diagnose, denials) = match child.take_stderr() {
+            Some(stderr) => {
+                let (d, rx) = relay_stderr(stderr, plan, self.home.clone());
+                (Some(d), Some(rx))
+            }
+            None => (None, None),
+        };
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
@@ -117,6 +134,7 @@ impl Launcher for SandboxLauncher {
             // Reaps the server and removes its scratch directory.
             reap: Box::new(move || child.wait().map(ExitInfo::from_status)),
             diagnose,
+            denials,
         })
     }
 }

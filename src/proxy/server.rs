@@ -30,6 +30,9 @@ pub struct ServerProcess {
     /// its stderr (a sandbox denial and the rule that would allow it).
     /// Called once, in a blocking thread.
     pub diagnose: Option<Box<dyn FnOnce() -> Option<String> + Send>>,
+    /// Sandbox denials as the server's stderr shows them, while it runs
+    /// (each the path refused and the rule that would allow it).
+    pub denials: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
 
 /// Why a server could not be launched.
@@ -132,6 +135,16 @@ impl Generation {
             // Dropping stdin closes it: the first step of a shutdown.
         });
 
+        if let Some(mut denials) = proc.denials {
+            let ev = events.clone();
+            tokio::spawn(async move {
+                while let Some(hint) = denials.recv().await {
+                    if ev.send(ServerEvent::Denied(id, hint), 0).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         let ev = events.clone();
         tokio::spawn(async move {
             let mut reader = LineReader::new(stdout, max_line);

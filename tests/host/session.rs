@@ -60,6 +60,7 @@ impl Launcher for TestLauncher {
             pid,
             reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
             diagnose: None,
+            denials: None,
         })
     }
 }

@@ -389,6 +389,14 @@ impl Session {
                 );
                 (Method::Initialize, Some(now + timeout))
             }
+            // The host was offered logging by rootfence, not the server:
+            // rootfence keeps the level for its own messages.
+            "logging/setLevel"
+                if self.handshake.logging_offered && !self.handshake.server_logs() =>
+            {
+                self.handshake.record_host_request(method, params);
+                return Err(message::result_response(id, "{}"));
+            }
             "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
                 self.handshake.record_host_request(method, params);
                 (Method::Other, None)
@@ -456,6 +464,7 @@ impl Session {
         match env.method.as_deref().unwrap_or_default() {
             "notifications/initialized" => {
                 self.handshake.host_initialized = true;
+                self.flush_notes();
                 if let Some(g) = self.fleet.current
                     && let Some(generation) = self.fleet.gens.get_mut(&g)
                     && generation.offer.is_some()

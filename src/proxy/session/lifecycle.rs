@@ -660,11 +660,14 @@ impl Session {
         self.settle(now);
     }
 
-    /// `g` reported a sandbox denial on its stderr before it ended.
+    /// `g` reported a sandbox denial on its stderr: kept to say why if it
+    /// ends, and told to the host.
     pub(super) fn on_denied(&mut self, g: GenId, hint: String) {
         if let Some(generation) = self.fleet.gens.get_mut(&g) {
-            generation.denied = Some(hint);
+            generation.denied = Some(hint.clone());
         }
+        self.last_denial = Some(hint.clone());
+        self.tell_host(format!("rootfence: {hint}"));
     }
 
     /// `g` exited (its reaper saw the process end).
@@ -767,6 +770,12 @@ impl Session {
                 format!("the relaunched server {what} during its handshake")
             } else {
                 format!("the server {what}")
+            };
+            // The last thing the sandbox refused it, with the rule that
+            // would allow it: also after every restart is used up.
+            let why = match &self.last_denial {
+                Some(hint) => format!("{why}; {hint}"),
+                None => why,
             };
             self.end(Ending::ServerEnded(why), now);
             return;
@@ -898,6 +907,7 @@ impl Session {
         }
         let result = remembered.result.to_string();
         self.handshake.record_server_init(&result);
+        let result = self.handshake.offer_logging(&result).unwrap_or(result);
         tracing::info!(
             "initialize answered as this server answered it before; launching it once the host's roots are known"
         );

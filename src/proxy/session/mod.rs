@@ -44,6 +44,7 @@ mod host_roots;
 mod io;
 mod ledger;
 mod lifecycle;
+mod notes;
 mod rights;
 mod server;
 mod stateless;
@@ -131,6 +132,11 @@ pub struct Session {
     /// `initialize` was answered from memory: the first server's own answer
     /// is compared with it.
     verify_init: Option<Value>,
+    /// Warnings for the host, as MCP log messages.
+    notes: notes::Notes,
+    /// The last sandbox denial a server reported (the path refused and the
+    /// rule that would allow it): named in the errors that end a session.
+    last_denial: Option<String>,
 }
 
 impl Session {
@@ -147,7 +153,7 @@ impl Session {
         )?;
         let target = target::first(&inputs);
         let guard = Guard::new(&inputs.policy);
-        Ok(Session {
+        let mut session = Session {
             inputs,
             target,
             recompute_at: None,
@@ -163,7 +169,12 @@ impl Session {
             remembered: config.remembered_init,
             defer_launch: None,
             verify_init: None,
-        })
+            notes: notes::Notes::default(),
+            last_denial: None,
+        };
+        let plan = session.target.plan.clone();
+        session.plan_notes(&plan);
+        Ok(session)
     }
 
     /// React to one event at `now`.

@@ -386,6 +386,14 @@ impl Session {
         if matches!(r.method, Method::Initialize | Method::List { .. }) {
             self.record_answer(g, r.method, new_result.as_deref().or(result()), now);
         }
+        if r.method == Method::Initialize
+            && let Some(with) = new_result
+                .as_deref()
+                .or(result())
+                .and_then(|x| self.handshake.offer_logging(x))
+        {
+            new_result = Some(with);
+        }
         let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
         // Under the host's own id, as the host wrote it (the server's
         // may be rootfence's, or the same id written otherwise: `5.0`).

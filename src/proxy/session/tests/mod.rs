@@ -5,6 +5,7 @@
 
 mod fail_closed;
 mod model;
+mod notes;
 mod races;
 mod remembered;
 mod stateless;
@@ -173,6 +174,8 @@ pub struct Sim {
     pub host_closed: bool,
     /// Handshakes the session asked to remember.
     pub remembered: Vec<crate::proxy::init_cache::RememberedInit>,
+    /// The servers declare no `logging` capability.
+    pub no_logging: bool,
     events: VecDeque<Event>,
 }
 
@@ -225,6 +228,7 @@ impl Sim {
             answered_at: HashMap::new(),
             host_closed: false,
             remembered: Vec::new(),
+            no_logging: false,
             events: VecDeque::new(),
         }
     }
@@ -598,6 +602,11 @@ impl Sim {
     /// Server `g` handles everything in its inbox.
     pub fn serve(&mut self, g: GenId) {
         let mut out = Vec::new();
+        let caps = if self.no_logging {
+            json!({"tools":{}})
+        } else {
+            json!({"tools":{},"logging":{}})
+        };
         let Some(s) = self.servers.get_mut(&g) else {
             return;
         };
@@ -631,7 +640,7 @@ impl Sim {
                         .pointer("/params/protocolVersion")
                         .cloned()
                         .unwrap_or(json!("2025-06-18"));
-                    out.push(json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,"capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"sim","version":"1"}}}));
+                    out.push(json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,"capabilities":caps,"serverInfo":{"name":"sim","version":"1"}}}));
                 }
                 (Some(id), "tools/call")
                     if m.pointer("/params/name") == Some(&json!("roots"))
