@@ -149,6 +149,11 @@ impl Session {
 
     /// Whether the exchange is idle (nothing held, no question but a late
     /// one).
+    /// Whether the host was ever asked for its roots.
+    pub(super) fn host_roots_asked_ever(&self) -> bool {
+        self.exchange.count > 0
+    }
+
     pub(super) fn exchange_idle(&self) -> bool {
         (self.exchange.asked.is_none() || self.exchange.late)
             && !self.exchange.again

@@ -678,6 +678,18 @@ impl Session {
         if self.fleet.current == Some(g) {
             self.fleet.current = None;
         }
+        if self.answer_for_a_server_without_its_roots(g, now) {
+            self.ledger.forget_gen(g, false);
+            for key in self.ledger.sent_to(g) {
+                self.answer_error(
+                    &key,
+                    code::SERVER_GONE,
+                    "the server exited before answering",
+                );
+            }
+            self.settle(now);
+            return;
+        }
         self.ledger.forget_gen(g, false);
         self.guard.generation_gone(g);
         let what = status.map_or_else(|| "ended".to_string(), |s| s.to_string());
@@ -916,6 +928,64 @@ impl Session {
         self.verify_init = Some(remembered.result);
         self.wake();
         Some(result)
+    }
+
+    /// The first server, launched before the host said its roots, exited
+    /// before answering the host's `initialize`: a server that needs its
+    /// directory to start (a vault, a database it names) cannot see it yet.
+    /// When the host declared roots and the policy takes them, rootfence
+    /// answers that `initialize` itself (a provisional answer offering
+    /// tools, prompts, resources and logging) and launches the server once
+    /// the host's roots are known, replaying the same `initialize`; the
+    /// server's own answer is remembered for the next session, which is
+    /// answered from memory (one start). Whether it did so.
+    fn answer_for_a_server_without_its_roots(&mut self, g: GenId, now: Instant) -> bool {
+        if self.handshake.server_init.is_some()
+            || !(self.handshake.host_has_roots && self.inputs.accepts_host_roots())
+            || self.host_roots_asked_ever()
+            || self.fleet.ending().is_some()
+        {
+            return false;
+        }
+        let Some(key) = self.ledger.sent_to(g).into_iter().find(|k| {
+            self.ledger
+                .host(k.as_str())
+                .is_some_and(|r| r.method == Method::Initialize)
+        }) else {
+            return false;
+        };
+        let version = self
+            .handshake
+            .host_init
+            .as_ref()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .and_then(crate::proxy::guard::Revision::known)
+            .filter(|r| !r.is_stateless())
+            .unwrap_or(crate::proxy::guard::Revision::V2025_11_25)
+            .to_string();
+        let result = serde_json::json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"listChanged": true},
+                "logging": {},
+            },
+            "serverInfo": {"name": self.inputs.command_name(), "version": "0"},
+        });
+        tracing::warn!(
+            generation = g,
+            "the server exited before answering initialize, before the host's roots were known: answering initialize for it, and launching it again under the host's roots"
+        );
+        let text = result.to_string();
+        self.handshake.record_server_init(&text);
+        self.handshake.logging_offered = true;
+        self.answer_with(key.as_str(), |id| message::result_response(id, &text));
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        self.defer_launch = Some(now + timeout);
+        self.verify_init = Some(result);
+        true
     }
 
     /// The first handshake went through a server: remember it for the next

@@ -104,6 +104,20 @@ impl Inputs {
             && (self.policy.sources.is_empty() || self.policy.sources.contains(&RootSource::Host))
     }
 
+    /// The command's name, as a server would name itself.
+    pub fn command_name(&self) -> String {
+        self.command
+            .first()
+            .map(|c| {
+                std::path::Path::new(c)
+                    .file_name()
+                    .unwrap_or(c.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_default()
+    }
+
     /// The access host roots get.
     pub fn host_access(&self) -> Access {
         self.policy.raw.roots.host_access.into()
