@@ -119,9 +119,6 @@ def configurations():
         "fastmcp run": (lambda r: [str(FM / ".venv/bin/fastmcp"), "run", str(FM / "server.py")], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "fastmcp uv --directory": (lambda r: [str(PEERS / ".venv/bin/uv"), "--directory", str(FM), "run", "server.py"], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "uvx fetch (pyenv)": (lambda r: ["uvx", "mcp-server-fetch"], {}, None, lambda r: {}, None, False, True),
-        # The smallest policy edit that lets it start today (uv beside uvx).
-        "uvx fetch (pyenv, uv granted)": (lambda r: ["uvx", "mcp-server-fetch"], {}, None, lambda r: {},
-                                          'version = 1\n[runtime]\nexec = ["%s"]\n' % (USER / ".local/bin/uv"), False, True),
         "uv run --with (pyenv)": (lambda r: ["uv", "run", "--with", "fastmcp", "fastmcp", "run", str(USER / "mcp/notes/server.py")], {}, None, lambda r: {}, None, False, True),
     }
 
