@@ -21,6 +21,12 @@ The direct runs get the variables rootfence's runtime profiles set
 way. Each run has a fresh root and home (at the same paths for
 `remembered`); one warm-up run per configuration and mode is not counted.
 
+The configurations marked "(pyenv)" are the user of tests/popular_servers.rs
+(tests/peers/user): uv from its standalone installer in ~/.local/bin, the
+machine's pyenv Python on the PATH through its shims, the caches in that
+home; they time spawn to the answer of the first `tools/list` (no tool
+call), direct and fenced only. A launch that fails says why in its cell.
+
 Usage (after tests/peers/install.sh and `cargo build --release --bins`):
 
     tests/peers/.venv/bin/python benches/real_servers.py [--runs N]
@@ -85,8 +91,18 @@ FM = PEERS / "fastmcp"
 THOUGHT = {"thought": "one step", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
+USER = PEERS / "user"
+
+
+def user_path():
+    return (USER / ".rootfence-path").read_text().strip()
+
+
 def configurations():
-    """name -> (server(root), env, tool, args(root), policy, needs_root)."""
+    """name -> (server(root), env, tool, args(root), policy, needs_root[, user]).
+
+    `user`: run as the user of tests/popular_servers.rs (its home and PATH);
+    a tool of None times `tools/list`."""
     return {
         "filesystem npx": (lambda r: npx(FS, r), NPM, "read_text_file", lambda r: {"path": r + "/hello.txt"}, None, True),
         "filesystem node": (lambda r: node(FS, r), NPM, "read_text_file", lambda r: {"path": r + "/hello.txt"}, None, True),
@@ -102,6 +118,8 @@ def configurations():
         "fastmcp venv python": (lambda r: [str(FM / ".venv/bin/python"), str(FM / "server.py")], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "fastmcp run": (lambda r: [str(FM / ".venv/bin/fastmcp"), "run", str(FM / "server.py")], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
         "fastmcp uv --directory": (lambda r: [str(PEERS / ".venv/bin/uv"), "--directory", str(FM), "run", "server.py"], UV, "add_note", lambda r: {"path": r + "/n.txt", "text": "x"}, None, False),
+        "uvx fetch (pyenv)": (lambda r: ["uvx", "mcp-server-fetch"], {}, None, lambda r: {}, None, False, True),
+        "uv run --with (pyenv)": (lambda r: ["uv", "run", "--with", "fastmcp", "fastmcp", "run", str(USER / "mcp/notes/server.py")], {}, None, lambda r: {}, None, False, True),
     }
 
 
@@ -136,6 +154,10 @@ async def first_call(command, env, root, tool, args):
         async with stdio_client(params, errlog=devnull) as (read, write):
             async with ClientSession(read, write, list_roots_callback=list_roots) as session:
                 await session.initialize()
+                if tool is None:
+                    await session.list_tools()
+                    took = time.perf_counter() - start
+                    return took
                 r = await session.call_tool(tool, args)
                 took = time.perf_counter() - start
                 if r.is_error:
@@ -144,12 +166,19 @@ async def first_call(command, env, root, tool, args):
 
 
 def one(rootfence, mode, conf, name):
-    server, extra, tool, args, policy, _ = conf
+    server, extra, tool, args, policy, _ = conf[:6]
+    user = len(conf) > 6 and conf[6]
     fixed = None
     if mode == "remembered":
         fixed = Path(tempfile.gettempdir()).resolve() / ("rootfence-bench-fixed-" + name.replace(" ", "-"))
-    base, root, home = fresh(fixed)
-    env = {"PATH": PATH, "HOME": str(home), "LANG": "C.UTF-8", **extra}
+    if user:
+        (USER / "work").mkdir(exist_ok=True)
+        base = Path(tempfile.mkdtemp(prefix="bench-", dir=USER / "work")).resolve()
+        root, home = base / "project", USER
+        root.mkdir()
+    else:
+        base, root, home = fresh(fixed)
+    env = {"PATH": user_path() if user else PATH, "HOME": str(home), "LANG": "C.UTF-8", **extra}
     if mode == "remembered":
         # rootfence's cache of initialize answers outlives the run (the
         # user's ~/.cache); every path is the same from run to run.
@@ -173,6 +202,13 @@ def one(rootfence, mode, conf, name):
             subprocess.run(["rm", "-rf", str(base)])
 
 
+def error_text(e):
+    """The innermost message of an exception (group)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return "%s: %s" % (type(e).__name__, e)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
@@ -183,18 +219,23 @@ def main():
     modes = a.modes.split(",")
     confs = configurations()
     names = a.names or list(confs)
-    print("%-26s" % "configuration" + "".join("%22s" % m for m in modes))
+    print("%-32s" % "configuration" + "".join("%22s" % m for m in modes))
     for name in names:
         conf = confs[name]
         cells = []
         for mode in modes:
-            if mode in ("host-roots", "remembered") and conf[5]:
+            if mode in ("host-roots", "remembered") and (conf[5] or len(conf) > 6):
                 cells.append("%22s" % "-")
                 continue
-            one(a.rootfence, mode, conf, name)  # warm-up
+            try:
+                one(a.rootfence, mode, conf, name)  # warm-up
+            except Exception as e:  # the launch fails: say why, time nothing
+                cells.append("%22s" % "fails")
+                print("# %s, %s: %s" % (name, mode, error_text(e)), file=sys.stderr)
+                continue
             ms = sorted(one(a.rootfence, mode, conf, name) * 1000 for _ in range(a.runs))
             cells.append("%22s" % ("%.0f (%.0f-%.0f)" % (statistics.median(ms), ms[0], ms[-1])))
-        print("%-26s" % name + "".join(cells), flush=True)
+        print("%-32s" % name + "".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,19 @@ pub enum NamespaceMode {
     Off,
 }
 
+/// Whether a kernel without Landlock is acceptable: `[isolation] landlock`
+/// of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockMode {
+    /// Refuse to start without Landlock (fail closed).
+    #[default]
+    Require,
+    /// Without Landlock, confine by the server's namespaces (its
+    /// filesystem view) and the seccomp filter.
+    Prefer,
+}
+
 /// A directory the server may write, with its writes going to a private
 /// layer of its own (an overlay whose upper layer lives in the scratch
 /// directory and is discarded with it): the real directory is never
@@ -182,6 +195,10 @@ pub struct Protected {
     pub readonly: bool,
     /// Why.
     pub why: String,
+    /// For a VCS directory: the (device, inode) of the directory whose
+    /// entries were listed here; the view mounts nothing if another object
+    /// is at the path by then.
+    pub identity: Option<(u64, u64)>,
 }
 
 /// What the server may ask of the host, as the policy shapes the
@@ -255,12 +272,17 @@ pub struct SandboxPlan {
     pub exec_in_roots: bool,
     /// Namespaces (see [`NamespaceMode`]).
     pub namespaces: NamespaceMode,
+    /// Whether a kernel without Landlock is acceptable (see
+    /// [`LandlockMode`]).
+    pub landlock: LandlockMode,
     /// Control files inside read-write roots, read-only in the view.
     pub protected: Vec<Protected>,
     /// What the server may ask of the host.
     pub capabilities: HostCapabilities,
     /// Limits.
     pub limits: LimitsSection,
+    /// What the server may take of the machine (`[resources]`).
+    pub resources: crate::policy::ResourcesSection,
     /// Things the reader should know (runtime paths dropped, ...).
     pub warnings: Vec<String>,
     /// Report every system call the sandbox refuses (the call and why), as
@@ -523,9 +545,11 @@ pub fn build(
         scratch_files,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
+        landlock: policy.raw.isolation.landlock.into(),
         protected,
         capabilities: HostCapabilities::of(policy),
         limits: policy.raw.limits.clone(),
+        resources: policy.raw.resources.clone(),
         report_refusals: false,
         warnings,
     }
@@ -716,11 +740,12 @@ fn control_files(
             VcsMode::ReadOnly => {
                 for c in found {
                     let why = format!("{} in root {}", c.kind.name(), r.uri);
-                    let mut add = |path: PathBuf, readonly: bool| {
+                    let mut add = |path: PathBuf, readonly: bool, identity| {
                         protected.push(Protected {
                             path,
                             readonly,
                             why: why.clone(),
+                            identity,
                         })
                     };
                     match c.kind {
@@ -729,20 +754,20 @@ fn control_files(
                         // it git (or hg) does not write in normal work,
                         // read-only.
                         ControlKind::GitDir | ControlKind::Hg => {
-                            add(c.path.clone(), false);
+                            add(c.path.clone(), false, c.identity);
                             let writes = if c.kind == ControlKind::GitDir {
                                 crate::roots::control::git_writes
                             } else {
                                 crate::roots::control::hg_writes
                             };
                             for name in c.inner.iter().filter(|n| !writes(n)) {
-                                add(c.path.join(name), true);
+                                add(c.path.join(name), true, None);
                             }
                         }
                         ControlKind::GitFile
                         | ControlKind::Envrc
                         | ControlKind::Vscode
-                        | ControlKind::Idea => add(c.path.clone(), true),
+                        | ControlKind::Idea => add(c.path.clone(), true, None),
                     }
                 }
                 warnings.push(format!(

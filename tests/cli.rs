@@ -426,3 +426,57 @@ fn rootfence_state_is_never_a_root() {
     let out = explain(&home.join("work"));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+#[test]
+fn exec_forwards_termination_signals_to_the_command() {
+    // The command runs in its own session: a SIGTERM to rootfence reaches
+    // it, and its death by that signal is rootfence's exit status.
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["exec", "--", "/bin/sh", "-c", "echo ready; exec sleep 30"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the command runs, rootfence catches the signal to forward it.
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    // SAFETY: kill on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    // Not 0 (the sleep ran out) nor a death of rootfence itself.
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+}
+
+#[test]
+fn the_readme_table_and_doctor_name_the_same_classes() {
+    // "What the fence holds" lists, in doctor's words, every class doctor
+    // reports, in the same order.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("## What the fence holds")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README's section");
+    // (Markdown's code marks aside.)
+    let table: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| class"))
+        .filter_map(|l| l.split(" | ").next())
+        .map(|c| c.trim_start_matches("| ").replace('`', ""))
+        .collect();
+    let out = rootfence(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doctor: Vec<&str> = v["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(table, doctor);
+}

@@ -413,32 +413,49 @@ fn explain_lists_the_domains_and_doctor_names_the_rung() {
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).unwrap();
-    let rung = v["network_by_domain"]["how"].as_str().unwrap();
+    let design = v["network_by_domain"]["design"].as_str().unwrap();
     let netns = v["network_namespace"]["available"].as_bool().unwrap();
     let ns = v["namespaces"]["available"].as_bool().unwrap();
-    if ns && netns {
-        assert!(
-            rung.contains("the server's own network namespace"),
-            "{rung}"
-        );
-    } else {
-        assert!(
-            rung.contains("Landlock allows the server no TCP port"),
-            "{rung}"
-        );
-    }
-    let network = v["coverage"]
+    let row = v["coverage"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["class"] == "network")
+        .find(|c| {
+            c["class"]
+                .as_str()
+                .unwrap()
+                .starts_with("network by domain (allow_domains)")
+        })
         .unwrap();
-    assert_eq!(network["how"], format!("by domain: {rung}"));
-    let o = Command::new(rootfence()).args(["doctor"]).output().unwrap();
+    let how = row["how"].as_str().unwrap();
+    assert_eq!(row["closed"], "partly", "{how}");
     assert!(
-        common::stdout(&o).contains("network by domain ([network] allow_domains): "),
-        "{}",
-        common::stdout(&o)
+        how.contains("what TLS carries inside a tunnel is not seen"),
+        "{how}"
+    );
+    if ns && netns {
+        assert_eq!(design, "network-namespace");
+        assert!(
+            how.starts_with("the server's own network namespace"),
+            "{how}"
+        );
+    } else {
+        assert_eq!(design, "supervised-connect");
+        assert!(
+            how.contains("Landlock allows the server no TCP port"),
+            "{how}"
+        );
+    }
+    let o = Command::new(rootfence())
+        .args(["doctor", "--policy", &p])
+        .output()
+        .unwrap();
+    let text = common::stdout(&o);
+    assert!(
+        text.contains(
+            "network by domain ([network] allow_domains): in the server's own network namespace"
+        ) || text.contains("network by domain ([network] allow_domains): on rootfence's loopback"),
+        "{text}"
     );
 }
 

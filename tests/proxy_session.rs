@@ -546,15 +546,31 @@ async fn host_eof_shuts_the_server_down() {
 }
 
 #[tokio::test]
-async fn a_rejected_policy_change_keeps_the_old_policy() {
+async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let fx = fixture();
     let mut r = start(&fx, "", &[&fx.base.join("a")]);
     let none = json!([]);
     r.host.initialize("2025-06-18", false, &none).await;
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    // What the unreadable edit revokes is unknown: nothing is kept.
     r.events
         .send(Event::PolicyChanged(Err("line 3: bad".into())))
         .unwrap();
-    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    let refused = r.host.call(2, "pid", json!({}), &none).await;
+    let msg = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("policy file changed and cannot be read (line 3: bad)"),
+        "{refused}"
+    );
+    let pid1: i32 = pid1.parse().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid1}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(launches(&r.log).len(), 1);
     // The valid edit grants a TCP port: a right the server lacks.
     let newer = Policy::parse(
@@ -570,14 +586,17 @@ async fn a_rejected_policy_change_keeps_the_old_policy() {
         .send(Event::PolicyChanged(Ok(Box::new(newer))))
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut id = 3;
     loop {
-        let pid = Host::text(&r.host.call(2, "pid", json!({}), &none).await);
-        if pid != pid1 {
+        let reply = r.host.call(id, "pid", json!({}), &none).await;
+        id += 1;
+        if reply["result"].is_object() {
+            assert_ne!(Host::text(&reply), pid1.to_string());
             break;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no rebuild after a valid policy change"
+            "no server after a valid policy change: {reply}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

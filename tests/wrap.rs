@@ -733,13 +733,17 @@ fn a_wrapped_claude_code_server_runs_as_the_host_launches_it() {
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
-    let mut recv = || {
+    // The next message, past rootfence's own warnings to the host.
+    let mut recv = || loop {
         let mut line = String::new();
         assert!(
             stdout.read_line(&mut line).unwrap() > 0,
             "rootfence closed stdout"
         );
-        serde_json::from_str::<Value>(&line).unwrap()
+        let v = serde_json::from_str::<Value>(&line).unwrap();
+        if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
+            break v;
+        }
     };
     send(
         json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),
@@ -893,4 +897,68 @@ fn data_files_and_env_paths_become_roots_never_code_or_system_directories() {
     assert!(vault.is_dir() && t.base.join("newdir").is_dir());
     // Still never code or a system directory.
     assert!(roots("cloned").is_empty() && roots("sys").is_empty());
+}
+
+#[test]
+fn a_server_naming_no_directory_under_claude_desktop_is_told_how_to_get_a_root() {
+    let t = tree();
+    let text = json!({"mcpServers": {
+        "commander": {"command": "npx", "args": ["-y", "@wonderwhy-er/desktop-commander"]},
+        "other": {"command": "npx", "args": ["-y", "other"]}
+    }})
+    .to_string();
+    let file = t.write("claude_desktop_config.json", &text);
+    let (wrapped, stderr) = t.wrap(&[file.to_str().unwrap(), "--rootfence", ROOTFENCE]);
+    assert!(roots_of(&strs(&parse(&wrapped)["mcpServers"]["commander"]["args"])).is_empty());
+    assert!(
+        stderr.contains("no root: nothing in its arguments or env names a directory, and Claude Desktop declares no roots")
+            && stderr.contains("--root-for NAME=DIR"),
+        "{stderr}"
+    );
+    // Doing as it says gives that server, and only it, the root.
+    let spec = format!("commander={}", t.projects.display());
+    let (wrapped, stderr) = t.wrap(&[
+        file.to_str().unwrap(),
+        "--rootfence",
+        ROOTFENCE,
+        "--root-for",
+        &spec,
+    ]);
+    let v = parse(&wrapped);
+    assert_eq!(
+        roots_of(&strs(&v["mcpServers"]["commander"]["args"])),
+        [t.projects.display().to_string()],
+        "{stderr}"
+    );
+    assert!(roots_of(&strs(&v["mcpServers"]["other"]["args"])).is_empty());
+    // --root gives every server one; a system directory never.
+    let (wrapped, stderr) = t.wrap(&[
+        file.to_str().unwrap(),
+        "--rootfence",
+        ROOTFENCE,
+        "--root",
+        t.notes.to_str().unwrap(),
+        "--root",
+        "/etc",
+    ]);
+    let v = parse(&wrapped);
+    for name in ["commander", "other"] {
+        assert_eq!(
+            roots_of(&strs(&v["mcpServers"][name]["args"])),
+            [t.notes.display().to_string()],
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("not a root: /etc (given) is a system directory"),
+        "{stderr}"
+    );
+    // A name the config does not have is an error naming the servers.
+    let out = t.rootfence(&["wrap", file.to_str().unwrap(), "--root-for", "nope=/tmp"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--root-for nope: no server named nope (servers: commander, other)"),
+        "{err}"
+    );
 }

@@ -1,6 +1,21 @@
-//! Fuzz the envelope scan (`src/proxy/scan.rs`) against serde_json.
+//! Fuzz the relay's reading of a line (`src/proxy/scan.rs`, the fast scan,
+//! and `src/proxy/canonical.rs`, the strict reading) against serde_json.
 //!
-//! Invariants checked on every input:
+//! What rootfence emits for a line (as `message::Line::read` decides: the
+//! line itself when the scan reads it, else its canonical text when the
+//! strict reading does, else nothing, the sender being refused) is, for
+//! every input:
+//! - valid UTF-8 JSON with no carriage return or newline, no key twice,
+//!   no lone surrogate, numbers finite: the strict reading accepts it and
+//!   gives it back unchanged when it is canonical already;
+//! - the same value to serde_json as the line it came from.
+//!
+//! With `ROOTFENCE_FUZZ_EMIT=FILE`, each emitted line is appended to FILE
+//! and serde_json's normal form of it to FILE.serde, for
+//! `scripts/differential.py`, which reads FILE with Python and node and
+//! compares (CI replays the corpus that way after the fuzz run).
+//!
+//! Invariants of the scan checked on every input:
 //! - the scan never panics;
 //! - a line the scan reads is valid JSON (and so valid UTF-8) for
 //!   serde_json;
@@ -23,10 +38,19 @@ use libfuzzer_sys::fuzz_target;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// The scan under test: rootfence's own source file.
+// The readings under test: rootfence's own source files (each refers to
+// the others as `super::`, the crate root here).
+#[path = "../../src/proxy/canonical.rs"]
+#[allow(dead_code)]
+mod canonical;
+#[path = "../../src/proxy/id.rs"]
+#[allow(dead_code)]
+mod id;
 #[path = "../../src/proxy/scan.rs"]
 #[allow(dead_code)]
 mod scan;
+
+use serde_json::Value;
 
 /// A member kept as written, `null` included.
 #[derive(Default)]
@@ -66,7 +90,66 @@ fn serde_member<'a>(value: &'a [u8], key: &str) -> Option<&'a [u8]> {
     m.get(key).map(|v| v.get().as_bytes())
 }
 
+/// What rootfence relays for `line` (see the module documentation).
+fn emitted(line: &[u8]) -> Option<Vec<u8>> {
+    if scan::members(line).is_some() {
+        return Some(line.to_vec());
+    }
+    canonical::canonical(line).ok()
+}
+
+/// One text per JSON value, as `tests/peers/readers.py`'s `norm`.
+fn norm(v: &Value) -> String {
+    match v {
+        Value::Null => "n".into(),
+        Value::Bool(true) => "t".into(),
+        Value::Bool(false) => "f".into(),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let x = if x == 0.0 { 0.0 } else { x };
+            format!("d{:016x}", x.to_bits())
+        }
+        Value::String(s) => format!("s{}", s.bytes().map(|b| format!("{b:02x}")).collect::<String>()),
+        Value::Array(a) => format!("[{}]", a.iter().map(norm).collect::<Vec<_>>().join(",")),
+        Value::Object(o) => {
+            let mut m: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("{}:{}", norm(&Value::String(k.clone())), norm(v)))
+                .collect();
+            m.sort();
+            format!("{{{}}}", m.join(","))
+        }
+    }
+}
+
+fn check_emitted(line: &[u8]) {
+    let Some(out) = emitted(line) else {
+        return;
+    };
+    assert!(std::str::from_utf8(&out).is_ok(), "emitted text that is not UTF-8");
+    assert!(!out.contains(&b'\r') && !out.contains(&b'\n'), "emitted a line break");
+    let again = canonical::canonical(&out).expect("emitted a line the strict reading refuses");
+    assert_eq!(canonical::canonical(&again).as_ref().ok(), Some(&again), "canonical text not stable");
+    let value: Value = serde_json::from_slice(&out).expect("emitted a line serde_json refuses");
+    if let Ok(before) = serde_json::from_slice::<Value>(line) {
+        assert_eq!(before, value, "the emitted line means something else to serde_json");
+    }
+    if let Some(path) = std::env::var_os("ROOTFENCE_FUZZ_EMIT") {
+        use std::io::Write;
+        let mut serde_path = path.clone();
+        serde_path.push(".serde");
+        let open = |p: &std::ffi::OsStr| {
+            std::fs::OpenOptions::new().create(true).append(true).open(p).expect("emit file")
+        };
+        let mut f = open(&path);
+        let mut g = open(&serde_path);
+        let _ = f.write_all(&[out.as_slice(), b"\n"].concat());
+        let _ = g.write_all(format!("{}\n", norm(&value)).as_bytes());
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    check_emitted(data);
     let Some(m) = scan::members(data) else {
         return;
     };

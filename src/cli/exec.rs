@@ -2,7 +2,6 @@
 //! its exit status passed through.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::runtime::HostEnv;
 use crate::sandbox::{self, SandboxError, StdioConfig};
@@ -42,37 +41,41 @@ pub struct ExecArgs {
     pub launch: LaunchArgs,
 }
 
-/// The server's pid while it runs (0 before), for signal forwarding.
-static CHILD: AtomicI32 = AtomicI32::new(0);
-/// A signal received before the server's pid was known.
-static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The termination signals rootfence forwards to the server: it runs in
+/// its own session, so a terminal's ^C reaches only rootfence.
+const FORWARDED: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
 
-extern "C" fn forward(sig: libc::c_int) {
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe {
-            libc::kill(pid, sig);
+/// Forward every signal `signals` receives (from now on, and those that
+/// came before) to process `pid` while `running` holds, from a thread of
+/// its own (once the server is reaped its pid may name another process).
+fn forward_to(
+    mut signals: signal_hook::iterator::Signals,
+    pid: u32,
+    running: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use rustix::process::{Pid, Signal, kill_process};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if !running.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            let s = match sig {
+                signal_hook::consts::SIGINT => Signal::INT,
+                signal_hook::consts::SIGTERM => Signal::TERM,
+                signal_hook::consts::SIGHUP => Signal::HUP,
+                _ => Signal::QUIT,
+            };
+            let _ = kill_process(pid, s);
         }
-    } else {
-        PENDING.store(sig, Ordering::SeqCst);
-    }
-}
-
-/// Forward the termination signals to the server: it runs in its own
-/// session, so a terminal's ^C reaches only rootfence.
-fn install_forwarding() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: `forward` is async-signal-safe; the sigaction struct is
-        // fully initialised.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = forward as *const () as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    });
 }
 
 pub(super) fn exec(args: &ExecArgs) -> ExitCode {
@@ -124,7 +127,14 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         tracing::warn!("{w}");
     }
 
-    install_forwarding();
+    // Caught from now on (queued until the server's pid is known).
+    let signals = match signal_hook::iterator::Signals::new(FORWARDED) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rootfence: cannot catch termination signals to forward them: {e}");
+            return ExitCode::from(EXIT_ROOTFENCE);
+        }
+    };
     sandbox::enable_subreaper();
     // A terminal is never handed to the server: it could keep reading and
     // writing it after rootfence returned, or change its modes. Streams that
@@ -163,14 +173,11 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         }
     };
     let relays = relay(&mut child);
-    CHILD.store(i32::try_from(child.pid()).unwrap_or(0), Ordering::SeqCst);
-    let pending = PENDING.swap(0, Ordering::SeqCst);
-    if pending != 0 {
-        let _ = child.signal(pending);
-    }
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    forward_to(signals, child.pid(), running.clone());
     tracing::info!("started pid {}: {}", child.pid(), child.confinement());
     let status = child.wait();
-    CHILD.store(0, Ordering::SeqCst);
+    running.store(false, std::sync::atomic::Ordering::SeqCst);
     // Everything the server wrote reaches the terminal before rootfence
     // returns (its pipes are at end of file: nothing of it is left).
     for r in relays {

@@ -63,6 +63,10 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
         }
     } else {
         print!("{}", render(&plan));
+        println!("\nisolation on this machine:");
+        for line in isolation_lines(&plan, &sandbox::probe_with_namespaces()) {
+            println!("  {line}");
+        }
     }
     for r in &plan.refused {
         eprintln!("rootfence: {r}");
@@ -370,7 +374,8 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         }
     };
     // What the policy would lose is judged on a plan for a trivial command;
-    // losses depend on the network and scope parts, not on the command.
+    // losses depend on the network, scope, isolation and resources parts,
+    // not on the command.
     let args = LaunchArgs {
         policy: None,
         roots: vec![],
@@ -378,27 +383,17 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         env: vec![],
         command: vec!["/bin/true".into()],
     };
-    let (losses, coverage, rung) = match plan_for(&args, &policy, &env) {
-        Ok(plan) => {
-            // Network by domain's rung here, whether or not this policy
-            // lists domains.
-            let mut with_domains = plan.clone();
-            with_domains
-                .network
-                .domains
-                .get_or_insert_with(Default::default);
-            (
-                sandbox::losses(&plan, &caps),
-                sandbox::coverage(&plan, &caps),
-                sandbox::network_rung(&with_domains, &caps),
-            )
-        }
+    let plan = match plan_for(&args, &policy, &env) {
+        Ok(plan) => plan,
         Err(e) => {
             eprintln!("rootfence: {e}");
             return ExitCode::from(2);
         }
     };
-    let can_run = !losses.iter().any(|l| l.fatal);
+    let losses = sandbox::losses(&plan, &caps);
+    let coverage = sandbox::coverage(&plan, &caps);
+    let rung = sandbox::rung(&plan, &caps);
+    let can_run = rung.is_ok() && !losses.iter().any(|l| l.fatal);
     if json {
         let v = serde_json::json!({
             "kernel": caps.kernel,
@@ -407,7 +402,13 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             "features": caps.features().iter().map(|(abi, name, ok)| serde_json::json!({"abi": abi, "feature": name, "available": ok})).collect::<Vec<_>>(),
             "namespaces": caps.namespaces,
             "network_namespace": caps.network_namespace,
-            "network_by_domain": rung.as_ref().map(|(c, how)| serde_json::json!({"closed": c, "how": how})),
+            "network_by_domain": match sandbox::domain_rung_here(&plan, &caps) {
+                Ok(design) => serde_json::json!({ "design": design }),
+                Err(refused) => serde_json::json!({ "refused": refused }),
+            },
+            "clone3": clone3_state(),
+            "rung": rung.as_ref().ok(),
+            "rung_missing": rung.as_ref().err(),
             "policy": policy.name(),
             "losses": losses,
             "coverage": coverage,
@@ -415,76 +416,17 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         });
         println!("{v:#}");
     } else {
-        println!("kernel:   {}", caps.kernel);
-        match &caps.landlock {
-            sandbox::LandlockStatus::Available { abi } => println!("landlock: ABI {abi}"),
-            sandbox::LandlockStatus::NotBuilt => {
-                println!("landlock: not built into this kernel (CONFIG_SECURITY_LANDLOCK)")
-            }
-            sandbox::LandlockStatus::Disabled => println!(
-                "landlock: built but not enabled at boot: add landlock to the lsm= kernel parameter"
-            ),
-            sandbox::LandlockStatus::Error { message } => {
-                println!("landlock: cannot be queried: {message}")
-            }
-        }
-        println!(
-            "seccomp:  {}",
-            if caps.seccomp {
-                "available"
-            } else {
-                "not available"
-            }
-        );
-        match &caps.namespaces {
-            Some(n) if n.available => println!(
-                "namespaces: available (user, mount, PID, IPC){}",
-                if n.overlay {
-                    ", with overlay mounts"
-                } else {
-                    "; overlay mounts are not (caches get empty private copies)"
-                }
-            ),
-            Some(n) => println!("namespaces: NOT available: {}", n.why_not()),
-            None => {}
-        }
-        match &caps.network_namespace {
-            Some(n) if n.available => println!("network namespace: available"),
-            Some(n) => println!(
-                "network namespace: NOT available: {}",
-                n.why.as_deref().unwrap_or("")
-            ),
-            None => {}
-        }
-        if let Some((closed, how)) = &rung {
-            println!(
-                "network by domain ([network] allow_domains): {}{how}",
-                if *closed == sandbox::Closed::No {
-                    "NOT POSSIBLE here: "
-                } else {
-                    ""
-                }
-            );
-        }
-        println!("\nLandlock features:");
-        for (abi, name, ok) in caps.features() {
-            println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
+        print_machine(&caps);
+        println!("\nisolation (policy {}):", policy.name());
+        for line in isolation_lines(&plan, &caps) {
+            println!("  {line}");
         }
         println!(
             "\nescape classes, and what closes each here (policy {}):",
             policy.name()
         );
         for c in &coverage {
-            println!(
-                "  [{}] {}: {}",
-                match c.closed {
-                    sandbox::Closed::Yes => "closed",
-                    sandbox::Closed::Partly => "partly",
-                    sandbox::Closed::No => "OPEN  ",
-                },
-                c.class,
-                c.how
-            );
+            println!("  [{}] {}: {}", closed(c.closed), c.class, c.how);
         }
         println!("\nwith policy {}:", policy.name());
         if losses.is_empty() {
@@ -512,4 +454,111 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// How `clone3` fares here (after the namespace probe started a process).
+fn clone3_state() -> &'static str {
+    match sandbox::clone_call() {
+        Some(sandbox::CloneCall::Clone3) => "available",
+        Some(sandbox::CloneCall::Clone) => {
+            "refused (ENOSYS, as in Docker's default seccomp profile): processes are started with clone"
+        }
+        None => "not tried",
+    }
+}
+
+fn closed(c: sandbox::Closed) -> &'static str {
+    match c {
+        sandbox::Closed::Yes => "closed",
+        sandbox::Closed::Partly => "partly",
+        sandbox::Closed::No => "OPEN  ",
+    }
+}
+
+/// The kernel, Landlock, seccomp, namespaces and their features.
+fn print_machine(caps: &sandbox::Capabilities) {
+    println!("kernel:   {}", caps.kernel);
+    match &caps.landlock {
+        sandbox::LandlockStatus::Available { abi } => println!("landlock: ABI {abi}"),
+        sandbox::LandlockStatus::NotBuilt => {
+            println!("landlock: not built into this kernel (CONFIG_SECURITY_LANDLOCK)")
+        }
+        sandbox::LandlockStatus::Disabled => println!(
+            "landlock: built but not enabled at boot: add landlock to the lsm= kernel parameter"
+        ),
+        sandbox::LandlockStatus::Error { message } => {
+            println!("landlock: cannot be queried: {message}")
+        }
+    }
+    println!(
+        "seccomp:  {}",
+        if caps.seccomp {
+            "available"
+        } else {
+            "not available"
+        }
+    );
+    println!("clone3:   {}", clone3_state());
+    match &caps.namespaces {
+        Some(n) if n.available => println!(
+            "namespaces: available (mount, PID, IPC{}){}",
+            if n.own_user_namespace {
+                ", and user: rootfence is not root"
+            } else {
+                "; no user namespace: rootfence is root"
+            },
+            if n.overlay {
+                ", with overlay mounts"
+            } else {
+                "; overlay mounts are not (caches get empty private copies)"
+            }
+        ),
+        Some(n) => println!("namespaces: NOT available: {}", n.why_not()),
+        None => {}
+    }
+    match &caps.network_namespace {
+        Some(n) if n.available => {
+            println!("network namespace: available (network by domain holds there)")
+        }
+        Some(n) => println!("network namespace: NOT available: {}", n.why_not()),
+        None => {}
+    }
+    println!("\nLandlock features:");
+    for (abi, name, ok) in caps.features() {
+        println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
+    }
+}
+
+/// The rung this machine gives `plan`, and what the missing layers leave
+/// open (the classes not closed, in the README's words): for `doctor` and
+/// `explain`.
+pub fn isolation_lines(plan: &SandboxPlan, caps: &sandbox::Capabilities) -> Vec<String> {
+    let mut out = Vec::new();
+    match sandbox::rung(plan, caps) {
+        Ok(r) => out.push(format!("rung: {r}")),
+        Err(missing) => out.push(format!(
+            "rung: NONE: rootfence refuses to start here: {}",
+            missing.join("; ")
+        )),
+    }
+    out.push(
+        "the ladder: full (Landlock, seccomp, namespaces with the filesystem view); Landlock + seccomp (no namespaces); view + seccomp (no Landlock, only with [isolation] landlock = \"prefer\")".into(),
+    );
+    out.push(match sandbox::domain_rung_here(plan, caps) {
+        Ok(d) => format!("network by domain ([network] allow_domains): {d}"),
+        Err(missing) => {
+            format!("network by domain ([network] allow_domains): NOT POSSIBLE here: {missing}")
+        }
+    });
+    for c in sandbox::coverage(plan, caps) {
+        if c.closed != sandbox::Closed::Yes {
+            out.push(format!(
+                "leaves {}: {}: {}",
+                closed(c.closed).trim().to_lowercase(),
+                c.class,
+                c.how
+            ));
+        }
+    }
+    out
 }

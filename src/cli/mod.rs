@@ -1,6 +1,7 @@
 //! The command-line interface: clap commands that wire the library
 //! together. Thin by design.
 
+mod apparmor;
 mod exec;
 mod explain;
 mod fs;
@@ -108,6 +109,11 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Print the AppArmor profile that lets rootfence make user
+        /// namespaces where AppArmor restricts them (Ubuntu 24.04 and
+        /// later), with the commands to load it; with FILE, write it there.
+        #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+        apparmor: Option<PathBuf>,
     },
     /// Find the policy a server needs: run it under the sandbox, drive
     /// `initialize` and `tools/list`, and turn the paths the sandbox
@@ -138,7 +144,10 @@ pub fn main() -> ExitCode {
         Command::Fs(args) => fs::fs(&args),
         Command::Wrap(args) => wrap::wrap(&args),
         Command::Learn(args) => learn::learn(&args),
-        Command::Doctor { policy, json } => explain::doctor(policy.as_deref(), json),
+        Command::Doctor {
+            apparmor: Some(to), ..
+        } => apparmor::apparmor(&to),
+        Command::Doctor { policy, json, .. } => explain::doctor(policy.as_deref(), json),
         Command::Schema => {
             let schema = schemars::schema_for!(crate::policy::PolicyFile);
             match serde_json::to_string_pretty(&schema) {

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::plan::SandboxPlan;
-use crate::proxy::server::ExitInfo;
-use crate::proxy::{self, Ending, Launcher, ServerProcess, SessionConfig};
+use crate::proxy::session::ExitInfo;
+use crate::proxy::{self, Ending, LaunchError, Launcher, ServerProcess, SessionConfig};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 use crate::sandbox::{self, StdioConfig};
@@ -45,19 +45,27 @@ pub struct SandboxLauncher {
 /// descendant outside its PID namespace may still hold the pipe).
 const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// What a server's stderr tells: the last denial's hint once it exited,
+/// and each denial as it comes.
+type Diagnosis = (
+    Box<dyn FnOnce() -> Option<String> + Send>,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+);
+
 /// Relay a server's stderr to rootfence's, reading it for sandbox denials
-/// (each logged once, with the rule that would allow the path). The
-/// returned function, called once the server has exited, gives the last
-/// denial's hint.
+/// (each logged once, with the rule that would allow the path, and sent
+/// on the returned channel). The returned function, called once the server
+/// has exited, gives the last denial's hint.
 fn relay_stderr(
     mut from: std::process::ChildStderr,
     plan: &SandboxPlan,
     home: Option<std::path::PathBuf>,
-) -> Box<dyn FnOnce() -> Option<String> + Send> {
+) -> Diagnosis {
     use std::io::{Read, Write};
     let mut watch = sandbox::hints::StderrWatch::new(plan.clone(), home);
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Option<String>>(1);
     let exists = |p: &std::path::Path| p.exists();
+    let (hints_tx, hints_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let spawned = std::thread::Builder::new()
         .name("rootfence-server-stderr".into())
         .spawn(move || {
@@ -70,21 +78,26 @@ fn relay_stderr(
                 let _ = std::io::stderr().write_all(&buf[..n]);
                 for d in watch.feed(&buf[..n], &exists) {
                     tracing::warn!("sandbox denial: {}", d.hint);
+                    let _ = hints_tx.send(d.hint);
                 }
             }
             for d in watch.finish(&exists) {
                 tracing::warn!("sandbox denial: {}", d.hint);
+                let _ = hints_tx.send(d.hint);
             }
             let _ = done_tx.send(watch.last_hint().map(str::to_string));
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot read the server's stderr for sandbox denials: {e}");
     }
-    Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten())
+    (
+        Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten()),
+        hints_rx,
+    )
 }
 
 impl Launcher for SandboxLauncher {
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError> {
         for w in &plan.warnings {
             tracing::warn!("{w}");
         }
@@ -94,20 +107,26 @@ impl Launcher for SandboxLauncher {
         }
         // stderr too: the server never holds rootfence's own (which may be
         // a terminal); its lines are relayed to rootfence's stderr.
-        let mut child =
-            sandbox::spawn(plan, StdioConfig::all_piped()).map_err(|e| e.to_string())?;
+        let mut child = sandbox::spawn(plan, StdioConfig::all_piped())?;
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
-        let stdin = child.take_stdin().ok_or("server stdin is not piped")?;
-        let stdout = child.take_stdout().ok_or("server stdout is not piped")?;
-        let diagnose = child
-            .take_stderr()
-            .map(|stderr| relay_stderr(stderr, plan, self.home.clone()));
+        let stdin = child.take_stdin().ok_or(LaunchError::NotPiped("stdin"))?;
+        let stdout = child.take_stdout().ok_or(LaunchError::NotPiped("stdout"))?;
+        let (diagnose, denials) = match child.take_stderr() {
+            Some(stderr) => {
+                let (d, rx) = relay_stderr(stderr, plan, self.home.clone());
+                (Some(d), Some(rx))
+            }
+            None => (None, None),
+        };
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
         let _ = rustix::pipe::fcntl_setpipe_size(&stdout, PIPE_SIZE);
-        let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
-        let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+        let io = |what| move |source| LaunchError::Io { what, source };
+        let stdin = tokio::process::ChildStdin::from_std(stdin)
+            .map_err(io("cannot register the server's stdin"))?;
+        let stdout = tokio::process::ChildStdout::from_std(stdout)
+            .map_err(io("cannot register the server's stdout"))?;
         Ok(ServerProcess {
             stdin: Box::new(stdin),
             stdout: Box::new(stdout),
@@ -115,6 +134,7 @@ impl Launcher for SandboxLauncher {
             // Reaps the server and removes its scratch directory.
             reap: Box::new(move || child.wait().map(ExitInfo::from_status)),
             diagnose,
+            denials,
         })
     }
 }
@@ -202,11 +222,13 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
         policy.raw.runtime.profile = crate::policy::ProfileName::Native;
     }
     // Refuse at once what this kernel cannot enforce, before talking MCP.
+    // Without Landlock only the view + seccomp rung is left, which the
+    // policy must accept (and which needs namespaces: the launch says).
     let caps = sandbox::probe();
-    if caps.abi() == 0 {
+    if caps.abi() == 0 && policy.raw.isolation.landlock != crate::policy::LandlockName::Prefer {
         eprintln!(
-            "rootfence: Landlock is not available on this kernel ({:?}); run `rootfence doctor` for details. Refusing to start the server unconfined.",
-            caps.landlock
+            "rootfence: refusing to start: filesystem confinement: {}; run `rootfence doctor` for details",
+            sandbox::coverage::no_landlock(&caps)
         );
         return ExitCode::from(2);
     }
@@ -308,7 +330,7 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
             rx,
         ));
         match session.await {
-            Ok(r) => r,
+            Ok(r) => r.map_err(|e| e.to_string()),
             Err(e) => Err(format!("the session task failed: {e}")),
         }
     });

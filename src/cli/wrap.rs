@@ -51,6 +51,15 @@ pub struct WrapArgs {
     /// file.
     #[arg(long, requires = "in_place")]
     pub force: bool,
+    /// A root for every wrapped server (in addition to those inferred).
+    /// Repeatable.
+    #[arg(long = "root", value_name = "DIR", conflicts_with = "undo")]
+    pub roots: Vec<PathBuf>,
+    /// A root for one server, by its name in the config: what a host that
+    /// declares no roots (Claude Desktop) needs for a server whose
+    /// configuration names no directory. Repeatable.
+    #[arg(long = "root-for", value_name = "NAME=DIR", conflicts_with = "undo")]
+    pub roots_for: Vec<String>,
     /// Also make roots of directories the servers name that do not exist
     /// yet (a database's directory, a vault), creating them (mode 0700).
     #[arg(long, conflicts_with = "undo")]
@@ -75,6 +84,9 @@ become: run [--policy P] [--env NAME]... [--root DIR]... -- COMMAND ARGS...
   root the policy would refuse; other host variables are known only when
   the host launches the server (a note says so). A directory that does not
   exist yet becomes a root only with --create-roots, which creates it.
+- --root DIR adds a root to every wrapped server, --root-for NAME=DIR to
+  one: what a server needs under a host that declares no roots (Claude
+  Desktop) when its configuration names no directory (a note says so).
 Left alone, with a note: servers already run by rootfence (wrapping twice
 changes nothing), remote servers (url, type http or sse), servers run by
 docker or podman. What was inferred for each server is printed on stderr.
@@ -289,6 +301,24 @@ fn settings(
         };
         policy_for.insert(name.to_string(), load(Path::new(file))?);
     }
+    let abs_root = |p: &Path| {
+        absolute(p, env.cwd.as_deref())
+            .to_string_lossy()
+            .into_owned()
+    };
+    let roots = args.roots.iter().map(|r| abs_root(r)).collect();
+    let mut roots_for: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for spec in &args.roots_for {
+        let Some((name, dir)) = spec.split_once('=') else {
+            return Err(format!(
+                "--root-for {spec:?}: write NAME=DIR (the server's name in the config, then the directory)"
+            ));
+        };
+        roots_for
+            .entry(name.to_string())
+            .or_default()
+            .push(abs_root(Path::new(dir)));
+    }
     let builtin = Policy::builtin(env.home.as_deref()).map_err(|e| e.to_string())?;
     policies.insert(None, builtin);
     let base = std::fs::canonicalize(&args.file)
@@ -301,6 +331,8 @@ fn settings(
             policy_for,
             base,
             create_roots: args.create_roots,
+            roots,
+            roots_for,
         },
         policies,
     ))

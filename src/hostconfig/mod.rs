@@ -94,11 +94,14 @@ pub enum HostConfigError {
         /// The key looked for.
         key: &'static str,
     },
-    /// `--policy-for` names a server the file does not have.
-    #[error("{file}: --policy-for {name}: no server named {name} (servers: {known})")]
+    /// `--policy-for` or `--root-for` names a server the file does not
+    /// have.
+    #[error("{file}: {flag} {name}: no server named {name} (servers: {known})")]
     UnknownServer {
         /// The file.
         file: String,
+        /// The option that named it.
+        flag: &'static str,
         /// The name given.
         name: String,
         /// The servers the file has.
@@ -321,6 +324,10 @@ pub struct WrapSettings {
     /// Missing directories the servers name become roots (and are
     /// created): `--create-roots`.
     pub create_roots: bool,
+    /// Roots given for every server (`--root`), as written.
+    pub roots: Vec<String>,
+    /// Roots given per server name (`--root-for NAME=DIR`).
+    pub roots_for: BTreeMap<String, Vec<String>>,
 }
 
 /// Rewrite every stdio server of `text` to launch through `rootfence run`.
@@ -335,16 +342,21 @@ pub fn wrap(
 ) -> Result<Outcome, HostConfigError> {
     let doc = Document::parse(file, text, format)?;
     let (node, servers) = doc.servers()?;
-    if let Some(name) = settings
-        .policy_for
-        .keys()
-        .find(|n| !servers.contains_key(*n))
-    {
-        return Err(HostConfigError::UnknownServer {
-            file: file.to_string(),
-            name: name.clone(),
-            known: servers.keys().cloned().collect::<Vec<_>>().join(", "),
-        });
+    for (flag, names) in [
+        (
+            "--policy-for",
+            settings.policy_for.keys().collect::<Vec<_>>(),
+        ),
+        ("--root-for", settings.roots_for.keys().collect::<Vec<_>>()),
+    ] {
+        if let Some(name) = names.into_iter().find(|n| !servers.contains_key(*n)) {
+            return Err(HostConfigError::UnknownServer {
+                file: file.to_string(),
+                flag,
+                name: name.clone(),
+                known: servers.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        }
     }
     Ok(rewrite_each(&doc, &node, &servers, |name, entry| {
         let opts = WrapOptions {
@@ -357,6 +369,12 @@ pub fn wrap(
             format,
             base: settings.base.clone(),
             create_roots: settings.create_roots,
+            roots: settings
+                .roots
+                .iter()
+                .chain(settings.roots_for.get(name).into_iter().flatten())
+                .cloned()
+                .collect(),
         };
         server::wrap(entry, &opts, probe)
     }))

@@ -40,6 +40,9 @@ pub struct WrapOptions {
     /// not exist yet become roots too (`--create-roots`: the caller creates
     /// them).
     pub create_roots: bool,
+    /// Roots the user gives this server (`--root`, `--root-for`), as
+    /// written: added first, checked like inferred ones.
+    pub roots: Vec<String>,
 }
 
 /// A server's new `command` and `args` (`None`: no `args` key).
@@ -192,6 +195,9 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
     }
     let original = args.clone().unwrap_or_default();
     let mut found = Found::default();
+    for r in &opts.roots {
+        given_root(r, opts, probe, &mut found);
+    }
     for a in &original {
         let value = match a.split_once('=') {
             Some((flag, v)) if flag.starts_with('-') => v,
@@ -218,6 +224,12 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
     }
     notes.append(&mut found.notes);
     let roots = found.roots;
+    if roots.is_empty() && opts.format == Format::ClaudeDesktop {
+        notes.push(
+            "no root: nothing in its arguments or env names a directory, and Claude Desktop declares no roots, so the server sees none of your files; give it one with `rootfence wrap --root-for NAME=DIR` (or add \"--root\", \"DIR\" before \"--\" in its args)"
+                .into(),
+        );
+    }
     for r in &roots {
         out.push("--root".into());
         out.push(r.clone());
@@ -290,6 +302,40 @@ impl Found {
             self.notes.push(format!("root from {from}: {text}{why}"));
             self.roots.push(text);
         }
+    }
+}
+
+/// A root the user gave: made absolute (`~/` expanded), checked like an
+/// inferred one, never a system directory.
+fn given_root(r: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found) {
+    let local = match r.strip_prefix("~/") {
+        Some(rest) => match probe.home() {
+            Some(h) => h.join(rest),
+            None => PathBuf::from(r),
+        },
+        None => PathBuf::from(r),
+    };
+    let text = local.to_string_lossy().into_owned();
+    if !local.is_absolute() {
+        found
+            .notes
+            .push(format!("not a root: {r} (given) is not an absolute path"));
+        return;
+    }
+    if SYSTEM_TREES
+        .iter()
+        .any(|t| crate::roots::within(&local, Path::new(t)))
+    {
+        found
+            .notes
+            .push(format!("not a root: {r} (given) is a system directory"));
+        return;
+    }
+    match probe.root_refusal(&local, opts.policy.as_deref()) {
+        Some(why) => found
+            .notes
+            .push(format!("not a root: {r} (given) would be refused ({why})")),
+        None => found.root(text, "the command line", ""),
     }
 }
 

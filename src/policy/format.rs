@@ -30,6 +30,8 @@ pub struct PolicyFile {
     pub env: EnvSection,
     /// Protocol and process limits.
     pub limits: LimitsSection,
+    /// What the server may take of the machine.
+    pub resources: ResourcesSection,
     /// `sampling/createMessage` rules.
     pub sampling: SamplingSection,
     /// `elicitation/create` rules.
@@ -44,13 +46,42 @@ pub struct PolicyFile {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct IsolationSection {
-    /// Own user, mount, PID and IPC namespaces for the server (and a network
-    /// namespace when it has no network): a filesystem view holding only its
-    /// grants (metadata of everything else out of reach), and a PID
+    /// Own user (unless rootfence is root), mount, PID and IPC namespaces for
+    /// the server (and a network namespace on the view + seccomp rung): a
+    /// filesystem view holding only its grants (metadata of everything else
+    /// out of reach), and a PID
     /// namespace whose processes all end with the server. `auto`: where the
     /// kernel grants them, else run without and say what is lost;
     /// `require`: refuse to start without them; `off`: never.
     pub namespaces: NamespaceName,
+    /// Landlock, the filesystem and TCP confinement of every rung but one.
+    /// `require` (the default): refuse to start on a kernel without it.
+    /// `prefer`: where the kernel has no Landlock, accept the server's own
+    /// namespaces with its filesystem view and the seccomp filter as the
+    /// confinement (what bubblewrap gives; TCP is then refused whole, see
+    /// `rootfence doctor`), and still refuse where namespaces are not
+    /// granted either.
+    pub landlock: LandlockName,
+}
+
+/// `[isolation] landlock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockName {
+    /// Refuse to start without Landlock.
+    #[default]
+    Require,
+    /// Without Landlock, confine by the view and seccomp.
+    Prefer,
+}
+
+impl From<LandlockName> for crate::plan::LandlockMode {
+    fn from(n: LandlockName) -> Self {
+        match n {
+            LandlockName::Require => crate::plan::LandlockMode::Require,
+            LandlockName::Prefer => crate::plan::LandlockMode::Prefer,
+        }
+    }
 }
 
 /// `[isolation] namespaces`.
@@ -373,6 +404,10 @@ pub struct LimitsSection {
     pub shutdown_grace_ms: u64,
     /// How long the server has to answer `initialize`.
     pub initialize_timeout_ms: u64,
+    /// How long the host has to answer rootfence's `roots/list`: past it,
+    /// the host's roots are dropped (the server keeps only the roots of
+    /// the command line and the policy) until an answer comes.
+    pub roots_timeout_ms: u64,
 }
 
 impl Default for LimitsSection {
@@ -386,6 +421,49 @@ impl Default for LimitsSection {
             rebuild_debounce_ms: 100,
             shutdown_grace_ms: 2_000,
             initialize_timeout_ms: 30_000,
+            roots_timeout_ms: 5_000,
+        }
+    }
+}
+
+/// `[resources]`: what the server may take of the machine. Hitting a
+/// bound fails the call that would cross it (`EAGAIN` for a new process or
+/// thread, `ENOMEM`, `EMFILE`, `ENOSPC`): the server can report it, and
+/// the session goes on. `rootfence doctor` says which bounds apply on this
+/// machine.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResourcesSection {
+    /// Processes and threads the server may have at once, all of them
+    /// together. With namespaces: `RLIMIT_NPROC` counted in the server's
+    /// own user namespace (rootfence not root), or, when rootfence is root,
+    /// its PID namespace's `kernel.pid_max` (Linux 6.14 and later; the
+    /// kernel does not reuse a namespace's lowest 300 pids, so between this
+    /// many and 299 more). Without namespaces not bounded (`RLIMIT_NPROC`
+    /// would count every process of the user). 0: no bound.
+    pub processes: u64,
+    /// Memory of each process of the server, in MiB: its data (heap and
+    /// private writable mappings, `RLIMIT_DATA`). 0: no bound.
+    pub memory_mb: u64,
+    /// Open descriptors of each process (`RLIMIT_NOFILE`; never above
+    /// rootfence's own hard limit). 0: rootfence's own limit.
+    pub open_files: u64,
+    /// Size of the server's scratch directory (its `TMPDIR`) and private
+    /// layers together, in MiB: with namespaces a memory-backed filesystem
+    /// of this size (and 64 files per MiB) in its view, holding the private
+    /// layers' upper directories from Linux 6.6 on; without namespaces the
+    /// scratch directory is on the host's disk and not bounded. 0: no
+    /// bound (the scratch directory on the host's disk).
+    pub scratch_mb: u64,
+}
+
+impl Default for ResourcesSection {
+    fn default() -> Self {
+        ResourcesSection {
+            processes: 512,
+            memory_mb: 4096,
+            open_files: 8192,
+            scratch_mb: 1024,
         }
     }
 }

@@ -6,8 +6,11 @@
 //! error names the file, the line and the key.
 
 mod format;
+mod locate;
 
 pub use format::*;
+use locate::key_at;
+pub use locate::key_offset;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -865,31 +868,6 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Byte offset of the line that sets `key` in `[table]` (`""`: top level);
-/// the table header's offset when the key is not written (a default), 0
-/// when neither is.
-pub fn key_offset(text: &str, table: &str, key: &str) -> usize {
-    let mut current = String::new();
-    let mut header = None;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim();
-        if t.starts_with('[') {
-            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-            if current == table {
-                header.get_or_insert(offset);
-            }
-        } else if current == table
-            && let Some(rest) = t.strip_prefix(key)
-            && rest.trim_start().starts_with('=')
-        {
-            return offset;
-        }
-        offset += line.len();
-    }
-    header.unwrap_or(0)
-}
-
 /// 1-based line number of byte `offset` in `text`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
@@ -898,47 +876,6 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
-}
-
-/// The dotted key at byte `offset`: the table header above it plus the key
-/// on its line, best effort.
-fn key_at(text: &str, offset: usize) -> Option<String> {
-    let end = offset.min(text.len());
-    let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[line_start..]
-        .find('\n')
-        .map_or(text.len(), |i| line_start + i);
-    let line = &text[line_start..line_end];
-    let trimmed = line.trim();
-    if trimmed.starts_with('[') {
-        return Some(
-            trimmed
-                .trim_matches(|c| c == '[' || c == ']')
-                .trim()
-                .to_string(),
-        );
-    }
-    let key = match line.find('=') {
-        Some(eq) => line[..eq].trim(),
-        None => {
-            // A continuation line of a multi-line array: use the key above.
-            let prev = text[..line_start].rfind('=').map(|eq| {
-                let s = text[..eq].rfind('\n').map_or(0, |i| i + 1);
-                text[s..eq].trim()
-            });
-            prev?
-        }
-    };
-    let table = text[..line_start].lines().rev().find_map(|l| {
-        let t = l.trim();
-        t.starts_with('[')
-            .then(|| t.trim_matches(|c| c == '[' || c == ']').trim().to_string())
-    });
-    Some(match table {
-        Some(t) if !key.is_empty() => format!("{t}.{key}"),
-        Some(t) => t,
-        None => key.to_string(),
-    })
 }
 
 #[cfg(test)]
@@ -966,9 +903,15 @@ mod tests {
 
     #[test]
     fn key_lookup() {
-        let t = "[roots]\nallow_under = [\n  \"~\",\n  \"rel\",\n]\n";
+        let t = "[roots]\nallow_under = [\n  \"~\",\n  \"rel\",\n]\n[network]\nudp = 3\n";
         let off = t.find("\"rel\"").unwrap();
         assert_eq!(line_of(t, off), 4);
         assert_eq!(key_at(t, off).as_deref(), Some("roots.allow_under"));
+        let udp = t.find('3').unwrap();
+        assert_eq!(key_at(t, udp).as_deref(), Some("network.udp"));
+        assert_eq!(key_at(t, 2).as_deref(), Some("roots"));
+        assert_eq!(key_offset(t, "network", "udp"), t.find("udp").unwrap());
+        assert_eq!(key_offset(t, "network", "tcp"), t.find("network").unwrap());
+        assert_eq!(key_offset(t, "limits", "x"), 0);
     }
 }

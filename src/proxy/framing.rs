@@ -1,37 +1,14 @@
 //! Newline-delimited framing with a hard bound on line length.
 //!
 //! A line longer than the limit is never buffered whole: once it passes the
-//! limit, the rest of it is read and discarded, and only its first bytes are
-//! kept (to find its `id` and `method` for the error reply).
+//! limit, the rest of it is read and discarded, passing through a
+//! [`Sniffer`] that keeps what identifies it (its `id`, wherever it is in
+//! the line, and `method`) for the error reply.
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// How much of an oversized line is kept to identify it.
-pub const OVERSIZED_HEAD: usize = 64 * 1024;
-
-/// One frame read from a stream.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
-    /// A complete line, without its `\n` (and without a trailing `\r`).
-    Line(Vec<u8>),
-    /// A line longer than the limit: its total length and its first bytes.
-    TooLong {
-        /// Total length in bytes, without the newline.
-        len: u64,
-        /// The first [`OVERSIZED_HEAD`] bytes.
-        head: Vec<u8>,
-    },
-}
-
-impl Frame {
-    /// The bytes this frame holds in memory.
-    pub fn held(&self) -> usize {
-        match self {
-            Frame::Line(l) => l.len(),
-            Frame::TooLong { head, .. } => head.len(),
-        }
-    }
-}
+use super::session::Frame;
+use super::sniff::Sniffer;
 
 /// How much a reader asks the kernel for at a time.
 const READ_CHUNK: usize = 256 * 1024;
@@ -112,8 +89,8 @@ pub struct LineReader<R> {
     /// `buf[start..scanned]` holds no newline.
     scanned: usize,
     /// Discarding the rest of an oversized line: its length so far and
-    /// its first bytes.
-    oversized: Option<(u64, Vec<u8>)>,
+    /// what identifies it so far.
+    oversized: Option<(u64, Sniffer)>,
     eof: bool,
 }
 
@@ -144,16 +121,17 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             }
             self.scanned = self.buf.len();
             let pending = self.buf.len() - self.start;
-            if let Some((len, head)) = &mut self.oversized {
+            if let Some((len, sniffer)) = &mut self.oversized {
                 // Past the limit: count and drop what has no newline.
                 *len += pending as u64;
-                keep_head(head, &self.buf[self.start..]);
+                sniffer.feed(&self.buf[self.start..]);
                 self.buf.clear();
                 self.start = 0;
                 self.scanned = 0;
             } else if pending > self.max {
-                let head = self.buf[self.start..self.start + OVERSIZED_HEAD.min(pending)].to_vec();
-                self.oversized = Some((pending as u64, head));
+                let mut sniffer = Sniffer::default();
+                sniffer.feed(&self.buf[self.start..]);
+                self.oversized = Some((pending as u64, sniffer));
                 self.buf.clear();
                 self.buf.shrink_to(READ_CHUNK);
                 self.start = 0;
@@ -199,19 +177,22 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// bytes; `None` for an empty line (skipped).
     fn take(&mut self, end: usize, sep: usize) -> Option<Frame> {
         let mut stop = end;
-        if let Some((len, mut head)) = self.oversized.take() {
+        if let Some((len, mut sniffer)) = self.oversized.take() {
             let total = len + (end - self.start) as u64;
-            keep_head(&mut head, &self.buf[self.start..end]);
+            sniffer.feed(&self.buf[self.start..end]);
             self.consume(end + sep);
-            return Some(Frame::TooLong { len: total, head });
+            return Some(Frame::TooLong {
+                len: total,
+                ident: sniffer.finish(),
+            });
         }
         let n = end - self.start;
         if n > self.max {
-            let head = self.buf[self.start..self.start + OVERSIZED_HEAD.min(n)].to_vec();
+            let ident = super::sniff::ident(&self.buf[self.start..end]);
             self.consume(end + sep);
             return Some(Frame::TooLong {
                 len: n as u64,
-                head,
+                ident,
             });
         }
         if stop > self.start && self.buf[stop - 1] == b'\r' {
@@ -249,12 +230,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
         self.scanned = self.start;
     }
-}
-
-/// Append to an oversized line's head what fits of `more`.
-fn keep_head(head: &mut Vec<u8>, more: &[u8]) {
-    let room = OVERSIZED_HEAD.saturating_sub(head.len());
-    head.extend_from_slice(&more[..room.min(more.len())]);
 }
 
 fn memchr(b: &[u8]) -> Option<usize> {
@@ -361,6 +336,7 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::message::Ident;
 
     async fn frames(input: &[u8], max: usize) -> Vec<Frame> {
         let mut r = LineReader::new(tokio::io::BufReader::with_capacity(7, input), max);
@@ -393,9 +369,9 @@ mod tests {
         assert_eq!(f.len(), 3);
         assert_eq!(f[0], Frame::Line(b"short".to_vec()));
         match &f[1] {
-            Frame::TooLong { len, head } => {
+            Frame::TooLong { len, ident } => {
                 assert_eq!(*len, 1000);
-                assert!(head.len() <= OVERSIZED_HEAD && head.iter().all(|&c| c == b'x'));
+                assert_eq!(*ident, Ident::default());
             }
             other => panic!("{other:?}"),
         }
@@ -436,10 +412,9 @@ mod tests {
             .into_iter()
             .filter_map(|p| {
                 if p.len() > max {
-                    let head = p[..p.len().min(OVERSIZED_HEAD)].to_vec();
                     return Some(Frame::TooLong {
                         len: p.len() as u64,
-                        head,
+                        ident: crate::proxy::sniff::ident(p),
                     });
                 }
                 let p = p.strip_suffix(b"\r").unwrap_or(p);
@@ -480,6 +455,23 @@ mod tests {
             });
             proptest::prop_assert_eq!(got, want);
         }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_lines_id_is_found_wherever_it_is() {
+        let big = "x".repeat(300_000);
+        let line = format!(r#"{{"jsonrpc":"2.0","result":{{"t":"{big}","id":7}},"id":"late"}}"#);
+        let input = format!("{line}\n{{\"id\":1}}\n");
+        let f = frames(input.as_bytes(), 1000).await;
+        match &f[0] {
+            Frame::TooLong { len, ident } => {
+                assert_eq!(*len, line.len() as u64);
+                assert_eq!(ident.id.as_deref(), Some("\"late\""));
+                assert!(ident.answer);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(f[1], Frame::Line(b"{\"id\":1}".to_vec()));
     }
 
     #[tokio::test]

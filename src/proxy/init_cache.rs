@@ -233,26 +233,17 @@ fn key(env: &HostEnv, command: &[OsString]) -> u64 {
     }
     env.cwd.hash(&mut h);
     env.vars.hash(&mut h);
-    let path_dirs: Vec<PathBuf> = env
-        .vars
-        .get("PATH")
-        .map(|p| std::env::split_paths(p).collect())
-        .unwrap_or_default();
     for (i, arg) in command.iter().enumerate() {
         let p = Path::new(arg);
-        let mut candidates = Vec::new();
-        if p.is_absolute() {
-            candidates.push(p.to_path_buf());
-        } else if let Some(cwd) = &env.cwd {
-            candidates.push(cwd.join(p));
-        }
-        if i == 0 && !arg.as_bytes().contains(&b'/') {
-            candidates.extend(path_dirs.iter().map(|d| d.join(p)));
-        }
-        if let Some(m) = candidates
-            .iter()
-            .find_map(|c| std::fs::metadata(c).ok().filter(|m| m.is_file()))
-        {
+        // The command as the launch finds it; other arguments as paths.
+        let found = if i == 0 {
+            crate::runtime::which(&arg.to_string_lossy(), env)
+        } else if p.is_absolute() {
+            Some(p.to_path_buf())
+        } else {
+            env.cwd.as_ref().map(|cwd| cwd.join(p))
+        };
+        if let Some(m) = found.and_then(|c| std::fs::metadata(c).ok().filter(|m| m.is_file())) {
             (i, m.len(), m.mtime(), m.mtime_nsec(), m.ino(), m.dev()).hash(&mut h);
         }
     }

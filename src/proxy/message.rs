@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::canonical::{self, Unreadable};
+pub use super::id::{Ident, valid_id_key};
 use super::scan;
 
 /// JSON-RPC error codes used by rootfence.
@@ -121,6 +123,8 @@ pub struct Envelope<'a> {
     pub params: Option<Raw<'a>>,
     /// The result, as written.
     pub result: Option<Raw<'a>>,
+    /// The error, as written.
+    pub error: Option<Raw<'a>>,
     /// Whether the response is an error.
     pub is_error: bool,
     /// The guarded members of `params`, when the envelope's pass is sure
@@ -130,11 +134,12 @@ pub struct Envelope<'a> {
     pub result_guarded: Option<Guarded<'a>>,
 }
 
-/// Why a line is not a JSON-RPC message.
+/// Why a line is not a JSON-RPC message rootfence relays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invalid {
-    /// Not JSON at all.
-    NotJson(String),
+    /// Not JSON, or not JSON every parser reads the same way (see
+    /// [`super::canonical`]).
+    Unreadable(Unreadable),
     /// A JSON array: a batch.
     Batch,
     /// JSON, but not a JSON-RPC 2.0 message; the id if one was found.
@@ -198,14 +203,16 @@ fn text(v: Option<&[u8]>) -> Option<Option<Cow<'_, str>>> {
     }
 }
 
-/// Read the envelope of one line.
+/// Read the envelope of one line, without changing it: for a line the
+/// fast scan is unsure of, only when the strict reading finds it readable
+/// (its canonical text is what is relayed: see [`Line::read`]).
 ///
 /// # Security
 ///
-/// The fast scan reads a line only when it is certainly valid JSON with
-/// each envelope member once; every other line is read by serde, as
-/// before, so both readings agree on every line they both accept (the
-/// property `scan_agrees_with_serde` tests this).
+/// The fast scan reads a line only when every parser reads it the same
+/// way; every other line is read strictly first, then by serde, so both
+/// readings agree on every line they both accept (the property
+/// `scan_agrees_with_serde` tests this).
 pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
@@ -213,9 +220,165 @@ pub fn parse(line: &[u8]) -> Result<Envelope<'_>, Invalid> {
     }
     let raw = match scanned(line) {
         Some(m) => m,
-        None => parse_serde(line)?,
+        None => {
+            canonical::canonical(line).map_err(Invalid::Unreadable)?;
+            parse_serde(line)?
+        }
     };
     check(raw)
+}
+
+/// Whether a line is a JSON array (a batch).
+pub fn is_batch(line: &[u8]) -> bool {
+    line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
+/// A line as rootfence relays it, with its envelope: the line as it came
+/// when the fast scan reads it, else its canonical text (see
+/// [`canonical`]).
+#[derive(Debug)]
+pub struct Line {
+    bytes: Vec<u8>,
+    spans: Spans,
+    rewritten: bool,
+}
+
+/// Where each envelope member is in a [`Line`].
+#[derive(Debug)]
+struct Spans {
+    kind: Kind,
+    id: Option<Range<usize>>,
+    method: Option<Text>,
+    params: Option<Range<usize>>,
+    result: Option<Range<usize>>,
+    error: Option<Range<usize>>,
+    is_error: bool,
+    params_guarded: Option<[Option<Range<usize>>; 4]>,
+    result_guarded: Option<[Option<Range<usize>>; 4]>,
+}
+
+/// A string member: where it is in the line (no escapes), or its text.
+#[derive(Debug)]
+enum Text {
+    At(Range<usize>),
+    Owned(String),
+}
+
+use std::ops::Range;
+
+impl Line {
+    /// Read `bytes` (one line): the line itself when the fast scan reads
+    /// it, its canonical text when the strict reading does, else why not.
+    ///
+    /// # Security
+    ///
+    /// What a [`Line`] holds is read the same way by every parser a host
+    /// uses; a line that cannot be read completely and unambiguously is
+    /// never relayed as it came.
+    pub fn read(bytes: Vec<u8>) -> Result<Line, Invalid> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            return Err(Invalid::Batch);
+        }
+        if let Some(m) = scanned(&bytes) {
+            let spans = Spans::of(&bytes, &check(m)?);
+            return Ok(Line {
+                bytes,
+                spans,
+                rewritten: false,
+            });
+        }
+        let canon = canonical::canonical(&bytes).map_err(Invalid::Unreadable)?;
+        let raw = match scanned(&canon) {
+            Some(m) => m,
+            None => parse_serde(&canon)?,
+        };
+        let spans = Spans::of(&canon, &check(raw)?);
+        let rewritten = canon != bytes;
+        Ok(Line {
+            bytes: canon,
+            spans,
+            rewritten,
+        })
+    }
+
+    /// The envelope.
+    pub fn envelope(&self) -> Envelope<'_> {
+        let b = &self.bytes;
+        let raw = |r: &Option<Range<usize>>| r.clone().map(|r| Raw(&b[r]));
+        let guarded = |g: &Option<[Option<Range<usize>>; 4]>| {
+            g.as_ref().map(|[m, s, t, i]| Guarded {
+                meta: raw(m),
+                request_state: raw(s),
+                result_type: raw(t),
+                input_requests: raw(i),
+            })
+        };
+        let s = &self.spans;
+        Envelope {
+            kind: s.kind,
+            id: raw(&s.id),
+            method: s.method.as_ref().map(|m| match m {
+                // Checked UTF-8 when read; ASCII boundaries.
+                Text::At(r) => Cow::Borrowed(std::str::from_utf8(&b[r.clone()]).unwrap_or("")),
+                Text::Owned(t) => Cow::Borrowed(t.as_str()),
+            }),
+            params: raw(&s.params),
+            result: raw(&s.result),
+            error: raw(&s.error),
+            is_error: s.is_error,
+            params_guarded: guarded(&s.params_guarded),
+            result_guarded: guarded(&s.result_guarded),
+        }
+    }
+
+    /// The line's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The line's bytes, to relay.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Whether the line is rootfence's canonical text of what came.
+    pub fn rewritten(&self) -> bool {
+        self.rewritten
+    }
+}
+
+impl Spans {
+    fn of(line: &[u8], e: &Envelope<'_>) -> Spans {
+        let at = |r: Option<Raw<'_>>| r.and_then(|r| span_in(line, r));
+        let guarded = |g: &Option<Guarded<'_>>| {
+            g.map(|g| {
+                [
+                    at(g.meta),
+                    at(g.request_state),
+                    at(g.result_type),
+                    at(g.input_requests),
+                ]
+            })
+        };
+        Spans {
+            kind: e.kind,
+            id: at(e.id),
+            method: e.method.as_ref().map(|m| match m {
+                Cow::Borrowed(t) => match span_of(line, t) {
+                    Some(r) => Text::At(r),
+                    None => Text::Owned(t.to_string()),
+                },
+                Cow::Owned(t) => Text::Owned(t.clone()),
+            }),
+            params: at(e.params),
+            result: at(e.result),
+            error: at(e.error),
+            is_error: e.is_error,
+            params_guarded: guarded(&e.params_guarded),
+            result_guarded: guarded(&e.result_guarded),
+        }
+    }
 }
 
 /// The envelope's members as serde reads them.
@@ -230,7 +393,11 @@ fn parse_serde(line: &[u8]) -> Result<Members<'_>, Invalid> {
                     id: None,
                 });
             }
-            return Err(Invalid::NotJson(e.to_string()));
+            tracing::debug!("not JSON: {e}");
+            return Err(Invalid::Unreadable(Unreadable {
+                why: canonical::Why::NotJson,
+                ident: Ident::default(),
+            }));
         }
     };
     Ok(Members {
@@ -252,9 +419,9 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
     if error.is_some() && raw.method.is_none() && id.is_some_and(|i| i.get() == "null") {
         id = None;
     }
-    let id_ok = id.is_none_or(|id| valid_id(id.get()));
+    let id_ok = id.is_none_or(|id| valid_id_key(id.get()).is_some());
     let id_text = id
-        .filter(|id| valid_id(id.get()))
+        .filter(|id| valid_id_key(id.get()).is_some())
         .map(|id| id.get().to_string());
     let bad = |why: &'static str| Invalid::NotJsonRpc {
         why,
@@ -295,20 +462,11 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
         method: raw.method,
         params,
         result,
+        error,
         is_error: error.is_some(),
         params_guarded: raw.params_guarded,
         result_guarded: raw.result_guarded,
     })
-}
-
-/// Whether raw JSON text is a valid MCP id: a string or an integer.
-fn valid_id(raw: &str) -> bool {
-    let b = raw.as_bytes();
-    match b.first() {
-        Some(b'"') => true,
-        Some(b'-' | b'0'..=b'9') => b.iter().skip(1).all(u8::is_ascii_digit),
-        _ => false,
-    }
 }
 
 /// Byte range of `part` inside `line`. `part` must be borrowed from `line`
@@ -512,109 +670,6 @@ pub fn edit_members(object: &str, edits: &[(&str, Option<&str>)]) -> Option<Stri
     Some(out)
 }
 
-/// Best-effort look at the start of a message too long to parse: the
-/// top-level `id` (raw JSON) and `method`, when they appear in `head`.
-pub fn sniff(head: &[u8]) -> (Option<String>, Option<String>) {
-    let mut id = None;
-    let mut method = None;
-    let mut i = skip_ws(head, 0);
-    if head.get(i) != Some(&b'{') {
-        return (None, None);
-    }
-    i += 1;
-    loop {
-        i = skip_ws(head, i);
-        if head.get(i) != Some(&b'"') {
-            break;
-        }
-        let Some(kend) = string_end(head, i) else {
-            break;
-        };
-        let key = &head[i + 1..kend - 1];
-        i = skip_ws(head, kend);
-        if head.get(i) != Some(&b':') {
-            break;
-        }
-        i = skip_ws(head, i + 1);
-        let Some(vend) = value_end(head, i) else {
-            break;
-        };
-        let value = &head[i..vend];
-        match key {
-            b"id" if valid_id(std::str::from_utf8(value).unwrap_or("")) => {
-                id = std::str::from_utf8(value).ok().map(str::to_string);
-            }
-            b"method" if value.first() == Some(&b'"') => {
-                method = serde_json::from_slice::<String>(value).ok();
-            }
-            _ => {}
-        }
-        i = skip_ws(head, vend);
-        if head.get(i) != Some(&b',') {
-            break;
-        }
-        i += 1;
-    }
-    (id, method)
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(u8::is_ascii_whitespace) {
-        i += 1;
-    }
-    i
-}
-
-/// End (exclusive) of the string starting at `i` (which is `"`).
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    while j < b.len() {
-        match b[j] {
-            b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
-        }
-    }
-    None
-}
-
-/// End (exclusive) of the JSON value starting at `i`, if complete in `b`.
-fn value_end(b: &[u8], i: usize) -> Option<usize> {
-    match b.get(i)? {
-        b'"' => string_end(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
-            {
-                j += 1;
-            }
-            (j < b.len()).then_some(j)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -678,7 +733,7 @@ mod tests {
             k(r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"}}"#),
             Ok(Kind::Response)
         );
-        assert!(matches!(k("not json"), Err(Invalid::NotJson(_))));
+        assert!(matches!(k("not json"), Err(Invalid::Unreadable(_))));
         assert!(matches!(k("[1,2]"), Err(Invalid::Batch)));
         assert!(matches!(k("42"), Err(Invalid::NotJsonRpc { .. })));
         assert!(matches!(
@@ -706,23 +761,6 @@ mod tests {
             br#"{"jsonrpc":"2.0", "id" : "rf-9" ,"method":"m","params":{"id":99,"x":[1,2]}}"#
                 .to_vec()
         );
-    }
-
-    #[test]
-    fn sniffing_heads() {
-        assert_eq!(
-            sniff(br#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"x":"xxxxx"#),
-            (
-                Some(r#""a\"b""#.to_string()),
-                Some("tools/call".to_string())
-            )
-        );
-        assert_eq!(
-            sniff(br#"{"method":"m","params":{"a":[{"id":3}]},"id":12}"#),
-            (Some("12".into()), Some("m".into()))
-        );
-        assert_eq!(sniff(br#"{"params":{"big":"xxxxxxxx"#), (None, None));
-        assert_eq!(sniff(b"garbage"), (None, None));
     }
 
     #[test]

@@ -11,14 +11,17 @@
 //! [`run`] is the loop that feeds the core its events and carries out its
 //! actions (writing lines, launching and stopping generations).
 
+pub mod canonical;
 pub mod flow;
 pub mod framing;
 pub mod guard;
+pub mod id;
 pub mod init_cache;
 pub mod message;
 pub mod scan;
 pub mod server;
 pub mod session;
+pub mod sniff;
 pub mod stdio;
 
 use std::collections::HashMap;
@@ -27,10 +30,11 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
-pub use server::{Launcher, ServerProcess};
-pub use session::{Action, Ending, Event, Session, SessionConfig};
+pub use server::{LaunchError, Launcher, ServerProcess};
+pub use session::{Action, Ending, Event, Session, SessionConfig, SessionError};
 
-use server::{Generation, ServerEvent};
+use server::Generation;
+use session::ServerEvent;
 use session::{GenId, RootsObserver};
 
 /// How long the relay keeps polling, without sleeping, after a message
@@ -86,11 +90,13 @@ impl<L: Launcher> Effects<L> {
                         let report = self.launcher.launch(&plan).and_then(|p| {
                             Generation::start(g, p, self.max_line, self.server_events.clone())
                         });
-                        let report = report.map(|h| {
-                            let pid = h.pid.unwrap_or(0);
-                            self.gens.insert(g, h);
-                            pid
-                        });
+                        let report = report
+                            .map(|h| {
+                                let pid = h.pid.unwrap_or(0);
+                                self.gens.insert(g, h);
+                                pid
+                            })
+                            .map_err(|e| e.to_string());
                         session.on_event(Event::Launched(g, report), Instant::now());
                     }
                     Action::Stop(g, how) => {
@@ -127,7 +133,7 @@ pub async fn run<L, R, W>(
     host_in: R,
     host_out: W,
     mut extra_events: mpsc::UnboundedReceiver<Event>,
-) -> Result<Ending, String>
+) -> Result<Ending, SessionError>
 where
     L: Launcher,
     R: AsyncRead + Unpin + Send + 'static,

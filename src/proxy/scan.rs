@@ -3,18 +3,24 @@
 //! [`members`] finds the members of the JSON-RPC envelope in one pass and
 //! checks that the whole line is valid JSON in valid UTF-8, without
 //! building anything: long ASCII strings (the base64 of an image) are
-//! crossed 64 bytes at a time, other text a run at a time. It answers only when it is sure: anything unusual
-//! (an escaped key, a `\u` escape, a repeated envelope member, deep
-//! nesting, any error) gives `None`, and the caller parses the line with
-//! serde instead, which then decides, with the same result as always.
+//! crossed 64 bytes at a time, other text a run at a time. It answers only
+//! when it is sure: anything unusual (an escaped key, half a surrogate
+//! pair, a key repeated in any object, a carriage return between tokens, a number
+//! that may not fit a double, deep nesting, any error) gives `None`, and
+//! the caller reads the line strictly and rewrites it in canonical form
+//! (`super::canonical`), or refuses it.
 //!
 //! # Security
 //!
-//! The scan accepts only valid JSON (RFC 8259, as serde_json reads it),
-//! so a line it reads has one meaning for every conforming parser: the
-//! members it reports are the ones the receiver will see. A line it reads
-//! is valid UTF-8: outside strings only ASCII is accepted, and every
-//! string's text is checked.
+//! A line the scan reads is read the same way by every parser a host
+//! uses (serde_json, Python's `json`, `JSON.parse`, node's `readline`,
+//! Python's universal newlines, pydantic's reader): it is valid JSON
+//! (RFC 8259) in valid UTF-8 (outside strings only ASCII is accepted,
+//! and every string's text is checked), no object names a key twice (so
+//! "first wins" and "last wins" parsers agree), no carriage return
+//! stands between tokens (so line splitters that break on `\r` see one
+//! line), every number is finite as a double, and nesting stays under
+//! [`MAX_DEPTH`]. Such a line is relayed byte for byte.
 
 /// The envelope members of a JSON object, each as its exact text (valid
 /// JSON in valid UTF-8).
@@ -32,9 +38,9 @@ pub struct Members<'a> {
     pub result: Option<&'a [u8]>,
     /// `error`, raw.
     pub error: Option<&'a [u8]>,
-    /// The guarded members of `params`, when certain (see [`Guarded`]).
+    /// The guarded members of `params`, when it is there (see [`Guarded`]).
     pub params_guarded: Option<Guarded<'a>>,
-    /// The guarded members of `result`, when certain.
+    /// The guarded members of `result`, when it is there.
     pub result_guarded: Option<Guarded<'a>>,
 }
 
@@ -42,10 +48,9 @@ pub struct Members<'a> {
 /// of the 2026-07-28 revision looks for, found during the envelope's own
 /// pass (so a megabyte result is not searched again for them).
 ///
-/// Reported only when certain: the value is not an object (it has none of
-/// them), or it is an object whose keys hold no escape and name each of
-/// these members at most once. Otherwise the envelope's `*_guarded` is
-/// `None` and the caller looks for them in the text (with serde's answer).
+/// Reported whenever the scan reads the line (its keys hold no escape and
+/// each appears once per object, so what it finds is certain); for a value
+/// that is not an object, all are absent.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Guarded<'a> {
     /// `_meta`, raw.
@@ -70,11 +75,70 @@ impl<'a> Guarded<'a> {
     }
 }
 
-/// Nesting deeper than this is left to serde (which has its own limit).
-const MAX_DEPTH: usize = 100;
+/// The deepest nesting rootfence reads (the top-level object counts as
+/// one level less than its members' values); deeper lines are unreadable.
+pub const MAX_DEPTH: usize = 100;
+
+/// The keys of the objects being read, innermost object last: a key
+/// repeated in one object (compared as written: escaped keys are refused)
+/// makes the line unsure. Objects with many keys are checked with a hash
+/// set, so a line of a million keys costs a million look-ups.
+#[derive(Default)]
+struct Keys<'a> {
+    stack: Vec<&'a [u8]>,
+    /// The hash sets of the open objects that have many keys, by where
+    /// their keys start in `stack`.
+    sets: Vec<(usize, std::collections::HashSet<&'a [u8]>)>,
+}
+
+/// Objects with at most this many keys are checked by comparing keys.
+const FEW_KEYS: usize = 16;
+
+impl<'a> Keys<'a> {
+    /// An object opens: where its keys start.
+    fn open(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Add `key` to the object whose keys start at `base`; false when the
+    /// key is escaped or already there.
+    fn add(&mut self, base: usize, key: &'a [u8]) -> bool {
+        if key.contains(&b'\\') {
+            return false;
+        }
+        let known = &self.stack[base..];
+        if known.len() < FEW_KEYS {
+            if known.contains(&key) {
+                return false;
+            }
+        } else {
+            if self.sets.last().is_none_or(|(b, _)| *b != base) {
+                self.sets.push((base, known.iter().copied().collect()));
+            }
+            // Just pushed, or found, for this object.
+            let Some((_, set)) = self.sets.last_mut() else {
+                return false;
+            };
+            if !set.insert(key) {
+                return false;
+            }
+        }
+        self.stack.push(key);
+        true
+    }
+
+    /// The object whose keys start at `base` is closed.
+    fn close(&mut self, base: usize) {
+        self.stack.truncate(base);
+        if self.sets.last().is_some_and(|(b, _)| *b == base) {
+            self.sets.pop();
+        }
+    }
+}
 
 /// The top-level members of `line`, if it is certainly one valid JSON
-/// object whose envelope members appear once each; `None` if unsure.
+/// object that every parser reads the same way (see the module's
+/// `# Security`); `None` if unsure.
 pub fn members(b: &[u8]) -> Option<Members<'_>> {
     let mut m = Members::default();
     each_member(b, true, |key, value, guarded| {
@@ -92,9 +156,6 @@ pub fn members(b: &[u8]) -> Option<Members<'_>> {
             b"error" => &mut m.error,
             _ => return Some(()),
         };
-        if slot.is_some() {
-            return None;
-        }
         *slot = Some(value);
         Some(())
     })?;
@@ -108,9 +169,6 @@ pub fn member<'a>(b: &'a [u8], key: &[u8]) -> Option<Option<&'a [u8]>> {
     let mut found = None;
     each_member(b, false, |k, value, _| {
         if k == key {
-            if found.is_some() {
-                return None;
-            }
             found = Some(value);
         }
         Some(())
@@ -120,17 +178,19 @@ pub fn member<'a>(b: &'a [u8], key: &[u8]) -> Option<Option<&'a [u8]>> {
 
 /// Call `visit` with each top-level member (key without quotes, value's
 /// exact text, and with `deep` for `params` and `result` their guarded
-/// members when certain) of `b`, if `b` is certainly one valid JSON
-/// object; `None` if unsure or if `visit` says so.
+/// members) of `b`, if `b` is certainly one valid JSON object read the
+/// same way by every parser; `None` if unsure or if `visit` says so.
 fn each_member<'a>(
     b: &'a [u8],
     deep: bool,
     mut visit: impl FnMut(&'a [u8], &'a [u8], Option<Guarded<'a>>) -> Option<()>,
 ) -> Option<()> {
+    let mut keys = Keys::default();
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
+    let base = keys.open();
     i = ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
         i += 1;
@@ -141,7 +201,7 @@ fn each_member<'a>(
             }
             let kend = string_end(b, i + 1)?;
             let key = &b[i + 1..kend - 1];
-            if key.contains(&b'\\') {
+            if !keys.add(base, key) {
                 return None;
             }
             i = ws(b, kend);
@@ -151,12 +211,13 @@ fn each_member<'a>(
             i = ws(b, i + 1);
             let (vend, guarded) = if deep && matches!(key, b"params" | b"result") {
                 if b.get(i) == Some(&b'{') {
-                    guarded_object_end(b, i)?
+                    let (end, g) = guarded_object_end(b, i, &mut keys)?;
+                    (end, Some(g))
                 } else {
-                    (value_end(b, i, 1)?, Some(Guarded::default()))
+                    (value_end(b, i, 1, &mut keys)?, Some(Guarded::default()))
                 }
             } else {
-                (value_end(b, i, 1)?, None)
+                (value_end(b, i, 1, &mut keys)?, None)
             };
             visit(key, &b[i..vend], guarded)?;
             i = ws(b, vend);
@@ -174,14 +235,19 @@ fn each_member<'a>(
 }
 
 /// End of the object opened at `i` (a top-level member's value), with its
-/// guarded members when certain: keys without escapes, each guarded one
-/// once. Checks the object exactly as [`container_end`] does.
-fn guarded_object_end(b: &[u8], i: usize) -> Option<(usize, Option<Guarded<'_>>)> {
+/// guarded members. Checks the object exactly as [`container_end`] does
+/// (keys are plain and each appears once, so the guarded members found
+/// are certain).
+fn guarded_object_end<'a>(
+    b: &'a [u8],
+    i: usize,
+    keys: &mut Keys<'a>,
+) -> Option<(usize, Guarded<'a>)> {
     let mut g = Guarded::default();
-    let mut sure = true;
+    let base = keys.open();
     let mut j = ws(b, i + 1);
     if b.get(j) == Some(&b'}') {
-        return Some((j + 1, Some(g)));
+        return Some((j + 1, g));
     }
     loop {
         if b.get(j) != Some(&b'"') {
@@ -189,41 +255,48 @@ fn guarded_object_end(b: &[u8], i: usize) -> Option<(usize, Option<Guarded<'_>>)
         }
         let kend = string_end(b, j + 1)?;
         let key = &b[j + 1..kend - 1];
+        if !keys.add(base, key) {
+            return None;
+        }
         j = ws(b, kend);
         if b.get(j) != Some(&b':') {
             return None;
         }
         j = ws(b, j + 1);
-        let vend = value_end(b, j, 2)?;
-        if key.contains(&b'\\') {
-            sure = false;
-        } else if let Some(slot) = g.slot(key) {
-            sure &= slot.is_none();
+        let vend = value_end(b, j, 2, keys)?;
+        if let Some(slot) = g.slot(key) {
             *slot = Some(&b[j..vend]);
         }
         j = ws(b, vend);
         match *b.get(j)? {
             b',' => j = ws(b, j + 1),
-            b'}' => return Some((j + 1, sure.then_some(g))),
+            b'}' => {
+                keys.close(base);
+                return Some((j + 1, g));
+            }
             _ => return None,
         }
     }
 }
 
-/// Index of the first non-whitespace byte at or after `i`.
+/// Index of the first non-whitespace byte at or after `i`. Line breaks
+/// are not taken as whitespace: a carriage return, because a host whose
+/// line reader also breaks lines there (node's `readline`, Python's
+/// universal newlines) would read two lines; a newline, which a line
+/// never holds (lines are split at it).
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+    while let Some(b' ' | b'\t') = b.get(i) {
         i += 1;
     }
     i
 }
 
 /// End (exclusive) of the value starting at `i`.
-fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+fn value_end<'a>(b: &'a [u8], i: usize, depth: usize, keys: &mut Keys<'a>) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i + 1),
-        b'{' => container_end(b, i, b'}', depth),
-        b'[' => container_end(b, i, b']', depth),
+        b'{' => container_end(b, i, b'}', depth, keys),
+        b'[' => container_end(b, i, b']', depth, keys),
         b't' => literal(b, i, b"true"),
         b'f' => literal(b, i, b"false"),
         b'n' => literal(b, i, b"null"),
@@ -237,11 +310,18 @@ fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 }
 
 /// End of the object or array opened at `i`.
-fn container_end(b: &[u8], i: usize, close: u8, depth: usize) -> Option<usize> {
+fn container_end<'a>(
+    b: &'a [u8],
+    i: usize,
+    close: u8,
+    depth: usize,
+    keys: &mut Keys<'a>,
+) -> Option<usize> {
     if depth >= MAX_DEPTH {
         return None;
     }
     let object = close == b'}';
+    let base = keys.open();
     let mut j = ws(b, i + 1);
     if b.get(j) == Some(&close) {
         return Some(j + 1);
@@ -251,16 +331,23 @@ fn container_end(b: &[u8], i: usize, close: u8, depth: usize) -> Option<usize> {
             if b.get(j) != Some(&b'"') {
                 return None;
             }
-            j = ws(b, string_end(b, j + 1)?);
+            let kend = string_end(b, j + 1)?;
+            if !keys.add(base, &b[j + 1..kend - 1]) {
+                return None;
+            }
+            j = ws(b, kend);
             if b.get(j) != Some(&b':') {
                 return None;
             }
             j = ws(b, j + 1);
         }
-        j = ws(b, value_end(b, j, depth + 1)?);
+        j = ws(b, value_end(b, j, depth + 1, keys)?);
         match *b.get(j)? {
             b',' => j = ws(b, j + 1),
-            c if c == close => return Some(j + 1),
+            c if c == close => {
+                keys.close(base);
+                return Some(j + 1);
+            }
             _ => return None,
         }
     }
@@ -295,9 +382,26 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
         }
         match *b.get(i)? {
             b'"' => return Some(i + 1),
-            // `\u` escapes (and surrogate pairs) are left to serde.
             b'\\' => match b.get(i + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                // A `\u` escape: a character, or a surrogate pair (half a
+                // pair is read differently by different parsers: unsure).
+                b'u' => {
+                    let unit = hex4(b, i + 2)?;
+                    match unit {
+                        0xD800..=0xDBFF => {
+                            if b.get(i + 6..i + 8)? != b"\\u" {
+                                return None;
+                            }
+                            if !(0xDC00..=0xDFFF).contains(&hex4(b, i + 8)?) {
+                                return None;
+                            }
+                            i += 12;
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => i += 6,
+                    }
+                }
                 _ => return None,
             },
             0..0x20 => return None,
@@ -318,8 +422,19 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// The four hex digits at `i`, as a number.
+fn hex4(b: &[u8], i: usize) -> Option<u32> {
+    let h = b.get(i..i + 4)?;
+    h.iter().try_fold(0u32, |n, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(n * 16 + d)
+    })
+}
+
 /// End of the number starting at `i`: `-? (0 | [1-9][0-9]*) (. [0-9]+)?
-/// ([eE] [+-]? [0-9]+)?`.
+/// ([eE] [+-]? [0-9]+)?`, when it is certainly finite as a double (at
+/// most 100 integer digits and a two-digit exponent: below 1e200); a
+/// larger one is left to the strict reading, which checks it exactly.
 fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
     let digits = |b: &[u8], mut i: usize| {
         let s = i;
@@ -331,10 +446,14 @@ fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
     if b.get(i) == Some(&b'-') {
         i += 1;
     }
+    let int = i;
     match b.get(i)? {
         b'0' => i += 1,
         b'1'..=b'9' => i = digits(b, i)?,
         _ => return None,
+    }
+    if i - int > 100 {
+        return None;
     }
     if b.get(i) == Some(&b'.') {
         i = digits(b, i + 1)?;
@@ -344,7 +463,11 @@ fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
         if let Some(b'+' | b'-') = b.get(i) {
             i += 1;
         }
+        let exp = i;
         i = digits(b, i)?;
+        if i - exp > 2 {
+            return None;
+        }
     }
     Some(i)
 }
@@ -355,8 +478,7 @@ mod tests {
 
     #[test]
     fn finds_the_envelope() {
-        let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},
-            "method":"tools/call","params":{"name":"n"} } "#;
+        let line = r#" { "jsonrpc" : "2.0", "id":7, "x":{"id":9,"a":[1,-2.5e3,true,null,"s\"q"]},	"method":"tools/call","params":{"name":"n"} } "#;
         let m = members(line.as_bytes()).unwrap();
         assert_eq!(m.jsonrpc, Some(&br#""2.0""#[..]));
         assert_eq!(m.id, Some(&b"7"[..]));
@@ -389,16 +511,16 @@ mod tests {
             .unwrap();
         assert_eq!(p.meta, Some(&br#"{"v":1}"#[..]));
         assert_eq!(p.request_state, Some(&br#""s""#[..]));
-        // Unsure: an escaped key (it may name one), a repeated one. The
-        // envelope itself is still read.
+        // An escaped key (it may name one), a key repeated in any object:
+        // the whole line is unsure (read strictly elsewhere).
         for unsure in [
             r#"{"id":1,"result":{"a\/b":1}}"#,
             r#"{"id":1,"result":{"result\/Type":1}}"#,
             r#"{"id":1,"result":{"resultType":"a","resultType":"input_required"}}"#,
+            r#"{"id":1,"result":{"x":{"a":1,"a":2}}}"#,
+            r#"{"id":1,"x":1,"x":2}"#,
         ] {
-            let m = members(unsure.as_bytes()).unwrap();
-            assert_eq!(m.id, Some(&b"1"[..]), "{unsure}");
-            assert_eq!(m.result_guarded, None, "{unsure}");
+            assert_eq!(members(unsure.as_bytes()), None, "{unsure}");
         }
         // A `\u` escape leaves the whole line to serde.
         assert_eq!(
@@ -435,7 +557,12 @@ mod tests {
             r#"{"id":{1:2}}"#,
             r#"{"id":"a\x"}"#,
             "{\"id\":\"tab\there\"}",
-            r#"{"id":"\u0041"}"#,
+            r#"{"id":"\ud800"}"#,
+            r#"{"id":"\udc00\ud800"}"#,
+            r#"{"id":"\ud800\u0041"}"#,
+            r#"{"id":"\ud800x"}"#,
+            r#"{"id":"\u00g1"}"#,
+            r#"{"id":"\u004"}"#,
             r#"{"i\u0064":1}"#,
             r#"{"id":1,"id":2}"#,
             r#"{"params":{},"params":[]}"#,
@@ -447,6 +574,46 @@ mod tests {
         assert_eq!(members(deep.as_bytes()), None);
         let ok = format!("{{\"x\":{}{}}}", "[".repeat(50), "]".repeat(50));
         assert!(members(ok.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn what_parsers_could_read_differently_is_unsure() {
+        for unsure in [
+            // A carriage return between tokens: two lines to some readers.
+            "{\"id\":1,\r\"method\":\"ping\"}",
+            "{\"id\":1}\r",
+            // Repeated keys at any depth: first-wins and last-wins differ.
+            r#"{"params":{"_meta":{"progressToken":1,"progressToken":2}},"id":1}"#,
+            r#"{"params":[{"a":1,"b":2,"a":3}],"id":1}"#,
+            // Numbers that may not be finite doubles.
+            r#"{"id":1,"params":{"x":1e400}}"#,
+            r#"{"id":1,"params":{"x":1E+308}}"#,
+        ] {
+            assert_eq!(members(unsure.as_bytes()), None, "{unsure:?}");
+        }
+        let many: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
+        let ok = format!("{{\"params\":{{{}}},\"id\":1}}", many.join(","));
+        assert!(members(ok.as_bytes()).is_some());
+        let dup = format!("{{\"params\":{{{},\"k7\":0}},\"id\":1}}", many.join(","));
+        assert_eq!(members(dup.as_bytes()), None);
+        // Keys repeated in different objects are fine.
+        assert!(members(br#"{"a":{"x":1},"b":{"x":1},"id":{"a":{"a":1}}}"#).is_some());
+        assert!(
+            members(br#"{"id":1,"params":{"x":1e99,"y":-0.5E-12,"z":12345678901234567890}}"#)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn unicode_escapes_of_whole_characters_are_read() {
+        let line = r#"{"id":"\u0041\u00e9\ud83d\ude00\u2028\u0000","method":"m"}"#;
+        let m = members(line.as_bytes()).unwrap();
+        assert_eq!(
+            m.id,
+            Some(&br#""\u0041\u00e9\ud83d\ude00\u2028\u0000""#[..])
+        );
+        let v: String = serde_json::from_slice(m.id.unwrap()).unwrap();
+        assert_eq!(v, "A\u{e9}\u{1f600}\u{2028}\0");
     }
 
     #[test]

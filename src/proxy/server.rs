@@ -9,44 +9,9 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
-use super::framing::{Frame, LineReader, LineSender, line_queue, write_all_lines};
-use super::session::Stop;
+use super::framing::{LineReader, LineSender, line_queue, write_all_lines};
+use super::session::{ExitInfo, ServerEvent, Stop};
 use crate::plan::SandboxPlan;
-
-/// How a server process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitInfo {
-    /// Exited with this code.
-    Code(i32),
-    /// Killed by this signal.
-    Signal(i32),
-}
-
-impl ExitInfo {
-    /// From a std exit status.
-    pub fn from_status(st: std::process::ExitStatus) -> ExitInfo {
-        use std::os::unix::process::ExitStatusExt;
-        match (st.code(), st.signal()) {
-            (Some(c), _) => ExitInfo::Code(c),
-            (None, Some(s)) => ExitInfo::Signal(s),
-            (None, None) => ExitInfo::Code(-1),
-        }
-    }
-
-    /// Exit code 0.
-    pub fn success(self) -> bool {
-        self == ExitInfo::Code(0)
-    }
-}
-
-impl std::fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExitInfo::Code(c) => write!(f, "exit code {c}"),
-            ExitInfo::Signal(s) => write!(f, "signal {s}"),
-        }
-    }
-}
 
 /// A launched server process: its pipes, its pid, and whatever must live
 /// as long as it does.
@@ -65,13 +30,37 @@ pub struct ServerProcess {
     /// its stderr (a sandbox denial and the rule that would allow it).
     /// Called once, in a blocking thread.
     pub diagnose: Option<Box<dyn FnOnce() -> Option<String> + Send>>,
+    /// Sandbox denials as the server's stderr shows them, while it runs
+    /// (each the path refused and the rule that would allow it).
+    pub denials: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+/// Why a server could not be launched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The sandbox refused or failed to start it.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    /// A system call on the way failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One of the server's standard streams is not a pipe rootfence holds.
+    #[error("the server's {0} is not piped")]
+    NotPiped(&'static str),
 }
 
 /// Launches a server for a plan. The production launcher applies the
 /// Landlock sandbox; see [`crate::sandbox`].
 pub trait Launcher: Send + 'static {
     /// Start the server described by `plan`.
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String>;
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError>;
 }
 
 /// A child process watched through a pidfd: waiting and signalling can
@@ -104,20 +93,6 @@ impl Pidfd {
     }
 }
 
-/// What a generation's tasks report to the session.
-#[derive(Debug)]
-pub enum ServerEvent {
-    /// A frame from the server's stdout.
-    Frame(u64, Frame),
-    /// The server's stdout closed or failed.
-    Eof(u64),
-    /// A sandbox denial the server reported (its hint), sent just before
-    /// [`ServerEvent::Exited`] when the process ended.
-    Denied(u64, String),
-    /// The server process ended.
-    Exited(u64, Option<ExitInfo>),
-}
-
 /// The session's handle on one generation.
 pub struct Generation {
     /// Generation number (1, 2, ...).
@@ -140,12 +115,13 @@ impl Generation {
         proc: ServerProcess,
         max_line: usize,
         events: flow::Sender<ServerEvent>,
-    ) -> Result<Generation, String> {
+    ) -> Result<Generation, LaunchError> {
         let pid = Some(proc.pid);
-        let pidfd = std::sync::Arc::new(
-            Pidfd::open(proc.pid)
-                .map_err(|e| format!("cannot watch server process {}: {e}", proc.pid))?,
-        );
+        let pidfd =
+            std::sync::Arc::new(Pidfd::open(proc.pid).map_err(|source| LaunchError::Io {
+                what: "cannot watch the server process through a pidfd",
+                source,
+            })?);
         let handle_pidfd = pidfd.clone();
         let stdin = proc.stdin;
         let stdout = proc.stdout;
@@ -159,6 +135,16 @@ impl Generation {
             // Dropping stdin closes it: the first step of a shutdown.
         });
 
+        if let Some(mut denials) = proc.denials {
+            let ev = events.clone();
+            tokio::spawn(async move {
+                while let Some(hint) = denials.recv().await {
+                    if ev.send(ServerEvent::Denied(id, hint), 0).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
         let ev = events.clone();
         tokio::spawn(async move {
             let mut reader = LineReader::new(stdout, max_line);

@@ -58,6 +58,11 @@ pub struct ControlPath {
     /// present), as scanned. What the VCS does not write in normal work is
     /// kept read-only ([`git_writes`], [`hg_writes`]).
     pub inner: Vec<String>,
+    /// For a `.git` or `.hg` directory: the (device, inode) of the very
+    /// directory `inner` was read from. The view mounts it only if it finds
+    /// that object at the path: one swapped in since would not have its
+    /// entries protected.
+    pub identity: Option<(u64, u64)>,
 }
 
 /// Whether git writes the entry `name` at the top of its directory in
@@ -133,15 +138,28 @@ pub fn hg_writes(name: &str) -> bool {
     NAMES.contains(&name) || name.starts_with("undo") || name.starts_with("journal")
 }
 
-/// The names at the top of the VCS directory `rel` of `dir` (`inner`).
-fn inner_names(dir: &cap_std::fs::Dir, rel: &Path, kind: ControlKind) -> Vec<String> {
+/// The VCS directory `name` of `dir`, opened once without following a
+/// symlink: the names at its top (`inner`) and its identity, both of that
+/// very directory; `None` when it is no longer a directory there (a symlink
+/// or something else was put in its place since its type was read).
+fn open_vcs(
+    dir: &cap_std::fs::Dir,
+    name: &Path,
+    kind: ControlKind,
+) -> Option<(Vec<String>, (u64, u64))> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let d = cap_std::fs::Dir::from_std_file(std::fs::File::from(fd));
     let mut out = Vec::new();
-    if !matches!(kind, ControlKind::GitDir | ControlKind::Hg) {
-        return out;
-    }
-    let Ok(d) = dir.open_dir(rel) else {
-        return out;
-    };
     if let Ok(entries) = d.entries() {
         for e in entries.flatten() {
             out.push(e.file_name().to_string_lossy().into_owned());
@@ -155,7 +173,38 @@ fn inner_names(dir: &cap_std::fs::Dir, rel: &Path, kind: ControlKind) -> Vec<Str
         }
     }
     out.sort();
-    out
+    Some((out, (st.st_dev, st.st_ino)))
+}
+
+/// The control path `name` of `dir` (at `at`) whose type was read as
+/// `is_dir`/`is_symlink`. A VCS directory is opened once for its entries
+/// and identity; one that is no longer a directory by then is recorded as
+/// a symlink (refused under `vcs = "read-only"`, as one found so).
+fn control_path(
+    dir: &cap_std::fs::Dir,
+    at: &Path,
+    name: &str,
+    is_dir: bool,
+    is_symlink: bool,
+) -> Option<ControlPath> {
+    let kind = kind_of(name, is_dir, is_symlink)?;
+    let vcs = matches!(kind, ControlKind::GitDir | ControlKind::Hg) && !is_symlink;
+    let opened = if vcs {
+        open_vcs(dir, Path::new(name), kind)
+    } else {
+        None
+    };
+    let (inner, identity) = match opened {
+        Some((inner, id)) => (inner, Some(id)),
+        None => (Vec::new(), None),
+    };
+    Some(ControlPath {
+        path: at.join(name),
+        kind,
+        symlink: is_symlink || (vcs && identity.is_none()),
+        inner,
+        identity,
+    })
 }
 
 /// Most subdirectories of a root looked into (the scan is the root and its
@@ -178,21 +227,11 @@ pub fn scan(dir: &cap_std::fs::Dir, root: &Path) -> (Vec<ControlPath>, bool) {
     for e in entries.flatten() {
         let Ok(ft) = e.file_type() else { continue };
         let name = e.file_name();
-        if let Some(kind) = name
+        if let Some(c) = name
             .to_str()
-            .and_then(|n| kind_of(n, ft.is_dir(), ft.is_symlink()))
+            .and_then(|n| control_path(dir, root, n, ft.is_dir(), ft.is_symlink()))
         {
-            let inner = if ft.is_symlink() {
-                Vec::new()
-            } else {
-                inner_names(dir, Path::new(&name), kind)
-            };
-            found.push(ControlPath {
-                path: root.join(&name),
-                kind,
-                symlink: ft.is_symlink(),
-                inner,
-            });
+            found.push(c);
             continue;
         }
         if !ft.is_dir() || truncated {
@@ -242,25 +281,39 @@ fn scan_one(dir: &cap_std::fs::Dir, at: &Path, found: &mut Vec<ControlPath>) {
         let Ok(md) = dir.symlink_metadata(name) else {
             continue;
         };
-        if let Some(kind) = kind_of(name, md.is_dir(), md.is_symlink()) {
-            let inner = if md.is_symlink() {
-                Vec::new()
-            } else {
-                inner_names(dir, Path::new(name), kind)
-            };
-            found.push(ControlPath {
-                path: at.join(name),
-                kind,
-                symlink: md.is_symlink(),
-                inner,
-            });
-        }
+        found.extend(control_path(dir, at, name, md.is_dir(), md.is_symlink()));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vcs_directory_swapped_for_a_symlink_after_its_type_was_read_is_a_symlink() {
+        // The type was read as a directory; by the time it is opened for
+        // its entries a symlink is there: recorded as a symlink (refused),
+        // never as a directory with no entries to protect.
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        std::fs::create_dir_all(r.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", r.join(".git")).unwrap();
+        let dir = cap_std::fs::Dir::open_ambient_dir(r, cap_std::ambient_authority()).unwrap();
+        let c = control_path(&dir, r, ".git", true, false).unwrap();
+        assert!(
+            c.symlink && c.inner.is_empty() && c.identity.is_none(),
+            "{c:?}"
+        );
+        // The twin: a real one is listed, with the identity of what was
+        // listed.
+        std::fs::remove_file(r.join(".git")).unwrap();
+        std::fs::create_dir_all(r.join(".git/hooks")).unwrap();
+        let c = control_path(&dir, r, ".git", true, false).unwrap();
+        let md = std::fs::metadata(r.join(".git")).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(c.identity, Some((md.dev(), md.ino())));
+        assert!(!c.symlink && c.inner == ["hooks"], "{c:?}");
+    }
 
     #[test]
     fn finds_metadata_in_the_root_and_its_subdirectories_only() {

@@ -114,7 +114,8 @@ const UV_ONLINE_FLAGS: &[&str] = &[
 ///
 /// npm and npx prefer what the cache holds over asking the registry and
 /// skip their update, audit and funding calls. uv stays offline and never
-/// downloads a Python, unless the policy grants TCP connections or the
+/// downloads a Python, unless the policy grants TCP connections to ports
+/// 443 or 80 (where package indexes are) or the
 /// command names a uv flag that needs the network (then `UV_OFFLINE` is
 /// not set, and a note says so).
 pub fn settings(
@@ -133,7 +134,9 @@ pub fn settings(
             out.insert(cache.var.to_string(), n.path.to_string_lossy().into_owned());
         }
     }
-    let network = !policy.tcp_connect.is_empty();
+    // The registries are reached over HTTPS (or HTTP): a policy granting
+    // other ports (a local service) still keeps the launchers offline.
+    let network = policy.tcp_connect.iter().any(|p| matches!(p, 443 | 80));
     if out.contains_key("npm_config_cache") {
         for (k, v) in [
             ("npm_config_update_notifier", "false"),

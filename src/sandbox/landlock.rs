@@ -35,11 +35,12 @@ pub struct PreparedRuleset {
     pub proc_access: u64,
     /// Access rights for the rule on a private layer (made in the child).
     pub private_access: u64,
+    /// Access rights for the scratch directory (read-write, never
+    /// executable), for a rule made in the child when the scratch is a
+    /// filesystem of the view's own.
+    pub scratch_access: u64,
     /// Read access to a directory, for rules made in the child.
     pub read_access: u64,
-    /// Read and write access, never execute, to a directory of the
-    /// server's own (its private home), for a rule made in the child.
-    pub home_access: u64,
     /// The ABI the ruleset was built for.
     pub abi: u32,
     /// Number of path rules added (not counting `/proc/self`).
@@ -135,7 +136,9 @@ pub fn prepare(
     let abi_v = ABI::from(i32::try_from(known).unwrap_or(0));
     if abi_v == ABI::Unsupported {
         return Err(SandboxError::CannotEnforce {
-            missing: vec!["Landlock is not available on this kernel".into()],
+            missing: vec![
+                "filesystem confinement: Landlock is not available on this kernel".into(),
+            ],
         });
     }
     let mut handled_fs = AccessFs::from_all(abi_v);
@@ -143,87 +146,9 @@ pub fn prepare(
         // The policy allows connecting to any pathname unix socket.
         handled_fs.remove(AccessFs::ResolveUnix);
     }
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(handled_fs)
-        .map_err(ll_err("handle the filesystem access rights"))?;
-    if known >= 4 {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(abi_v))
-            .map_err(ll_err("handle TCP bind and connect"))?;
-    }
-    if known >= 6 {
-        let mut scopes = BitFlags::<Scope>::empty();
-        if plan.scopes.signal {
-            scopes |= Scope::Signal;
-        }
-        if plan.scopes.abstract_unix_socket {
-            scopes |= Scope::AbstractUnixSocket;
-        }
-        if !scopes.is_empty() {
-            ruleset = ruleset
-                .scope(scopes)
-                .map_err(ll_err("scope signals and abstract unix sockets"))?;
-        }
-    }
-    let mut created: RulesetCreated = ruleset.create().map_err(ll_err("create the ruleset"))?;
-
-    let mut proc_access = 0;
-    let mut path_rules = 0;
-    let mut opened = std::collections::HashMap::new();
-    for g in &plan.grants {
-        if g.path == Path::new(PROC_SELF) {
-            proc_access = access_for(g.rights, true, handled_fs, abi_v).bits();
-            continue;
-        }
-        if namespaces && g.path.starts_with("/proc") {
-            continue;
-        }
-        let mut mine: Option<OwnedFd> = None;
-        let fd = match &g.handle {
-            Some(h) => h.as_fd(),
-            None => match open_path(&g.path) {
-                Ok(fd) => {
-                    mine = Some(fd);
-                    match &mine {
-                        Some(f) => f.as_fd(),
-                        None => continue,
-                    }
-                }
-                Err(e) if g.optional && is_absent(&e) => continue,
-                Err(source) => {
-                    let why = g
-                        .reasons
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    return Err(if is_absent(&source) {
-                        SandboxError::MissingPath {
-                            path: g.path.clone(),
-                            why,
-                        }
-                    } else {
-                        SandboxError::OpenPath {
-                            path: g.path.clone(),
-                            why,
-                            source,
-                        }
-                    });
-                }
-            },
-        };
-        let access = access_for(g.rights, is_dir(fd, &g.path)?, handled_fs, abi_v);
-        if !access.is_empty() {
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(ll_err(format!("add the rule for {}", g.path.display())))?;
-            path_rules += 1;
-        }
-        if let Some(fd) = mine {
-            opened.insert(g.path.clone(), fd);
-        }
-    }
+    let mut created = create(plan, known, abi_v, handled_fs)?;
+    let grants = add_grants(&mut created, plan, namespaces, handled_fs, abi_v)?;
+    let mut path_rules = grants.path_rules;
     if let Some(dir) = scratch {
         let fd = open_path(dir).map_err(|source| SandboxError::OpenPath {
             path: dir.to_path_buf(),
@@ -255,29 +180,131 @@ pub fn prepare(
     let fd = fd.ok_or_else(|| SandboxError::CannotEnforce {
         missing: vec!["the kernel did not create a Landlock ruleset".into()],
     })?;
-    let private_access = access_for(
-        Rights {
-            read: true,
-            write: true,
-            exec: true,
-        },
-        true,
-        handled_fs,
-        abi_v,
-    )
-    .bits();
-    let read_access = access_for(Rights::R, true, handled_fs, abi_v).bits();
-    let home_access = access_for(Rights::RW, true, handled_fs, abi_v).bits();
+    let all = Rights {
+        read: true,
+        write: true,
+        exec: true,
+    };
     Ok(PreparedRuleset {
-        read_access,
-        home_access,
-        opened,
+        read_access: access_for(Rights::R, true, handled_fs, abi_v).bits(),
+        scratch_access: access_for(Rights::RW, true, handled_fs, abi_v).bits(),
+        private_access: access_for(all, true, handled_fs, abi_v).bits(),
+        opened: grants.opened,
         fd,
-        proc_access,
-        private_access,
+        proc_access: grants.proc_access,
         abi: known,
         path_rules,
     })
+}
+
+/// The ruleset handling every right of ABI `known`: filesystem, TCP (ABI
+/// 4), and the plan's scopes (ABI 6).
+fn create(
+    plan: &SandboxPlan,
+    known: u32,
+    abi_v: ABI,
+    handled_fs: BitFlags<AccessFs>,
+) -> Result<RulesetCreated, SandboxError> {
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(handled_fs)
+        .map_err(ll_err("handle the filesystem access rights"))?;
+    if known >= 4 {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi_v))
+            .map_err(ll_err("handle TCP bind and connect"))?;
+    }
+    if known >= 6 {
+        let mut scopes = BitFlags::<Scope>::empty();
+        if plan.scopes.signal {
+            scopes |= Scope::Signal;
+        }
+        if plan.scopes.abstract_unix_socket {
+            scopes |= Scope::AbstractUnixSocket;
+        }
+        if !scopes.is_empty() {
+            ruleset = ruleset
+                .scope(scopes)
+                .map_err(ll_err("scope signals and abstract unix sockets"))?;
+        }
+    }
+    ruleset.create().map_err(ll_err("create the ruleset"))
+}
+
+/// What [`add_grants`] made.
+struct Granted {
+    path_rules: usize,
+    proc_access: u64,
+    opened: std::collections::HashMap<std::path::PathBuf, OwnedFd>,
+}
+
+/// A rule for every grant of `plan` (but `/proc/self`, and with
+/// `namespaces` everything under `/proc`, which the child rules on).
+fn add_grants(
+    created: &mut RulesetCreated,
+    plan: &SandboxPlan,
+    namespaces: bool,
+    handled_fs: BitFlags<AccessFs>,
+    abi_v: ABI,
+) -> Result<Granted, SandboxError> {
+    let mut out = Granted {
+        path_rules: 0,
+        proc_access: 0,
+        opened: std::collections::HashMap::new(),
+    };
+    for g in &plan.grants {
+        if g.path == Path::new(PROC_SELF) {
+            out.proc_access = access_for(g.rights, true, handled_fs, abi_v).bits();
+            continue;
+        }
+        if namespaces && g.path.starts_with("/proc") {
+            continue;
+        }
+        let mine = match &g.handle {
+            Some(_) => None,
+            None => match open_path(&g.path) {
+                Ok(fd) => Some(fd),
+                Err(e) if g.optional && is_absent(&e) => continue,
+                Err(source) => {
+                    let why = g
+                        .reasons
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Err(if is_absent(&source) {
+                        SandboxError::MissingPath {
+                            path: g.path.clone(),
+                            why,
+                        }
+                    } else {
+                        SandboxError::OpenPath {
+                            path: g.path.clone(),
+                            why,
+                            source,
+                        }
+                    });
+                }
+            },
+        };
+        let fd = match (&g.handle, &mine) {
+            (Some(h), _) => h.as_fd(),
+            (None, Some(f)) => f.as_fd(),
+            (None, None) => continue,
+        };
+        let access = access_for(g.rights, is_dir(fd, &g.path)?, handled_fs, abi_v);
+        if !access.is_empty() {
+            created
+                .as_mut()
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(ll_err(format!("add the rule for {}", g.path.display())))?;
+            out.path_rules += 1;
+        }
+        if let Some(fd) = mine {
+            out.opened.insert(g.path.clone(), fd);
+        }
+    }
+    Ok(out)
 }
 
 fn open_path(path: &Path) -> std::io::Result<OwnedFd> {

@@ -1,59 +1,87 @@
-//! The sandbox: what this kernel can enforce, and launching a server under
-//! a [`SandboxPlan`](crate::plan::SandboxPlan).
+//! The sandbox: what this machine can enforce, and launching a server
+//! under a [`SandboxPlan`](crate::plan::SandboxPlan).
 //!
-//! This module is the only place that talks to Landlock and seccomp.
+//! This module is the only place that talks to Landlock and seccomp. One
+//! concept per file:
 //!
-//! - [`probe`]: the kernel's Landlock ABI and what a plan would lose here;
+//! - [`probe`]: the kernel's Landlock ABI and seccomp; `nsprobe`: whether
+//!   the server can have namespaces here (a test launch);
+//! - [`coverage`](mod@coverage): the rung of isolation a plan gets here, what it would
+//!   lose, and every class of escape with the layer that closes it;
 //! - `landlock`: the ruleset a plan describes, built in the parent;
 //! - [`seccomp`]: the system-call allow-list (what Landlock does not rule
 //!   on: socket kinds, ioctls, namespaces, metadata without the view, calls
-//!   a future kernel adds) and its supervisor for `listen()`;
+//!   a future kernel adds) and its supervisor for `listen()` and
+//!   `connect()`;
+//! - `resources`: the bounds of `[resources]` as they apply here;
 //! - `scratch`: the private `TMPDIR`;
-//! - [`view`]: the server's filesystem view (its mount namespace): the
-//!   survey of the grants and the pure plan of mounts;
-//! - `child`: the async-signal-safe code run between `clone` and `exec`
-//!   (the namespaces' init, the view, the confinement);
-//! - `spawn`: [`spawn`], the one way rootfence starts a server;
-//! - [`netns`]: network by domain, the sandbox's side (the server's own
-//!   network namespace, or the supervised `connect()` without one);
-//! - `fdpass`: a descriptor from the child to rootfence.
+//! - [`view`]: the server's filesystem view: the survey of the grants and
+//!   the pure plan of mounts; `translate`: that plan as the child's
+//!   operations; `mount`: the child carrying them out;
+//! - `spawn`: [`spawn`], the launch's steps in the parent; `stdio`: the
+//!   server's standard streams; `launcher`: the thread every server is
+//!   cloned from; `clone`: the one `clone3`/`clone` helper of the probe and
+//!   the launch; `ids`: who rootfence runs as, the user namespace's maps;
+//! - `child`: the child's steps between `clone` and `exec`; `init`: the
+//!   PID-1 init of the server's namespace; `caps`: capabilities;
+//!   `protocol`: how a failed step in the child reaches rootfence;
+//! - `handle`: [`SandboxedChild`], the started server;
+//! - `netns`: network by domain, the sandbox's side (the server's own
+//!   network namespace holding the proxy's listener, or the supervised
+//!   `connect()` without one); `fdpass`: a descriptor from the child to
+//!   rootfence.
 
+mod caps;
 mod child;
+mod clone;
+pub mod coverage;
 mod fdpass;
+mod handle;
 pub mod hints;
+mod ids;
+mod init;
 mod landlock;
-pub mod netns;
+mod launcher;
+mod mount;
+mod netns;
+mod nsprobe;
 mod probe;
+mod protocol;
+mod resources;
 mod scratch;
 pub mod seccomp;
 mod spawn;
+mod stdio;
+mod translate;
 pub mod view;
 
 use std::path::PathBuf;
 
-pub use child::Step;
-pub use probe::{
-    Capabilities, Closed, Coverage, LandlockStatus, Loss, NamespaceSupport, NetnsSupport, coverage,
-    losses, network_rung, probe, probe_with_namespaces,
+pub use clone::{CloneCall, found as clone_call};
+pub use coverage::{
+    Closed, Coverage, DomainRung, Loss, Rung, coverage, domain_rung_here, losses, rung,
 };
+pub use handle::{CapabilityOutcome, Confinement, SandboxedChild, enable_subreaper, sweep_orphans};
+pub use nsprobe::{NamespaceSupport, NetnsSupport};
+pub use probe::{Capabilities, LandlockStatus, probe, probe_with_namespaces};
+pub use protocol::Step;
+pub use resources::{Applied, applied as resources_applied};
 pub use scratch::Scratch;
 pub use seccomp::supervisor::Refused;
 pub use seccomp::{FilterPolicy, Listen};
-pub use spawn::{
-    CapabilityOutcome, Confinement, SandboxedChild, Stdio, StdioConfig, enable_subreaper, spawn,
-    spawn_unconfined, sweep_orphans,
-};
+pub use spawn::{spawn, spawn_unconfined};
+pub use stdio::{Stdio, StdioConfig};
 
 /// Why a sandboxed server could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     /// The kernel lacks something the plan needs (fail closed).
     #[error(
-        "refusing to start: this kernel cannot enforce the sandbox: {}. Run `rootfence doctor` for details; use a kernel with Landlock enabled (lsm=...,landlock), relax the policy, or pass --unconfined-i-know-this-is-unsafe to run the server without any sandbox",
+        "refusing to start: this machine cannot enforce the sandbox the policy asks for: {}. Run `rootfence doctor` to see what this machine gives; --unconfined-i-know-this-is-unsafe runs the server without any sandbox",
         missing.join("; ")
     )]
     CannotEnforce {
-        /// What is missing, one entry per loss.
+        /// What is missing and the way out, one entry per loss.
         missing: Vec<String>,
     },
     /// A required grant's path does not exist.

@@ -3,25 +3,30 @@
 //! network proxy ([`crate::netproxy`]) and to nothing else, whatever it
 //! does (another address, `--noproxy`, a raw socket, UDP, DNS).
 //!
-//! Two rungs, chosen by the launch's mode:
+//! Two designs ([`DomainRung`]), chosen for the launch's rung by
+//! [`super::coverage::domain_rung`]:
 //!
-//! - **With namespaces**: the server also gets a network namespace of its
-//!   own, holding only a loopback interface. Its init (the namespaces'
-//!   first process, which holds the capabilities there) brings loopback
-//!   up, makes a listening TCP socket on `127.0.0.1:`[`PROXY_PORT`], sends
-//!   it to rootfence over a socket pair and closes it before the server
-//!   starts ([`setup_in_child`]). rootfence accepts on it and connects out
-//!   from its own namespace: the server has nothing else to reach.
-//!   Landlock also limits its TCP connects to that port (ABI 4+).
-//! - **Without namespaces**: the proxy listens on an ephemeral port of
+//! - **The server's own network namespace** (the full rung where the
+//!   kernel grants one, and always on the view + seccomp rung, which has
+//!   no Landlock to rule on ports): the namespace holds only a loopback
+//!   interface. Its init (the namespaces' first process, which holds the
+//!   capabilities there) brings loopback up, makes a listening TCP socket
+//!   on `127.0.0.1:`[`PROXY_PORT`], sends it to rootfence over a socket
+//!   pair and closes it before the server starts ([`setup_in_child`]).
+//!   rootfence accepts on it and connects out from its own namespace: the
+//!   server has nothing else to reach. Where Landlock rules on ports (ABI
+//!   4), it also limits the server's TCP connects to that port.
+//! - **Supervised `connect()`** (no network namespace: the Landlock +
+//!   seccomp rung, or a kernel that refuses network namespaces while it
+//!   grants the others): the proxy listens on an ephemeral port of
 //!   rootfence's own `127.0.0.1`. Landlock allows the server no TCP port
 //!   at all, and its `connect()` goes to the seccomp supervisor, which
 //!   connects the socket itself to its own copy of the address when that
 //!   is the proxy's, and refuses it otherwise (see
 //!   [`super::seccomp::supervisor`]). Needs Landlock ABI 4.
 //!
-//! Everything here but [`setup_in_child`] runs in rootfence before the
-//! `clone` or after the server started.
+//! Everything here but [`setup_in_child`] and the probe's child runs in
+//! rootfence before the `clone` or after the server started.
 
 use std::borrow::Cow;
 use std::ffi::OsString;
@@ -29,6 +34,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::SandboxError;
+use super::coverage::{DomainRung, Rung, domain_rung};
+use super::protocol::errno;
 use super::seccomp::FilterPolicy;
 use crate::netproxy::{self, Proxy};
 use crate::plan::SandboxPlan;
@@ -48,7 +55,7 @@ pub struct NetChild {
 
 /// Where the proxy's listener comes from.
 #[derive(Debug)]
-enum Rung {
+enum Listener {
     /// Made by the child in the server's network namespace and sent over
     /// this socket pair (rootfence's end, and the child's end, which
     /// rootfence holds until the listener is received).
@@ -62,53 +69,61 @@ enum Rung {
 pub struct Net {
     config: netproxy::Config,
     audit: Option<std::path::PathBuf>,
-    rung: Rung,
+    listener: Listener,
 }
 
 impl Net {
-    /// The proxy a launch of `plan` needs, if any: in the server's own
-    /// network namespace when the launch gives it namespaces, else on
-    /// rootfence's loopback (which needs Landlock ABI 4: `abi`).
+    /// The proxy a launch of `plan` at `rung` needs (`None` without
+    /// `allow_domains`, or unconfined: `rung` is `None`), on a kernel with
+    /// Landlock ABI `abi`; or the refusal when neither design can hold it
+    /// here.
     pub fn prepare(
         plan: &SandboxPlan,
-        confine: bool,
-        namespaces: bool,
+        rung: Option<Rung>,
         abi: u32,
     ) -> Result<Option<Net>, SandboxError> {
-        let Some(d) = &plan.network.domains else {
+        let (Some(d), Some(rung)) = (&plan.network.domains, rung) else {
             return Ok(None);
         };
-        if !confine {
-            // No sandbox: nothing to enforce a proxy with.
-            return Ok(None);
-        }
-        let launcher = |e: std::io::Error| SandboxError::Launcher(e);
-        let rung = if namespaces && available() {
-            let (mine, theirs) = rustix::net::socketpair(
-                rustix::net::AddressFamily::UNIX,
-                rustix::net::SocketType::SEQPACKET,
-                rustix::net::SocketFlags::CLOEXEC,
-                None,
-            )
-            .map_err(|e| launcher(e.into()))?;
-            // Above the standard streams, which the child overwrites.
-            let theirs = if theirs.as_raw_fd() > 2 {
-                theirs
-            } else {
-                rustix::io::fcntl_dupfd_cloexec(&theirs, 3).map_err(|e| launcher(e.into()))?
-            };
-            Rung::Namespace { mine, theirs }
+        let netns = if rung.namespaces() {
+            available()
         } else {
-            if abi < 4 {
+            Err("the server runs without namespaces".to_string())
+        };
+        let launcher = |e: std::io::Error| SandboxError::Launcher(e);
+        let decided = domain_rung(rung, netns.clone(), abi);
+        if let (Ok(DomainRung::SupervisedConnect), Err(why)) = (&decided, &netns)
+            && rung.namespaces()
+        {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "the server cannot get a network namespace of its own ({why}): network by domain is held by Landlock and rootfence's supervised connect() instead"
+                );
+            });
+        }
+        let listener = match decided {
+            Ok(DomainRung::NetworkNamespace) => {
+                let (mine, theirs) = rustix::net::socketpair(
+                    rustix::net::AddressFamily::UNIX,
+                    rustix::net::SocketType::SEQPACKET,
+                    rustix::net::SocketFlags::CLOEXEC,
+                    None,
+                )
+                .map_err(|e| launcher(e.into()))?;
+                // Above the standard streams, which the child overwrites.
+                let theirs = super::stdio::above_stdio(theirs)?;
+                Listener::Namespace { mine, theirs }
+            }
+            Ok(DomainRung::SupervisedConnect) => Listener::Loopback {
+                listener: std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .map_err(launcher)?,
+            },
+            Err(missing) => {
                 return Err(SandboxError::CannotEnforce {
-                    missing: vec![
-                        "[network] allow_domains without namespaces needs Landlock ABI 4 (TCP by port) to keep the server's connections to rootfence's proxy; give the server namespaces (a kernel that grants user namespaces) or use a newer kernel".into(),
-                    ],
+                    missing: vec![missing],
                 });
             }
-            let listener =
-                std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(launcher)?;
-            Rung::Loopback { listener }
         };
         Ok(Some(Net {
             config: netproxy::Config {
@@ -117,16 +132,24 @@ impl Net {
                 policy: plan.policy.clone(),
             },
             audit: d.audit_file.clone(),
-            rung,
+            listener,
         }))
+    }
+
+    /// The design this launch takes.
+    pub fn rung(&self) -> DomainRung {
+        match self.listener {
+            Listener::Namespace { .. } => DomainRung::NetworkNamespace,
+            Listener::Loopback { .. } => DomainRung::SupervisedConnect,
+        }
     }
 
     /// The address the server is told (`HTTP_PROXY`), as the server sees
     /// it.
     pub fn address(&self) -> SocketAddr {
-        match &self.rung {
-            Rung::Namespace { .. } => SocketAddr::from((Ipv4Addr::LOCALHOST, PROXY_PORT)),
-            Rung::Loopback { listener } => listener
+        match &self.listener {
+            Listener::Namespace { .. } => SocketAddr::from((Ipv4Addr::LOCALHOST, PROXY_PORT)),
+            Listener::Loopback { listener } => listener
                 .local_addr()
                 .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
         }
@@ -146,61 +169,56 @@ impl Net {
     /// their own whatever Landlock can do; without one, every `connect()`
     /// is the supervisor's.
     pub fn adjust_filter(&self, filter: &mut FilterPolicy) {
-        match self.rung {
-            Rung::Namespace { .. } => filter.deny_inet = false,
-            Rung::Loopback { .. } => filter.supervise_connect = true,
+        match self.listener {
+            Listener::Namespace { .. } => filter.deny_inet = false,
+            Listener::Loopback { .. } => filter.supervise_connect = true,
         }
     }
 
     /// The only address the supervisor connects a server's socket to
-    /// (without namespaces).
+    /// (without a network namespace).
     pub fn supervised_address(&self) -> Option<SocketAddr> {
-        match self.rung {
-            Rung::Namespace { .. } => None,
-            Rung::Loopback { .. } => Some(self.address()),
+        match self.listener {
+            Listener::Namespace { .. } => None,
+            Listener::Loopback { .. } => Some(self.address()),
         }
     }
 
-    /// The extra `clone` flag: a network namespace, with namespaces.
+    /// The extra `clone` flag: a network namespace, in that design.
     pub fn clone_flags(&self) -> u64 {
-        match self.rung {
-            Rung::Namespace { .. } => libc::CLONE_NEWNET as u64,
-            Rung::Loopback { .. } => 0,
+        match self.listener {
+            Listener::Namespace { .. } => libc::CLONE_NEWNET as u64,
+            Listener::Loopback { .. } => 0,
         }
     }
 
-    /// What the namespaces' init does, with namespaces.
+    /// What the namespaces' init does, in the network namespace design.
     pub fn child(&self) -> Option<NetChild> {
-        match &self.rung {
-            Rung::Namespace { theirs: t, .. } => Some(NetChild {
+        match &self.listener {
+            Listener::Namespace { theirs: t, .. } => Some(NetChild {
                 sock: t.as_raw_fd(),
                 port: PROXY_PORT,
             }),
-            _ => None,
+            Listener::Loopback { .. } => None,
         }
     }
 
-    /// Once the server started: take the listener (from the child, with
-    /// namespaces) and serve it.
+    /// Once the server started: take the listener (from the child, in its
+    /// network namespace) and serve it.
     pub fn start(self) -> std::io::Result<Proxy> {
-        let rung = match &self.rung {
-            Rung::Namespace { .. } => "in the server's own network namespace",
-            Rung::Loopback { .. } => {
-                "on rootfence's loopback; the server's connect() judged by rootfence"
-            }
-        };
+        let rung = self.rung();
         let address = self.address();
-        let listener = match self.rung {
+        let listener = match self.listener {
             // The child's end, held until now (the child sent the
             // listener before its server's `execve`).
-            Rung::Namespace { mine, theirs } => {
+            Listener::Namespace { mine, theirs } => {
                 drop(theirs);
                 std::net::TcpListener::from(super::fdpass::receive(
                     &mine,
                     "the network proxy's listener",
                 )?)
             }
-            Rung::Loopback { listener } => listener,
+            Listener::Loopback { listener } => listener,
         };
         let p = Proxy::start(listener, self.config, self.audit)?;
         tracing::info!(
@@ -218,8 +236,8 @@ pub fn launch_plan<'a>(net: Option<&Net>, plan: &'a SandboxPlan, abi: u32) -> Co
         return Cow::Borrowed(plan);
     };
     let mut p = plan.clone();
-    p.network.tcp_connect = match net.rung {
-        Rung::Namespace { .. } if abi >= 4 => vec![PROXY_PORT],
+    p.network.tcp_connect = match net.listener {
+        Listener::Namespace { .. } if abi >= 4 => vec![PROXY_PORT],
         _ => Vec::new(),
     };
     p.network.tcp_bind = Vec::new();
@@ -245,7 +263,7 @@ fn loopback(port: u16) -> libc::sockaddr_in {
 /// # Safety
 ///
 /// Async-signal-safe: raw system calls on locals.
-unsafe fn loopback_up() -> Result<(), i32> {
+pub(super) unsafe fn loopback_up() -> Result<(), i32> {
     // SAFETY (whole body): raw system calls with pointers to locals.
     unsafe {
         let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
@@ -273,7 +291,7 @@ unsafe fn loopback_up() -> Result<(), i32> {
 /// # Safety
 ///
 /// Async-signal-safe: raw system calls on locals.
-unsafe fn listen_on(port: u16) -> Result<RawFd, i32> {
+pub(super) unsafe fn listen_on(port: u16) -> Result<RawFd, i32> {
     // SAFETY (whole body): raw system calls with pointers to locals.
     unsafe {
         let l = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
@@ -294,12 +312,6 @@ unsafe fn listen_on(port: u16) -> Result<RawFd, i32> {
         }
         Ok(l)
     }
-}
-
-/// The errno of the last failed call.
-fn errno() -> i32 {
-    // SAFETY: reading the calling thread's errno.
-    unsafe { *libc::__errno_location() }
 }
 
 /// In the namespaces' init, before the server starts: bring loopback up,
@@ -323,83 +335,13 @@ pub unsafe fn setup_in_child(net: &NetChild) -> Result<(), (u32, i32)> {
     }
 }
 
-/// Whether a server can get a network namespace of its own here: probed
-/// once per process (see [`probe`]). Where it cannot, a launch with the
-/// other namespaces takes the rung without one.
-pub fn available() -> bool {
-    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ONCE.get_or_init(|| match probe() {
-        Ok(()) => true,
-        Err(why) => {
-            tracing::warn!(
-                "the server cannot get a network namespace of its own ({why}): network by domain is held by Landlock and rootfence's supervisor instead"
-            );
-            false
-        }
-    })
-}
-
-/// Whether this machine gives a server a network namespace of its own
-/// (found by a test launch: a child in new user and network namespaces,
-/// or a network namespace alone as root, brings loopback up and listens
-/// on it), or why not.
-pub fn probe() -> Result<(), String> {
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let flags = if root {
-        libc::CLONE_NEWNET
-    } else {
-        libc::CLONE_NEWUSER | libc::CLONE_NEWNET
-    };
-    // SAFETY: the child runs only raw system calls on locals, then
-    // `_exit`: safe after fork in a multi-threaded process.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: the forked child, single-threaded.
-        unsafe {
-            if libc::unshare(flags) < 0 {
-                libc::_exit(10);
-            }
-            let net = NetChild {
-                sock: -1,
-                port: PROXY_PORT,
-            };
-            let code = match probe_child(&net) {
-                Ok(()) => 0,
-                Err(step) => 11 + step as i32,
-            };
-            libc::_exit(code)
-        }
-    }
-    if pid < 0 {
-        return Err(format!(
-            "cannot start the probe: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let mut status = 0;
-    // SAFETY: reaping our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    match code {
-        0 => Ok(()),
-        10 => Err("the kernel refuses a new network namespace here".into()),
-        11 => Err("loopback cannot be brought up in a new network namespace".into()),
-        12 => Err("nothing can listen in a new network namespace".into()),
-        c => Err(format!("the probe ended with status {c}")),
-    }
-}
-
-/// The probe's child: loopback up and a listener (left to `_exit`).
-unsafe fn probe_child(net: &NetChild) -> Result<(), u32> {
-    // SAFETY: async-signal-safe calls only.
-    unsafe {
-        loopback_up().map_err(|_| 0u32)?;
-        listen_on(net.port).map_err(|_| 1u32)?;
-        Ok(())
+/// Whether a server can get a network namespace of its own here (the
+/// test launch of [`super::nsprobe::probe_network_namespace`], once per
+/// process), or why not.
+pub fn available() -> Result<(), String> {
+    let n = super::probe::network_namespace();
+    match n.available {
+        true => Ok(()),
+        false => Err(n.why_not()),
     }
 }

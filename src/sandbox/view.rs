@@ -209,13 +209,13 @@ pub struct PrivateHome<'a> {
     /// Where (canonical).
     pub path: &'a Path,
     /// Files put in it: the host's file and its name there.
-    pub files: &'a [(PathBuf, std::ffi::OsString)],
+    pub files: &'a [(PathBuf, OsString)],
 }
 
 /// The operations that build the view for `grants`, in the order they
 /// must run. `scratch` is the server's private scratch directory
-/// (read-write, never executable); `home` (canonical), when given, is an
-/// empty writable directory of the server's own, with the grants below it
+/// (read-write, never executable); `home`, when given, is an empty
+/// writable directory of the server's own, with the grants below it
 /// mounted into it.
 ///
 /// # Security
@@ -232,8 +232,6 @@ pub fn plan_view(
     scratch: Option<&Path>,
     home: Option<PrivateHome<'_>>,
 ) -> Vec<Op> {
-    let files = home.map_or(&[][..], |h| h.files);
-    let home = home.map(|h| h.path);
     let mut items: Vec<Surveyed> = grants
         .iter()
         .filter(|g| !g.canonical.starts_with("/proc"))
@@ -254,101 +252,150 @@ pub fn plan_view(
             symlinks: Vec::new(),
         });
     }
-    let mut made: BTreeSet<PathBuf> = BTreeSet::new();
-    let home = home.filter(|h| !items.iter().any(|g| crate::roots::within(h, &g.canonical)));
     items.sort_by(|a, b| a.canonical.cmp(&b.canonical));
-    // The private home is mounted just before the first grant below it
-    // (they sort after it).
-    let mut home_at = home.map(|h| {
-        items
+    let mut home = home.filter(|h| {
+        !items
             .iter()
-            .position(|g| g.canonical > *h)
-            .unwrap_or(items.len())
+            .any(|g| crate::roots::within(h.path, &g.canonical))
     });
-
-    // Mounted paths with their effective rights and whether their
-    // attributes are set on their own, outermost first.
-    let mut mounted: Vec<(PathBuf, Eff, bool)> = Vec::new();
-    let mut ops: Vec<Op> = Vec::new();
-    let mut layers = 0usize;
-    let mut i = 0;
-    loop {
-        if let (Some(at), Some(h)) = (home_at, home)
-            && at <= i
+    let mut b = Builder {
+        home: home.map(|h| h.path.to_path_buf()),
+        ..Builder::default()
+    };
+    for group in items.chunk_by(|a, b| a.canonical == b.canonical) {
+        // The private home goes before the first grant below it (they
+        // sort after it).
+        if let Some(h) = home
+            && group[0].canonical.as_path() > h.path
         {
-            home_at = None;
-            for a in ancestors(h) {
-                if made.insert(a.clone()) {
-                    ops.push(Op::Dir(a));
-                }
-            }
-            made.insert(h.to_path_buf());
-            ops.push(Op::Dir(h.to_path_buf()));
-            ops.push(Op::Tmpfs(h.to_path_buf()));
-            for (from, name) in files {
-                ops.push(Op::CopyTo {
-                    from: from.clone(),
-                    to: h.join(name),
-                });
-            }
-            mounted.push((
-                h.to_path_buf(),
-                Eff {
-                    write: true,
-                    exec: false,
-                    root: false,
-                    private_layer: false,
-                },
-                true,
-            ));
+            b.mount_home(h);
+            home = None;
         }
-        if i >= items.len() {
-            break;
+        b.mount(&Group::of(group));
+    }
+    if let Some(h) = home {
+        b.mount_home(h);
+    }
+    b.symlinks(grants);
+    b.proc_and_dev();
+    b.ops
+}
+
+/// The grants of one canonical path, combined.
+struct Group {
+    canonical: PathBuf,
+    own: Eff,
+    kind: Kind,
+    verify: Option<(u64, u64)>,
+    identity: Option<(u64, u64)>,
+    protect: Option<bool>,
+}
+
+impl Group {
+    /// Combine `grants` (all of the same canonical path).
+    fn of(grants: &[Surveyed]) -> Group {
+        let mut g = Group {
+            canonical: grants[0].canonical.clone(),
+            own: Eff::default(),
+            kind: grants[0].kind,
+            verify: None,
+            identity: None,
+            protect: None,
+        };
+        for s in grants {
+            g.own.write |= s.write;
+            g.own.exec |= s.exec;
+            g.own.root |= s.root;
+            g.own.private_layer |= s.private_layer;
+            if s.kind == Kind::Dir {
+                g.kind = Kind::Dir;
+            } else if s.kind == Kind::File {
+                g.kind = Kind::File;
+            }
+            if s.verify.is_some() {
+                g.verify = s.verify;
+            }
+            if g.identity.is_none() {
+                g.identity = s.identity;
+            }
+            if let Some(ro) = s.protect {
+                g.protect = Some(g.protect.unwrap_or(false) || ro);
+            }
         }
-        // Grants of the same canonical path combine.
-        let canonical = items[i].canonical.clone();
-        let mut own = Eff::default();
-        let mut kind = items[i].kind;
-        let mut verify = None;
-        let mut identity = None;
-        let mut protect: Option<bool> = None;
-        while i < items.len() && items[i].canonical == canonical {
-            let g = &items[i];
-            own.write |= g.write;
-            own.exec |= g.exec;
-            own.root |= g.root;
-            own.private_layer |= g.private_layer;
-            if g.kind == Kind::Dir {
-                kind = Kind::Dir;
-            } else if g.kind == Kind::File {
-                kind = Kind::File;
+        g
+    }
+}
+
+/// The view's operations as they are planned.
+#[derive(Default)]
+struct Builder {
+    /// Mounted paths with their effective rights and whether their
+    /// attributes are set on their own, outermost first.
+    mounted: Vec<(PathBuf, Eff, bool)>,
+    ops: Vec<Op>,
+    /// Paths made in the view's own `tmpfs`.
+    made: BTreeSet<PathBuf>,
+    /// Private layers so far.
+    layers: usize,
+    /// The private home: mounted, nothing of the host's below it.
+    home: Option<PathBuf>,
+}
+
+impl Builder {
+    /// Make `p`'s missing ancestors.
+    fn ancestors_of(&mut self, p: &Path) {
+        for a in ancestors(p) {
+            if self.made.insert(a.clone()) {
+                self.ops.push(Op::Dir(a));
             }
-            if g.verify.is_some() {
-                verify = g.verify;
-            }
-            if identity.is_none() {
-                identity = g.identity;
-            }
-            if let Some(ro) = g.protect {
-                protect = Some(protect.unwrap_or(false) || ro);
-            }
-            i += 1;
         }
-        let parent = mounted
+    }
+
+    /// Whether `p` lies inside a mounted grant (host content; not the
+    /// private home).
+    fn in_mounted(&self, p: &Path) -> bool {
+        self.mounted
+            .iter()
+            .any(|(m, _, _)| Some(m) != self.home.as_ref() && crate::roots::within(p, m))
+    }
+
+    /// The private home and the files put in it.
+    fn mount_home(&mut self, h: PrivateHome<'_>) {
+        self.ancestors_of(h.path);
+        self.made.insert(h.path.to_path_buf());
+        self.ops.push(Op::Dir(h.path.to_path_buf()));
+        self.ops.push(Op::Tmpfs(h.path.to_path_buf()));
+        for (from, name) in h.files {
+            self.ops.push(Op::CopyTo {
+                from: from.clone(),
+                to: h.path.join(name),
+            });
+        }
+        let eff = Eff {
+            write: true,
+            exec: false,
+            root: false,
+            private_layer: false,
+        };
+        self.mounted.push((h.path.to_path_buf(), eff, true));
+    }
+
+    /// The operations of one group of grants.
+    fn mount(&mut self, g: &Group) {
+        let canonical = &g.canonical;
+        let parent = self
+            .mounted
             .iter()
             .rev()
-            .find(|(p, _, _)| crate::roots::within(&canonical, p))
+            .find(|(p, _, _)| crate::roots::within(canonical, p))
             .map(|(p, e, f)| (p.clone(), *e, *f));
-        // Below the private home: nothing of the host's is there, so the
-        // grant is mounted like one at the top, with its own rights.
+        // Below the private home nothing of the host's is there: the grant
+        // is mounted as at the top, with its own rights, and its
+        // attributes set on its own (the home's differ from the view's).
         let fresh = parent
             .as_ref()
-            .is_some_and(|(p, _, _)| home == Some(p.as_path()));
-        let parent = if fresh {
-            parent.map(|(p, _, _)| (p, Eff::default(), true))
-        } else {
-            parent
-        };
+            .is_some_and(|(p, _, _)| self.home.as_ref() == Some(p));
+        let own = g.own;
         let mut eff = match parent {
             Some(_) if fresh => own,
             Some((_, pe, _)) => Eff {
@@ -359,7 +406,7 @@ pub fn plan_view(
             },
             None => own,
         };
-        if protect == Some(true) {
+        if g.protect == Some(true) {
             eff = Eff {
                 write: false,
                 exec: false,
@@ -370,103 +417,92 @@ pub fn plan_view(
         let inside = parent.is_some() && !fresh;
         if let Some((_, pe, _)) = parent
             && !fresh
-            && verify.is_none()
-            && protect.is_none()
+            && g.verify.is_none()
+            && g.protect.is_none()
             && !own.private_layer
             && pe.write == eff.write
             && pe.exec == eff.exec
             && pe.root == eff.root
         {
             // Visible through its ancestor, with the same attributes.
-            continue;
+            return;
         }
         if !inside
-            && kind == Kind::SmallFile
+            && g.kind == Kind::SmallFile
             && !eff.write
             && !eff.exec
-            && verify.is_none()
-            && protect.is_none()
+            && g.verify.is_none()
+            && g.protect.is_none()
             && canonical.starts_with("/etc")
         {
-            for a in ancestors(&canonical) {
-                if made.insert(a.clone()) {
-                    ops.push(Op::Dir(a));
-                }
-            }
-            made.insert(canonical.clone());
-            ops.push(Op::Copy(canonical));
-            continue;
+            self.ancestors_of(canonical);
+            self.made.insert(canonical.clone());
+            self.ops.push(Op::Copy(canonical.clone()));
+            return;
         }
         if !inside {
-            for a in ancestors(&canonical) {
-                if made.insert(a.clone()) {
-                    ops.push(Op::Dir(a));
-                }
-            }
-            if made.insert(canonical.clone()) {
-                ops.push(match kind {
+            self.ancestors_of(canonical);
+            if self.made.insert(canonical.clone()) {
+                self.ops.push(match g.kind {
                     Kind::Dir => Op::Dir(canonical.clone()),
                     Kind::File | Kind::SmallFile => Op::File(canonical.clone()),
                 });
             }
         }
-        let attrs = eff.attrs(&canonical);
+        let attrs = eff.attrs(canonical);
         let fixup = attrs != DEFAULT_ATTRS || parent.is_some_and(|(_, _, f)| f);
-        if own.private_layer && kind == Kind::Dir {
-            ops.push(Op::Overlay {
+        if own.private_layer && g.kind == Kind::Dir {
+            self.ops.push(Op::Overlay {
                 path: canonical.clone(),
-                layer: layers,
-                identity,
+                layer: self.layers,
+                identity: g.identity,
             });
-            layers += 1;
+            self.layers += 1;
         } else {
-            ops.push(Op::Bind {
+            self.ops.push(Op::Bind {
                 path: canonical.clone(),
                 attrs,
-                verify,
-                identity,
+                verify: g.verify,
+                identity: g.identity,
                 on_itself: inside,
                 fixup,
             });
         }
-        mounted.push((canonical, eff, fixup || own.private_layer));
+        self.mounted
+            .push((canonical.clone(), eff, fixup || own.private_layer));
     }
 
-    // Symlinks on the way to each grant, where they are not already part
-    // of a mounted tree.
-    let mut links: Vec<(PathBuf, OsString)> = grants
-        .iter()
-        .flat_map(|g| g.symlinks.iter().cloned())
-        .collect();
-    links.sort();
-    links.dedup_by(|a, b| a.0 == b.0);
-    let in_mounted = |p: &Path| {
-        mounted
+    /// Symlinks on the way to each grant, where they are not already part
+    /// of a mounted tree.
+    fn symlinks(&mut self, grants: &[Surveyed]) {
+        let mut links: Vec<(PathBuf, OsString)> = grants
             .iter()
-            .any(|(m, _, _)| home != Some(m.as_path()) && crate::roots::within(p, m))
-    };
-    for (at, text) in links {
-        if in_mounted(&at) || made.contains(&at) || at.starts_with("/proc") {
-            continue;
-        }
-        for a in ancestors(&at) {
-            if made.insert(a.clone()) {
-                ops.push(Op::Dir(a));
+            .flat_map(|g| g.symlinks.iter().cloned())
+            .collect();
+        links.sort();
+        links.dedup_by(|a, b| a.0 == b.0);
+        for (at, text) in links {
+            if self.in_mounted(&at) || self.made.contains(&at) || at.starts_with("/proc") {
+                continue;
             }
+            self.ancestors_of(&at);
+            self.made.insert(at.clone());
+            self.ops.push(Op::Symlink { at, text });
         }
-        made.insert(at.clone());
-        ops.push(Op::Symlink { at, text });
     }
 
-    // A fresh /proc, and the /dev links into it.
-    if made.insert(PathBuf::from("/proc")) {
-        ops.push(Op::Dir(PathBuf::from("/proc")));
-    }
-    ops.push(Op::Proc);
-    ops.push(Op::Mask(PathBuf::from("/proc/sys")));
-    if !in_mounted(Path::new("/dev")) {
-        if made.insert(PathBuf::from("/dev")) {
-            ops.push(Op::Dir(PathBuf::from("/dev")));
+    /// A fresh /proc, and the /dev links into it.
+    fn proc_and_dev(&mut self) {
+        if self.made.insert(PathBuf::from("/proc")) {
+            self.ops.push(Op::Dir(PathBuf::from("/proc")));
+        }
+        self.ops.push(Op::Proc);
+        self.ops.push(Op::Mask(PathBuf::from("/proc/sys")));
+        if self.in_mounted(Path::new("/dev")) {
+            return;
+        }
+        if self.made.insert(PathBuf::from("/dev")) {
+            self.ops.push(Op::Dir(PathBuf::from("/dev")));
         }
         for (name, text) in [
             ("fd", "/proc/self/fd"),
@@ -475,16 +511,14 @@ pub fn plan_view(
             ("stderr", "/proc/self/fd/2"),
         ] {
             let at = Path::new("/dev").join(name);
-            if !made.contains(&at) {
-                made.insert(at.clone());
-                ops.push(Op::Symlink {
+            if self.made.insert(at.clone()) {
+                self.ops.push(Op::Symlink {
                     at,
                     text: OsString::from(text),
                 });
             }
         }
     }
-    ops
 }
 
 /// The strict ancestors of an absolute path, outermost first, without `/`.
@@ -509,142 +543,156 @@ pub fn survey(
     private: &[&Path],
     opened: &std::collections::HashMap<PathBuf, std::os::fd::OwnedFd>,
 ) -> Result<Vec<Surveyed>, super::SandboxError> {
-    use std::os::fd::AsFd;
     let mut out = Vec::with_capacity(plan.grants.len());
     for g in &plan.grants {
         if g.path.starts_with("/proc") {
             continue;
         }
-        let why = || {
-            g.reasons
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let fd = match &g.handle {
-            Some(h) => Some(h.as_fd()),
-            None => opened.get(&g.path).map(AsFd::as_fd),
-        };
-        let (canonical, symlinks) = match resolve_fast(&g.path, fd) {
-            Ok(r) => r,
-            Err(e) if g.optional && absent(&e) => continue,
-            Err(e) if absent(&e) => {
-                return Err(super::SandboxError::MissingPath {
-                    path: g.path.clone(),
-                    why: why(),
-                });
-            }
-            Err(source) => {
-                return Err(super::SandboxError::OpenPath {
-                    path: g.path.clone(),
-                    why: why(),
-                    source,
-                });
-            }
-        };
-        let md = match fd {
-            Some(fd) => rustix::fs::fstat(fd)
-                .map(|st| {
-                    let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
-                    (
-                        t.is_dir(),
-                        t.is_file() && (st.st_size as u64) <= COPY_MAX,
-                        (st.st_dev, st.st_ino),
-                    )
-                })
-                .map_err(std::io::Error::from),
-            None => std::fs::metadata(&canonical).map(|m| {
-                use std::os::unix::fs::MetadataExt;
-                (
-                    m.is_dir(),
-                    m.is_file() && m.len() <= COPY_MAX,
-                    (m.dev(), m.ino()),
-                )
-            }),
-        };
-        let identity = md.as_ref().ok().map(|m| m.2);
-        let kind = match md.map(|m| (m.0, m.1)) {
-            Ok((true, _)) => Kind::Dir,
-            Ok((false, true)) => Kind::SmallFile,
-            Ok((false, false)) => Kind::File,
-            Err(e) if g.optional && absent(&e) => continue,
-            Err(source) => {
-                return Err(super::SandboxError::OpenPath {
-                    path: g.path.clone(),
-                    why: why(),
-                    source,
-                });
-            }
-        };
-        let verify = match &g.handle {
-            Some(h) => {
-                let st =
-                    rustix::fs::fstat(h.as_fd()).map_err(|e| super::SandboxError::OpenPath {
-                        path: g.path.clone(),
-                        why: why(),
-                        source: e.into(),
-                    })?;
-                Some((st.st_dev, st.st_ino))
-            }
-            None => None,
-        };
-        out.push(Surveyed {
-            path: g.path.clone(),
-            canonical,
-            kind,
-            write: g.rights.write,
-            exec: g.rights.exec,
-            root: g
-                .reasons
-                .iter()
-                .any(|r| matches!(r, crate::plan::GrantReason::Root { .. })),
-            // A root's identity is its handle's (the object ruled on).
-            identity: verify.or(identity),
-            verify,
-            private_layer: private.contains(&g.path.as_path()),
-            protect: None,
-            symlinks,
-        });
+        if let Some(s) = survey_grant(g, private, opened)? {
+            out.push(s);
+        }
     }
     for p in &plan.protected {
-        // Only a real file or directory at its own canonical path inside a
-        // granted tree: never through a symlink (which would put whatever
-        // it points at into the view). One descriptor is looked at for
-        // all of it, and the child mounts the object only if it finds
-        // that very one at the path (a server of the same root may swap
-        // things under it meanwhile).
-        let (is_dir, identity) = match real_at(&p.path) {
-            Ok(Some(found)) => found,
-            // Gone: nothing left to protect (what the server makes there is
-            // new metadata, reported when it ends).
-            Ok(None) => continue,
-            // Not the real file or directory at its own path any more: a
-            // symlink was put in its place or on its way since the root
-            // was scanned. Refuse to launch rather than leave it writable.
-            Err(source) => {
-                return Err(super::SandboxError::OpenPath {
-                    path: p.path.clone(),
-                    why: format!("{} (mounted read-only)", p.why),
-                    source,
-                });
-            }
-        };
-        out.push(Surveyed {
-            path: p.path.clone(),
-            canonical: p.path.clone(),
-            kind: if is_dir { Kind::Dir } else { Kind::File },
-            write: !p.readonly,
-            exec: false,
-            root: true,
-            verify: None,
-            identity: Some(identity),
-            private_layer: false,
-            protect: Some(p.readonly),
-            symlinks: Vec::new(),
-        });
+        if let Some(s) = survey_protected(p)? {
+            out.push(s);
+        }
     }
     Ok(out)
+}
+
+/// One grant as surveyed, or `None` for an absent optional one.
+fn survey_grant(
+    g: &crate::plan::Grant,
+    private: &[&Path],
+    opened: &std::collections::HashMap<PathBuf, std::os::fd::OwnedFd>,
+) -> Result<Option<Surveyed>, super::SandboxError> {
+    use std::os::fd::AsFd;
+    let why = || {
+        g.reasons
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let open_error = |source| super::SandboxError::OpenPath {
+        path: g.path.clone(),
+        why: why(),
+        source,
+    };
+    let fd = match &g.handle {
+        Some(h) => Some(h.as_fd()),
+        None => opened.get(&g.path).map(AsFd::as_fd),
+    };
+    let (canonical, symlinks) = match resolve_fast(&g.path, fd) {
+        Ok(r) => r,
+        Err(e) if g.optional && absent(&e) => return Ok(None),
+        Err(e) if absent(&e) => {
+            return Err(super::SandboxError::MissingPath {
+                path: g.path.clone(),
+                why: why(),
+            });
+        }
+        Err(source) => return Err(open_error(source)),
+    };
+    let md = match fd {
+        Some(fd) => rustix::fs::fstat(fd)
+            .map(|st| {
+                let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                (
+                    t.is_dir(),
+                    t.is_file() && (st.st_size as u64) <= COPY_MAX,
+                    (st.st_dev, st.st_ino),
+                )
+            })
+            .map_err(std::io::Error::from),
+        None => std::fs::metadata(&canonical).map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (
+                m.is_dir(),
+                m.is_file() && m.len() <= COPY_MAX,
+                (m.dev(), m.ino()),
+            )
+        }),
+    };
+    let identity = md.as_ref().ok().map(|m| m.2);
+    let kind = match md.map(|m| (m.0, m.1)) {
+        Ok((true, _)) => Kind::Dir,
+        Ok((false, true)) => Kind::SmallFile,
+        Ok((false, false)) => Kind::File,
+        Err(e) if g.optional && absent(&e) => return Ok(None),
+        Err(source) => return Err(open_error(source)),
+    };
+    let verify = match &g.handle {
+        Some(h) => {
+            let st = rustix::fs::fstat(h.as_fd()).map_err(|e| open_error(e.into()))?;
+            Some((st.st_dev, st.st_ino))
+        }
+        None => None,
+    };
+    Ok(Some(Surveyed {
+        path: g.path.clone(),
+        canonical,
+        kind,
+        write: g.rights.write,
+        exec: g.rights.exec,
+        root: g
+            .reasons
+            .iter()
+            .any(|r| matches!(r, crate::plan::GrantReason::Root { .. })),
+        // A root's identity is its handle's (the object ruled on).
+        identity: verify.or(identity),
+        verify,
+        private_layer: private.contains(&g.path.as_path()),
+        protect: None,
+        symlinks,
+    }))
+}
+
+/// A protected path as surveyed: only a real file or directory at its own
+/// canonical path inside a granted tree, never through a symlink (which
+/// would put whatever it points at into the view). One descriptor is
+/// looked at for all of it, and the child mounts the object only if it
+/// finds that very one at the path (a server of the same root may swap
+/// things under it meanwhile).
+fn survey_protected(p: &crate::plan::Protected) -> Result<Option<Surveyed>, super::SandboxError> {
+    let (is_dir, identity) = match real_at(&p.path) {
+        // Another directory than the one whose entries the plan protects:
+        // its own entries would be left writable.
+        Ok(Some((_, found))) if p.identity.is_some_and(|want| want != found) => {
+            return Err(super::SandboxError::OpenPath {
+                path: p.path.clone(),
+                why: format!("{} (mounted read-only)", p.why),
+                source: std::io::Error::from_raw_os_error(libc::ESTALE),
+            });
+        }
+        Ok(Some(found)) => found,
+        // Gone: nothing left to protect (what the server makes there is new
+        // metadata, reported when it ends).
+        Ok(None) => return Ok(None),
+        // Not the real file or directory at its own path any more: a
+        // symlink was put in its place or on its way since the root was
+        // scanned. Refuse to launch rather than leave it writable.
+        Err(source) => {
+            return Err(super::SandboxError::OpenPath {
+                path: p.path.clone(),
+                why: format!("{} (mounted read-only)", p.why),
+                source,
+            });
+        }
+    };
+    Ok(Some(Surveyed {
+        path: p.path.clone(),
+        canonical: p.path.clone(),
+        kind: if is_dir { Kind::Dir } else { Kind::File },
+        write: !p.readonly,
+        exec: false,
+        root: true,
+        verify: None,
+        identity: Some(identity),
+        private_layer: false,
+        protect: Some(p.readonly),
+        symlinks: Vec::new(),
+    }))
 }
 
 /// Whether `path` names a file or directory (not a symlink) at its own
@@ -771,6 +819,28 @@ pub fn resolve_recording(path: &Path) -> std::io::Result<(PathBuf, Vec<(PathBuf,
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_protected_directory_that_is_not_the_one_listed_refuses_the_launch() {
+        let t = tempfile::tempdir().unwrap();
+        let git = std::fs::canonicalize(t.path()).unwrap().join(".git");
+        std::fs::create_dir_all(&git).unwrap();
+        let md = std::fs::metadata(&git).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let p = |identity| crate::plan::Protected {
+            path: git.clone(),
+            readonly: false,
+            why: ".git in root".into(),
+            identity,
+        };
+        let listed = survey_protected(&p(Some((md.dev(), md.ino())))).unwrap();
+        assert_eq!(listed.map(|s| s.identity), Some(Some((md.dev(), md.ino()))));
+        let other = survey_protected(&p(Some((md.dev(), md.ino() + 1))));
+        assert!(
+            matches!(&other, Err(crate::sandbox::SandboxError::OpenPath { source, .. }) if source.raw_os_error() == Some(libc::ESTALE)),
+            "{other:?}"
+        );
+    }
+
     fn g(path: &str, write: bool, exec: bool) -> Surveyed {
         Surveyed {
             path: path.into(),
@@ -801,6 +871,70 @@ mod tests {
         noexec: false,
         nodev: true,
     };
+
+    #[test]
+    fn the_private_home_is_mounted_before_the_grants_below_it_which_keep_their_rights() {
+        let mut cache = g("/home/u/.cache/uv", false, true);
+        cache.private_layer = true;
+        let mut linked = g("/opt/nvm/versions/node/v22", false, true);
+        linked.path = "/home/u/.nvm/versions/node/v22".into();
+        linked.symlinks = vec![("/home/u/.nvm".into(), "/opt/nvm".into())];
+        let files = [("/tmp/s/gitconfig".into(), ".gitconfig".into())];
+        let home = PrivateHome {
+            path: Path::new("/home/u"),
+            files: &files,
+        };
+        let ops = plan_view(
+            &[
+                g("/usr", false, true),
+                g("/home/u/.pyenv", false, true),
+                cache,
+                g("/home/u/work", true, false),
+                linked,
+            ],
+            None,
+            Some(home),
+        );
+        let at = |want: &Op| ops.iter().position(|o| o == want).unwrap();
+        let tmpfs = at(&Op::Tmpfs("/home/u".into()));
+        // The home's mount point, the tmpfs, the file put in it, then the
+        // grants below it, each made a mount point inside it.
+        assert!(at(&Op::Dir("/home/u".into())) < tmpfs);
+        assert_eq!(
+            ops[tmpfs + 1],
+            Op::CopyTo {
+                from: "/tmp/s/gitconfig".into(),
+                to: "/home/u/.gitconfig".into()
+            }
+        );
+        for p in [
+            "/home/u/.pyenv",
+            "/home/u/.cache",
+            "/home/u/.cache/uv",
+            "/home/u/work",
+        ] {
+            assert!(at(&Op::Dir(p.into())) > tmpfs, "{p}: {ops:?}");
+        }
+        // Each keeps its own rights: the home's write right does not reach
+        // into the toolchain, and none is taken for host content below a
+        // mounted grant.
+        let b = binds(&ops);
+        assert!(b.contains(&("/home/u/.pyenv".to_string(), RO)), "{b:?}");
+        assert!(ops.iter().all(
+            |o| !matches!(o, Op::Bind { path, on_itself: true, .. } if path.starts_with("/home/u"))
+        ));
+        assert!(ops.iter().any(
+            |o| matches!(o, Op::Overlay { path, .. } if path == Path::new("/home/u/.cache/uv"))
+        ));
+        // The link on the way to a grant is recreated inside the home.
+        assert!(ops.contains(&Op::Symlink {
+            at: "/home/u/.nvm".into(),
+            text: "/opt/nvm".into()
+        }));
+        // A grant of the home itself (or above it) wins: no private home.
+        let ops = plan_view(&[g("/home", false, false)], None, Some(home));
+        assert!(!ops.iter().any(|o| matches!(o, Op::Tmpfs(_))), "{ops:?}");
+    }
 
     #[test]
     fn nested_grants_with_the_same_rights_are_not_mounted_twice() {

@@ -5,8 +5,10 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 
 /// The scriptable MCP server of `examples/mcp_fake_server.rs` (built with
 /// the tests: `cargo test` builds the examples).
@@ -31,6 +33,72 @@ pub fn fake_server() -> PathBuf {
 pub fn rootfence() -> String {
     std::env::var("ROOTFENCE_TEST_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rootfence").to_string())
+}
+
+/// The unprivileged user the tests run rootfence as when they run as root
+/// (`tests/peers/install.sh` creates it).
+pub const TEST_USER: &str = "rootfence-test";
+
+/// The uid and gid of the user an unprivileged tree runs rootfence as:
+/// [`TEST_USER`] when the tests run as root, else the tests' own user
+/// (already unprivileged).
+pub fn test_user() -> (u32, u32) {
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if uid != 0 {
+        return (uid, gid);
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("read /etc/passwd");
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() > 3 && f[0] == TEST_USER)
+        .and_then(|f| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+        .unwrap_or_else(|| {
+            panic!(
+                "the unprivileged test user {TEST_USER} is missing: run tests/peers/install.sh as root (it creates it)"
+            )
+        })
+}
+
+/// Whether every directory above `p` lets others through (so that any
+/// user can run `p`).
+fn reachable_by_others(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.ancestors()
+        .skip(1)
+        .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// `path` where the unprivileged test user can run it: itself when its
+/// directories let others through, else a link (or copy) in a directory of
+/// the system's temporary directory that does.
+pub fn for_others(path: &Path) -> String {
+    if reachable_by_others(path) {
+        return path.to_string_lossy().into_owned();
+    }
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let md = std::fs::metadata(path).expect("a program the test user runs");
+    let dir = std::env::temp_dir().join(format!("rootfence-test-bin-{}-{}", md.ino(), md.mtime()));
+    let _ = std::fs::DirBuilder::new().mode(0o755).create(&dir);
+    let name = path.file_name().expect("a program's name");
+    let bin = dir.join(name);
+    if !bin.exists() {
+        let tmp = dir.join(format!("{}.{}", name.to_string_lossy(), std::process::id()));
+        std::fs::hard_link(path, &tmp)
+            .or_else(|_| std::fs::copy(path, &tmp).map(|_| ()))
+            .expect("put a program where the test user can run it");
+        std::fs::rename(&tmp, &bin).expect("rename the test user's program");
+    }
+    bin.to_string_lossy().into_owned()
+}
+
+/// The `rootfence` binary under test, where the unprivileged test user can
+/// run it (see [`for_others`]).
+pub fn rootfence_for_others() -> String {
+    static ONCE: OnceLock<String> = OnceLock::new();
+    ONCE.get_or_init(|| for_others(Path::new(&rootfence())))
+        .clone()
 }
 
 /// A program the tests need, or a panic saying how to get it.
@@ -95,6 +163,12 @@ pub struct Tree {
     /// Whether the server gets its own namespaces (the default policy on
     /// this machine), or runs with Landlock and seccomp only.
     pub namespaces: bool,
+    /// The unprivileged user (uid, gid) rootfence runs as, owning the
+    /// tree; `None`: the tests' own user.
+    pub user: Option<(u32, u32)>,
+    /// A program rootfence is run under (an environment's seccomp filter:
+    /// `tests/peers/bin/rootfence-envfilter MODE --`), empty for none.
+    pub wrapper: Vec<String>,
 }
 
 pub const SECRET: &str = "TOP-SECRET-CONTENT";
@@ -120,6 +194,8 @@ impl Tree {
             base,
             _tmp: tmp,
             namespaces: true,
+            user: None,
+            wrapper: Vec::new(),
         };
         for d in [&t.r, &t.ro, &t.outside, &t.home.join(".ssh")] {
             std::fs::create_dir_all(d).expect("mkdir");
@@ -142,6 +218,90 @@ impl Tree {
         t
     }
 
+    /// A tree run by the unprivileged test user ([`test_user`]), which owns
+    /// it, with or without namespaces.
+    pub fn unprivileged(namespaces: bool) -> Tree {
+        let mut t = Tree::new();
+        t.namespaces = namespaces;
+        t.user = Some(test_user());
+        t
+    }
+
+    /// A tree whose rootfence runs on a kernel without Landlock (a filter
+    /// makes `landlock_create_ruleset` answer `ENOSYS`), on the view +
+    /// seccomp rung its policies accept (`[isolation] landlock = "prefer"`).
+    pub fn without_landlock() -> Tree {
+        let mut t = Tree::new();
+        t.wrapper = vec![envfilter(), "no-landlock".into(), "--".into()];
+        t
+    }
+
+    /// Whether this tree's rootfence has no Landlock (the view + seccomp
+    /// rung).
+    pub fn no_landlock(&self) -> bool {
+        self.wrapper
+            .iter()
+            .any(|w| w.split(',').any(|m| m == "no-landlock"))
+    }
+
+    /// The uid and gid rootfence runs as in this tree's tests (and that own
+    /// its files once a test has run).
+    pub fn runner(&self) -> (u32, u32) {
+        // SAFETY: geteuid and getegid cannot fail.
+        self.user
+            .unwrap_or_else(|| unsafe { (libc::geteuid(), libc::getegid()) })
+    }
+
+    /// The `rootfence` binary this tree's runner can run.
+    pub fn rootfence(&self) -> String {
+        match self.user {
+            Some(_) => rootfence_for_others(),
+            None => rootfence(),
+        }
+    }
+
+    /// The command line that starts this tree's rootfence: the binary
+    /// its runner can run, under its wrapper.
+    pub fn rootfence_argv(&self) -> Vec<String> {
+        let mut v = self.wrapper.clone();
+        v.push(self.rootfence());
+        v
+    }
+
+    /// A command starting this tree's rootfence ([`Tree::rootfence_argv`]),
+    /// its arguments to add. Run it through [`Tree::as_runner`].
+    pub fn rootfence_command(&self) -> Command {
+        let argv = self.rootfence_argv();
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]);
+        c
+    }
+
+    /// Make `c` run as this tree's user, giving it the tree first (its
+    /// files were made by the test).
+    pub fn as_runner<'a>(&self, c: &'a mut Command) -> &'a mut Command {
+        if let Some((uid, gid)) = self.user {
+            self.hand_over(uid, gid);
+            c.uid(uid).gid(gid);
+        }
+        c
+    }
+
+    /// Give every file of the tree to `uid`:`gid` (symlinks themselves,
+    /// never what they point at).
+    fn hand_over(&self, uid: u32, gid: u32) {
+        fn walk(p: &Path, uid: u32, gid: u32) {
+            let _ = std::os::unix::fs::lchown(p, Some(uid), Some(gid));
+            let is_dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+            if is_dir {
+                for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+                    walk(&e.path(), uid, gid);
+                }
+            }
+        }
+        walk(&self.base, uid, gid);
+    }
+
     /// Write a policy file `name` with `body` (plus, for a tree without
     /// namespaces, the `[isolation]` section saying so) and return its path.
     pub fn policy(&self, name: &str, body: &str) -> String {
@@ -149,6 +309,8 @@ impl Tree {
         let mut text = body.to_string();
         if !self.namespaces {
             text.push_str("\n[isolation]\nnamespaces = \"off\"\n");
+        } else if self.no_landlock() {
+            text.push_str("\n[isolation]\nlandlock = \"prefer\"\n");
         }
         std::fs::write(&p, text).expect("write the policy");
         p.to_string_lossy().into_owned()
@@ -159,7 +321,7 @@ impl Tree {
     /// launch rootfence themselves.
     pub fn exec_args(&self) -> Vec<String> {
         let mut a = vec!["exec".to_string()];
-        if !self.namespaces {
+        if !self.namespaces || self.no_landlock() {
             a.push("--policy".into());
             a.push(self.policy("no-namespaces.toml", "version = 1\n"));
         }
@@ -180,13 +342,13 @@ impl Tree {
     /// small fixed environment (HOME is the fake home) and the base as the
     /// working directory. Not run yet.
     pub fn command(&self, extra: &[&str], argv: &[&str]) -> Command {
-        let mut c = Command::new(rootfence());
+        let mut c = self.rootfence_command();
         c.arg("exec")
             .arg("--root")
             .arg(&self.r)
             .arg("--ro-root")
             .arg(&self.ro);
-        if !self.namespaces && !extra.contains(&"--policy") {
+        if (!self.namespaces || self.no_landlock()) && !extra.contains(&"--policy") {
             c.arg("--policy")
                 .arg(self.policy("no-namespaces.toml", "version = 1\n"));
         }
@@ -199,6 +361,7 @@ impl Tree {
             .env("LANG", "C.UTF-8")
             .current_dir(&self.base)
             .stdin(Stdio::null());
+        self.as_runner(&mut c);
         c
     }
 
@@ -287,6 +450,19 @@ impl Probe {
         assert!(self.out.status.success(), "probe failed\n{}", self.dump());
         self
     }
+}
+
+/// The environment filter helper (`tests/peers/bin/rootfence-envfilter`,
+/// built from `tests/peers/envfilter.c` by `tests/peers/install.sh`): runs a
+/// command under a seccomp filter reproducing an environment's rules.
+pub fn envfilter() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/bin/rootfence-envfilter");
+    assert!(
+        p.exists(),
+        "{} is missing: run tests/peers/install.sh (it builds it with gcc)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
 }
 
 /// Processes of this machine whose command line contains `marker` (for

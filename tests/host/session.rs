@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
-use rootfence::proxy::server::ExitInfo;
-use rootfence::proxy::{self, Ending, Event, Launcher, ServerProcess, SessionConfig};
+use rootfence::proxy::session::ExitInfo;
+use rootfence::proxy::{
+    self, Ending, Event, LaunchError, Launcher, ServerProcess, SessionConfig, SessionError,
+};
 use rootfence::roots::RootInput;
 use rootfence::runtime::HostEnv;
 use tokio::sync::mpsc;
@@ -33,7 +35,7 @@ pub struct TestLauncher {
 }
 
 impl Launcher for TestLauncher {
-    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, String> {
+    fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError> {
         self.log
             .roots
             .lock()
@@ -44,7 +46,10 @@ impl Launcher for TestLauncher {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| LaunchError::Io {
+                what: "cannot start the fake server",
+                source,
+            })?;
         let pid = child.id();
         self.log.pids.lock().unwrap().push(pid);
         let stdin = tokio::process::ChildStdin::from_std(child.stdin.take().unwrap()).unwrap();
@@ -55,6 +60,7 @@ impl Launcher for TestLauncher {
             pid,
             reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
             diagnose: None,
+            denials: None,
         })
     }
 }
@@ -63,7 +69,7 @@ impl Launcher for TestLauncher {
 pub struct Running {
     pub host: Host,
     pub log: Launches,
-    pub task: tokio::task::JoinHandle<Result<Ending, String>>,
+    pub task: tokio::task::JoinHandle<Result<Ending, SessionError>>,
     pub events: mpsc::UnboundedSender<Event>,
     pub dir: tempfile::TempDir,
 }

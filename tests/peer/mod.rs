@@ -73,6 +73,13 @@ pub struct HostRun {
 /// the server printed if it fails or is not done within `limit` (a hung
 /// session must not hang the suite).
 pub fn run_host_within(scenario: &Value, limit: Duration) -> HostRun {
+    try_run_host_within(scenario, limit).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Run host.py with a scenario; an error with everything host.py and the
+/// server printed if the host fails (it could not start the server, the
+/// connection closed, ...) or is not done within `limit` (it is killed).
+pub fn try_run_host_within(scenario: &Value, limit: Duration) -> Result<HostRun, String> {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("scenario.json");
     std::fs::write(&f, scenario.to_string()).unwrap();
@@ -108,20 +115,24 @@ pub fn run_host_within(scenario: &Value, limit: Duration) -> HostRun {
     let stdout = out.join().unwrap();
     let stderr = err.join().unwrap();
     let Some(status) = status else {
-        panic!("host.py did not finish within {limit:?}\nstderr:\n{stderr}\nstdout:\n{stdout}");
+        return Err(format!(
+            "host.py did not finish within {limit:?}\nstderr:\n{stderr}\nstdout:\n{stdout}"
+        ));
     };
-    assert!(status.success(), "host failed: {stderr}\n{stdout}");
+    if !status.success() {
+        return Err(format!("host failed: {stderr}\n{stdout}"));
+    }
     let mut steps: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let summary = steps.pop().unwrap();
     assert_eq!(summary["summary"], true, "{stdout}");
-    HostRun {
+    Ok(HostRun {
         steps,
         summary,
         stderr,
-    }
+    })
 }
 
 /// A file or directory `install.sh` makes, or a failure saying to run it.

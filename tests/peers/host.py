@@ -16,7 +16,8 @@ The scenario is a JSON object:
              | {"list_tools": true}]}
 Prints one JSON object per step on stdout (a call answered with a JSON-RPC
 error has its `code`), and a final summary line (with the negotiated
-`protocol`).
+`protocol`, and `logs`: the `notifications/message` the host received, as
+{"level", "logger", "data"}, what hosts show in their MCP log view).
 `roots: null` means the host declares no roots capability. With
 "sampling" / "elicitation" the host declares that capability and answers
 with the given reply; the summary counts the callback's calls
@@ -85,6 +86,7 @@ async def main(path):
         "elicitation_calls": 0,
         "sampling_requests": [],
         "elicitation_requests": [],
+        "logs": [],
     }
     sampling = scenario.get("sampling")
     elicitation = scenario.get("elicitation")
@@ -112,10 +114,13 @@ async def main(path):
             roots=[types.Root(uri=u, name=n) for u, n in state["roots"]]
         )
 
+    async def log(params):
+        state["logs"].append({"level": str(params.level), "logger": params.logger, "data": params.data})
+
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=scenario.get("env"))
     out = []
     counts = {"sent": 0, "answered": 0}
-    kwargs = {}
+    kwargs = {"logging_callback": log}
     if state["roots"] is not None:
         kwargs["list_roots_callback"] = list_roots
     if sampling is not None:
@@ -151,6 +156,7 @@ async def main(path):
                 "sampling_requests": state["sampling_requests"],
                 "elicitation_requests": state["elicitation_requests"],
                 "protocol": state.get("protocol"),
+                "logs": state["logs"],
             }
         )
     )

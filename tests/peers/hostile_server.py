@@ -28,6 +28,14 @@ Tools:
       Writes each of `lines` (JSON text) to stdout as it is, outside the
       SDK (a request method sent as a notification, a batch), then
       answers "written".
+  raw_bytes(lines)
+      The same with each line given as hex (bytes a str cannot hold:
+      invalid UTF-8, bare carriage returns).
+  spray_cancels(up_to, seconds)
+      Starts writing, for `seconds`, `notifications/cancelled` for every
+      id from 1 to `up_to` (the ids rootfence gives its own requests to
+      the host), each with `requestId` twice (999 first, the id last, as
+      a last-wins parser reads it), then answers "spraying".
 
 Run: hostile_server.py (stdio).
 """
@@ -182,6 +190,40 @@ async def raw(lines: list[str]) -> str:
     for line in lines:
         os.write(fd, line.encode() + b"\n")
     return "written"
+
+
+def _wire_fd():
+    claim = _stdio._claims.get(1)
+    return claim.private_fd if claim is not None and claim.private_fd is not None else 1
+
+
+@server.tool()
+async def raw_bytes(lines: list[str]) -> str:
+    """Write hex-given lines to the wire outside the SDK."""
+    fd = _wire_fd()
+    for line in lines:
+        os.write(fd, bytes.fromhex(line) + b"\n")
+    return "written"
+
+
+@server.tool()
+async def spray_cancels(up_to: int = 40, seconds: float = 5.0) -> str:
+    """Cancel, over and over, every id rootfence may give its requests."""
+    import threading
+    import time
+
+    fd = _wire_fd()
+
+    def spray():
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for i in range(1, up_to + 1):
+                line = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999,"requestId":%d,"reason":"x"}}\n' % i
+                os.write(fd, line.encode())
+            time.sleep(0.002)
+
+    threading.Thread(target=spray, daemon=True).start()
+    return "spraying"
 
 
 if __name__ == "__main__":

@@ -13,6 +13,19 @@
 #   fastmcp/.venv/      the FastMCP server project's environment (fastmcp/uv.lock)
 #   .uv-cache/          uv cache holding the `uvx` environments of
 #                       mcp-server-time and mcp-server-git (servers.lock)
+#   bin/rootfence-envfilter
+#                       runs a command under a seccomp filter reproducing an
+#                       environment (Docker's default profile, Ubuntu's
+#                       AppArmor user-namespace restriction, a kernel
+#                       without Landlock, user namespaces refused); built
+#                       from envfilter.c with gcc
+#   bin/apparmor_parser an AppArmor parser that knows the `userns` rule
+#                       (AppArmor 4): the system's, or Debian's apparmor
+#                       package of a release that has it, unpacked in
+#                       .apparmor/ with the C library it was built against
+#
+# Run as root (as CI does), it also creates the unprivileged user the escape
+# suites run rootfence as (rootfence-test).
 #
 # Idempotent: quick when everything is already installed (each part keeps a
 # stamp of the lockfiles it was made from). Needs network (the npm registry,
@@ -106,3 +119,197 @@ if ! stamp_ok "$uv_cache/.rootfence-uvx-stamp" "$uvx_want"; then
     echo "$uvx_want" > "$uv_cache/.rootfence-uvx-stamp"
 fi
 echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
+
+# ---- A user's home with popular MCP servers installed as their READMEs say
+#
+# user/ is the home directory of the user tests/popular_servers.rs plays:
+# uv from its standalone installer (~/.local/bin/{uv,uvx}), the machine's
+# pyenv Python on the PATH (its shims), and each server installed the way
+# its README tells users to:
+#
+#   ~/.local/share/uv/tools  `uv tool install` of mcp-server-sqlite and
+#                        mcp-server-duckdb (run by `uvx <tool>`)
+#   ~/.cache/uv          uvx environments of mcp-shell-server,
+#                        mcp-server-fetch and mcp-alchemy, and the `uv run --with fastmcp`
+#                        environment of ~/mcp/notes/server.py
+#   ~/.npm/_npx          `npx -y` installs of Desktop Commander and obsidian-mcp
+#   ~/.local/share/pipx  `pipx install markitdown-mcp` (~/.local/bin/markitdown-mcp)
+#   ~/src/<project>      projects laid out as a clone is after `npm install`:
+#                        mcp-server-commands (its `#!` build/index.js) and
+#                        git-mcp-server (dist/index.js), each with its
+#                        node_modules (only registries are reachable: the
+#                        published tarball stands in for the clone, and it
+#                        ships its build)
+#
+# Versions are held by popular/: python-mcp1.lock for the servers written
+# for the MCP SDK 1 (sqlite, duckdb: SDK 2 removed what they import;
+# mcp-shell-server asks for SDK 1),
+# python.lock for the other Python servers, the package-lock.json files for
+# every npm package. Every path is the one a
+# user's home has, so the tests see the defaults (no UV_CACHE_DIR, no
+# npm_config_cache).
+home="$here/user"
+pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+if [ ! -x "$pyenv_root/shims/python3" ]; then
+    echo "tests/peers: pyenv is required (its shims/python3 is not in $pyenv_root): install pyenv and a Python 3.10+ with it, or set PYENV_ROOT" >&2
+    exit 1
+fi
+user_path="$home/.local/bin:$pyenv_root/shims:$pyenv_root/bin:/usr/local/bin:/usr/bin:/bin"
+# The user's environment: HOME, PATH, and this machine's settings for
+# reaching the registries (certificates, proxies), as the user's shell has
+# them.
+as_user() {
+    set -- HOME="$home" PATH="$user_path" LANG=C.UTF-8 PYENV_ROOT="$pyenv_root" \
+        npm_config_update_notifier=false "$@"
+    for v in SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS REQUESTS_CA_BUNDLE PIP_CERT \
+        HTTPS_PROXY https_proxy HTTP_PROXY http_proxy NO_PROXY no_proxy; do
+        eval "[ -z \"\${$v+x}\" ] || set -- $v=\"\$$v\" \"\$@\""
+    done
+    env -i "$@"
+}
+pop_want=$(cd popular && find . -type f | LC_ALL=C sort | xargs cksum | cksum | cut -d' ' -f1)-$("$uv" --version | cut -d' ' -f2)-layout2
+if ! stamp_ok "$home/.rootfence-stamp" "$pop_want"; then
+    rm -rf "$home"
+    mkdir -p "$home/.local/bin" "$home/src" "$home/mcp/notes"
+    printf '[user]\n\tname = Home User\n\temail = home@example.com\n[init]\n\tdefaultBranch = main\n' > "$home/.gitconfig"
+    # uv's standalone installer puts the two binaries in ~/.local/bin.
+    cp "$here/.venv/bin/uv" "$here/.venv/bin/uvx" "$home/.local/bin/"
+
+    # uvx: run each tool once as its README launches it (the interpreter
+    # is the pyenv python3 uv finds on the PATH), versions held to
+    # python.lock. The servers read stdin: /dev/null ends them.
+    # The servers written for the MCP SDK 1 are broken by its version 2
+    # (which `uvx <tool>` resolves today): their users keep an installed
+    # tool (`uv tool install`, ~/.local/share/uv/tools), which `uvx <tool>`
+    # runs.
+    for tool in mcp-server-sqlite mcp-server-duckdb; do
+        as_user UV_CONSTRAINT="$here/popular/python-mcp1.lock" UV_PYTHON_DOWNLOADS=never \
+            UV_NO_PROGRESS=1 uv tool install --quiet "$tool" > /dev/null
+    done
+    for line in "python-mcp1.lock mcp-shell-server" \
+        "python.lock mcp-server-fetch --help" \
+        "python.lock --from mcp-alchemy==2026.10.15.202659 --refresh-package mcp-alchemy mcp-alchemy"; do
+        lock=${line%% *}
+        args=${line#* }
+        # shellcheck disable=SC2086
+        as_user UV_CONSTRAINT="$here/popular/$lock" UV_PYTHON_DOWNLOADS=never \
+            UV_NO_PROGRESS=1 DB_URL=sqlite:// uvx $args < /dev/null > /dev/null 2>&1 || true
+        tool=${args%% --help}
+        tool=${tool##* }
+        as_user UV_OFFLINE=1 uvx --from "$tool" python -c "import sys" \
+            || { echo "tests/peers: uvx $args did not install $tool" >&2; exit 1; }
+    done
+
+    # `fastmcp install claude-desktop server.py` writes this command.
+    cp popular/fastmcp-notes/server.py "$home/mcp/notes/server.py"
+    as_user UV_CONSTRAINT="$here/popular/python.lock" UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+        uv run --quiet --with fastmcp python -c "import fastmcp" > /dev/null
+
+    # pipx, with the user's pyenv Python.
+    py=$(as_user python3 -c 'import sys, os; print(os.path.realpath(sys.executable))')
+    as_user "$here/.venv/bin/pipx" install --quiet --python "$py" \
+        --pip-args="--constraint $here/popular/python.lock --disable-pip-version-check" \
+        markitdown-mcp==0.0.1a8 > /dev/null
+
+    # npx: the locked tree where `npx -y <package>@<version>` looks
+    # (see the npx cache above), in the default cache, ~/.npm.
+    npm_home="$home/.npm"
+    first=""
+    for name in @wonderwhy-er/desktop-commander obsidian-mcp; do
+        version=$(node -p "require('./popular/npx/package-lock.json').packages['node_modules/$name'].version")
+        spec="$name@$version"
+        hash=$(node -e 'process.stdout.write(require("crypto").createHash("sha512").update(process.argv[1]).digest("hex").slice(0, 16))' "$spec")
+        npx_dir="$npm_home/_npx/$hash"
+        mkdir -p "$npx_dir"
+        cp popular/npx/package.json popular/npx/package-lock.json "$npx_dir/"
+        if [ -z "$first" ]; then
+            # Puppeteer (a dependency of Desktop Commander) downloads a
+            # browser when installed: not from a registry, and not used by
+            # the tools the tests call.
+            (cd "$npx_dir" && as_user PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefer-offline \
+                --no-audit --no-fund --loglevel=error)
+            first="$npx_dir"
+        else
+            cp -al "$first/node_modules" "$npx_dir/node_modules"
+        fi
+        as_user npm cache add "$spec" --loglevel=error
+    done
+
+    # Projects, as cloned and built (their build ships in the tarball; the
+    # build tools are dev dependencies, not installed).
+    for project in commands git-mcp-server; do
+        lock="$here/popular/$project/package-lock.json"
+        name=$(node -p "require('$lock').packages[''].name")
+        version=$(node -p "require('$lock').packages[''].version")
+        dir="$home/src/$(basename "$name")"
+        mkdir -p "$dir"
+        tarball=$(cd "$home/src" && as_user npm pack --silent "$name@$version")
+        tar -xzf "$home/src/$tarball" -C "$dir" --strip-components=1 --no-same-owner
+        rm "$home/src/$tarball"
+        cp "$lock" "$dir/"
+        (cd "$dir" && as_user npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
+    done
+    echo "$pop_want" > "$home/.rootfence-stamp"
+fi
+# The user's PATH, for the tests.
+echo "$user_path" > "$home/.rootfence-path"
+echo "tests/peers: a user's home with popular servers: $home (PATH=$user_path)"
+
+# The unprivileged user the escape suites run rootfence as.
+if [ "$(id -u)" = 0 ] && ! id -u rootfence-test > /dev/null 2>&1; then
+    useradd --system --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin rootfence-test
+fi
+if id -u rootfence-test > /dev/null 2>&1; then
+    echo "tests/peers: unprivileged test user: rootfence-test ($(id -u rootfence-test))"
+fi
+
+# The environment filter helper.
+mkdir -p bin
+ef_want=$(cksum envfilter.c | cut -d' ' -f1)
+if [ ! -x bin/rootfence-envfilter ] || ! stamp_ok bin/.envfilter-stamp "$ef_want"; then
+    gcc -O2 -Wall -Wextra -Werror -o bin/rootfence-envfilter envfilter.c
+    echo "$ef_want" > bin/.envfilter-stamp
+fi
+echo "tests/peers: environment filters: $here/bin/rootfence-envfilter"
+
+# An AppArmor parser that knows `userns` (AppArmor 4.0 and later), to check
+# the profile `rootfence doctor --apparmor` prints.
+knows_userns() {
+    printf 'abi <abi/4.0>,\nprofile t /t flags=(unconfined) {\n  userns,\n}\n' > bin/.userns-probe
+    "$1" -Q -K bin/.userns-probe > /dev/null 2>&1
+}
+aa=.apparmor
+aa_release=trixie
+if [ -x /usr/sbin/apparmor_parser ] && knows_userns /usr/sbin/apparmor_parser; then
+    ln -sf /usr/sbin/apparmor_parser bin/apparmor_parser
+elif [ ! -x bin/apparmor_parser ] || ! stamp_ok "$aa/.rootfence-stamp" "$aa_release"; then
+    # Debian's apparmor package of a release with AppArmor 4, with that
+    # release's C library (its parser needs a newer glibc than this one
+    # may have), unpacked here and run through that library's loader.
+    rm -rf "$aa" bin/apparmor_parser
+    mkdir -p "$aa/lists/partial" "$aa/debs"
+    echo "deb http://deb.debian.org/debian $aa_release main" > "$aa/sources.list"
+    apt_aa() {
+        apt-get -q -o Dir::Etc::sourcelist="$here/$aa/sources.list" \
+            -o Dir::Etc::sourceparts=/dev/null -o Dir::State::Lists="$here/$aa/lists" \
+            -o Dir::Cache="$here/$aa/cache" -o APT::Sandbox::User=root "$@"
+    }
+    apt_aa update > /dev/null
+    (cd "$aa/debs" && apt_aa download apparmor libc6 > /dev/null)
+    for deb in "$aa"/debs/*.deb; do dpkg-deb -x "$deb" "$aa/root"; done
+    loader=$(find "$here/$aa/root" -name 'ld-linux*.so.*' | head -n 1)
+    libdir=$(dirname "$loader")
+    cat > bin/apparmor_parser <<PARSER
+#!/bin/sh
+# Debian $aa_release's apparmor_parser, run with its own C library.
+exec "$loader" --library-path "$libdir" "$here/$aa/root/usr/sbin/apparmor_parser" \\
+    --config-file=/dev/null --base "$here/$aa/root/etc/apparmor.d" \\
+    -I "$here/$aa/root/etc/apparmor.d" "\$@"
+PARSER
+    chmod 755 bin/apparmor_parser
+    knows_userns bin/apparmor_parser
+    echo "$aa_release" > "$aa/.rootfence-stamp"
+fi
+echo "tests/peers: AppArmor parser: $here/bin/apparmor_parser ($(bin/apparmor_parser --version | head -n 1))"
+

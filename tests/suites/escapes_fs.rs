@@ -1,5 +1,7 @@
-// The cases of the `escapes_fs` suites (included by tests/escapes_fs.rs, with the
-// server's own namespaces, and tests/escapes_fs_no_ns.rs, without).
+// The cases of the `escapes_fs` suites, included by tests/escapes_fs.rs (the
+// server in its own namespaces), tests/escapes_fs_no_ns.rs (without),
+// tests/escapes_fs_user.rs (both, run by an unprivileged user) and
+// tests/escapes_fs_no_landlock.rs (the view + seccomp rung).
 
 
 use common::{Probe, SECRET, content};
@@ -597,7 +599,11 @@ fn extended_attributes_acls_and_owners_outside_the_roots_stay() {
         p.expect("chown_inside", "OK");
     }
     let md = std::fs::metadata(&secret).unwrap();
-    assert_eq!(std::os::unix::fs::MetadataExt::gid(&md), 0, "the group changed");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::gid(&md),
+        t.runner().1,
+        "the group changed"
+    );
     assert_eq!(xattr(&secret, "system.posix_acl_access"), None, "an ACL was set");
     assert_eq!(xattr(&secret, "user.rootfence"), None, "an attribute was set");
     assert_eq!(xattr(&secret, "user.kept").as_deref(), Some(&b"yes"[..]));
@@ -778,16 +784,19 @@ fn inode_flags_of_files_it_may_only_read_stay() {
     assert_eq!(inode_flags(&file), before, "the read-only root's file got new flags");
 }
 
-/// `git` with a fixed identity and no global configuration, in `dir`.
-fn git_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git is required: apt-get install -y git")
+/// `git` with a fixed identity and no global configuration, in `dir`, run
+/// by the tree's user (whose repository it is).
+fn git_in(t: &common::Tree, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    t.as_runner(
+        std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1"),
+    )
+    .output()
+    .expect("git is required: apt-get install -y git")
 }
 
 #[test]
@@ -799,9 +808,9 @@ fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
     // these away when the server ends, and reports them and a new
     // repository it made, with what they would run.
     let t = tree();
-    assert!(git_in(&t.r, &["init", "-q"]).status.success());
+    assert!(git_in(&t, &t.r, &["init", "-q"]).status.success());
     std::fs::write(t.r.join("tracked"), "v1").unwrap();
-    assert!(git_in(&t.r, &["add", "tracked"]).status.success());
+    assert!(git_in(&t, &t.r, &["add", "tracked"]).status.success());
     let marker = t.outside.join("fsmonitor-ran");
     let r = t.r.display().to_string();
     let out = t.run(
@@ -836,7 +845,7 @@ fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
         err.contains("nested/.git") && err.contains("fsmonitor"),
         "the new repository was not reported with what it runs:\n{err}"
     );
-    let st = git_in(&t.r, &["status", "--short"]);
+    let st = git_in(&t, &t.r, &["status", "--short"]);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     assert!(!marker.exists(), "a command planted by the server ran outside");
 }

@@ -187,26 +187,15 @@ pub fn now_rfc3339() -> String {
     rfc3339(d.as_secs(), d.subsec_millis())
 }
 
-/// `secs` since the epoch as `YYYY-MM-DDThh:mm:ss.mmmZ`.
+/// `secs` since the epoch as `YYYY-MM-DDThh:mm:ss.mmmZ` (RFC 3339, UTC,
+/// milliseconds).
 pub fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let nanos = i32::try_from(millis.min(999) * 1_000_000).unwrap_or(0);
+    match jiff::Timestamp::new(i64::try_from(secs).unwrap_or(i64::MAX), nanos) {
+        Ok(t) => format!("{t:.3}"),
+        // Past the year 9999: not a time an audit record is written at.
+        Err(_) => "9999-12-31T23:59:59.999Z".to_string(),
+    }
 }
 
 #[cfg(test)]

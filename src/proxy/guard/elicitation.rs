@@ -293,7 +293,9 @@ fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String, Text)>
                     ));
                 }
             }
-            // Option labels: `enumNames` and titled options.
+            // Option labels (`enumNames`, titled options) and defaults.
+            // (The options' values are not: choosing "password" as a
+            // login method is not giving one.)
             let labels = p
                 .get("enumNames")
                 .into_iter()
@@ -309,6 +311,18 @@ fn sensitive_texts(message: &str, schema: &Value) -> Vec<(String, String, Text)>
                 out.push((
                     format!("an option label of field {name:?}"),
                     l.to_string(),
+                    Text::Free,
+                ));
+            }
+            let defaults = match p.get("default") {
+                Some(Value::String(d)) => vec![d.as_str()],
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for d in defaults {
+                out.push((
+                    format!("the default of field {name:?}"),
+                    d.to_string(),
                     Text::Free,
                 ));
             }
@@ -813,6 +827,7 @@ fn digits(s: &str, n: usize) -> Option<u32> {
         .flatten()
 }
 
+/// An RFC 3339 full-date: `YYYY-MM-DD`, a day of the calendar.
 fn date_ok(s: &str) -> bool {
     let mut it = s.split('-');
     let (Some(y), Some(m), Some(d), None) = (it.next(), it.next(), it.next(), it.next()) else {
@@ -821,15 +836,10 @@ fn date_ok(s: &str) -> bool {
     let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else {
         return false;
     };
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
+    let (Ok(y), Ok(m), Ok(d)) = (i16::try_from(y), i8::try_from(m), i8::try_from(d)) else {
+        return false;
     };
-    (1..=days).contains(&d)
+    jiff::civil::Date::new(y, m, d).is_ok()
 }
 
 fn time_ok(t: &str) -> bool {

@@ -33,7 +33,7 @@ pub mod stateless;
 pub mod url;
 pub mod version;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::Instant;
 
@@ -48,11 +48,14 @@ use crate::policy::{Policy, PolicyFile};
 /// The JSON-RPC error code of a policy refusal.
 pub const POLICY_REFUSED: i64 = code::POLICY_REFUSED;
 
-/// The methods the guard judges (server → host requests).
+/// The methods the guard judges (server → host requests): the questions,
+/// and the requests that name a task the host runs for one of them.
 pub const GUARDED: &[&str] = &[
     "sampling/createMessage",
     "elicitation/create",
     "tasks/result",
+    "tasks/get",
+    "tasks/cancel",
 ];
 
 /// A protocol revision, as far as the guard cares.
@@ -214,9 +217,14 @@ pub enum Verdict {
 pub struct AnswerCheck {
     generation: u64,
     method: &'static str,
-    schema: FormSchema,
+    /// The form the answer must match (elicitation, with
+    /// `validate_response`).
+    schema: Option<FormSchema>,
     /// Task-augmented: the first answer may be a `CreateTaskResult`.
     task: bool,
+    /// For `tasks/result` and `tasks/cancel`: the task, forgotten once
+    /// its result was given or it was cancelled.
+    task_id: Option<String>,
 }
 
 /// The facts about the session the guard's decisions depend on.
@@ -232,21 +240,32 @@ pub struct Context<'a> {
     pub generation: u64,
 }
 
-/// Most task-augmented elicitations remembered while awaiting their result.
+/// Most tasks the host runs for the server's questions remembered at once:
+/// past it, a task-augmented question is refused (nothing is forgotten to
+/// make room: a task forgotten would be a `tasks/result` unchecked).
 const MAX_TASKS: usize = 1024;
+
+/// Most URL elicitations awaiting their `notifications/elicitation/complete`
+/// remembered at once: past it, a URL elicitation is refused.
+const MAX_URL_ELICITATIONS: usize = 1024;
+
+/// Longest task or elicitation id remembered; a longer one is refused.
+pub const MAX_KEPT_ID: usize = 256;
 
 /// The guard's session state: survives server rebuilds.
 #[derive(Debug, Default)]
 pub struct Guard {
     limiter: RateLimiter,
     audit: AuditLog,
-    /// Task-augmented elicitations the host accepted as tasks: task id
-    /// (the host's, unique in the session) → the form their result must
-    /// match. Kept (up to [`MAX_TASKS`]) after a result was fetched, so a
-    /// second `tasks/result`, from this server or a relaunched one, is
-    /// checked too.
-    tasks: HashMap<String, FormSchema>,
-    task_order: VecDeque<String>,
+    /// Tasks the host runs for the server's task-augmented questions:
+    /// task id (the host's, unique in the session) → the form their
+    /// result must match, if any. At most [`MAX_TASKS`]; a task is
+    /// forgotten once its result was given or it was cancelled, and a
+    /// request naming a task not here is refused.
+    tasks: HashMap<String, Option<FormSchema>>,
+    /// URL elicitations forwarded (by generation and elicitation id): the
+    /// server may announce their completion.
+    url_elicitations: HashSet<(u64, String)>,
     /// `input_required` results awaiting the host's retry, by the token
     /// rootfence gave the host as `requestState`.
     pending: stateless::PendingInputs,
@@ -342,32 +361,180 @@ impl Guard {
         match method {
             "sampling/createMessage" => self.on_sampling(ctx, params, bytes, now, via),
             "elicitation/create" => self.on_elicitation(ctx, params, via),
-            "tasks/result" => {
-                let schema = params
-                    .get("taskId")
-                    .and_then(Value::as_str)
-                    .and_then(|t| self.tasks.get(t).cloned());
-                match schema {
-                    Some(schema) => Verdict::Forward {
-                        params: None,
-                        check: Some(AnswerCheck {
-                            generation: ctx.generation,
-                            method: "tasks/result",
-                            schema,
-                            task: false,
-                        }),
-                    },
-                    None => Verdict::Forward {
-                        params: None,
-                        check: None,
-                    },
-                }
+            "tasks/result" | "tasks/get" | "tasks/cancel" => {
+                self.on_task_request(ctx, method, params)
             }
             _ => Verdict::Forward {
                 params: None,
                 check: None,
             },
         }
+    }
+
+    /// A server's `tasks/result`, `tasks/get` or `tasks/cancel` to the
+    /// host: only for a task the host runs for one of this session's
+    /// questions; the result is checked against its form.
+    fn on_task_request(&mut self, ctx: Context<'_>, method: &str, params: &Value) -> Verdict {
+        let id = params.get("taskId").and_then(Value::as_str);
+        let known = id.and_then(|t| self.tasks.get(t).map(|s| (t.to_string(), s.clone())));
+        let Some((task_id, schema)) = known else {
+            let r = Refusal::malformed(
+                "guard.tasks",
+                &format!(
+                    "{method} names no task the host runs for this server's questions (taskId {})",
+                    id.map_or("missing".to_string(), |t| format!(
+                        "{:?}",
+                        t.chars().take(64).collect::<String>()
+                    ))
+                ),
+            );
+            self.record(
+                ctx.generation,
+                method,
+                Decision::Refused,
+                Some(r.rule),
+                "task",
+                Some(&r.message),
+            );
+            return Verdict::Refuse(r);
+        };
+        let method = match method {
+            "tasks/result" => "tasks/result",
+            "tasks/cancel" => "tasks/cancel",
+            _ => "tasks/get",
+        };
+        Verdict::Forward {
+            params: None,
+            check: (method != "tasks/get").then_some(AnswerCheck {
+                generation: ctx.generation,
+                method,
+                schema,
+                task: false,
+                task_id: Some(task_id),
+            }),
+        }
+    }
+
+    /// Whether a question is task-augmented; a refusal when the task
+    /// table is full.
+    fn task_room(
+        &mut self,
+        ctx: Context<'_>,
+        method: &str,
+        params: &Value,
+    ) -> Result<bool, Refusal> {
+        if params.get("task").is_none_or(Value::is_null) {
+            return Ok(false);
+        }
+        if self.tasks.len() >= MAX_TASKS {
+            let r = Refusal::policy(
+                "guard.tasks",
+                &format!("rootfence follows at most {MAX_TASKS} tasks at once"),
+                "send the question without task augmentation, or wait for tasks to finish",
+            );
+            self.record(
+                ctx.generation,
+                method,
+                Decision::Refused,
+                Some(r.rule),
+                "task",
+                Some(&r.message),
+            );
+            return Err(r);
+        }
+        Ok(true)
+    }
+
+    /// Generation `g` exited: its URL elicitations can no longer complete.
+    pub fn generation_gone(&mut self, g: u64) {
+        self.url_elicitations.retain(|(gen_, _)| *gen_ != g);
+    }
+
+    /// The server `g` says its URL elicitation `id` is complete: true once
+    /// for each URL elicitation of `g` forwarded to the host.
+    pub fn url_elicitation_done(&mut self, g: u64, id: &str) -> bool {
+        self.url_elicitations.remove(&(g, id.to_string()))
+    }
+
+    /// Remember a URL elicitation of `g` forwarded to the host; a refusal
+    /// when its id is missing or too long, or the table is full.
+    fn remember_url(&mut self, g: u64, params: &Value) -> Result<(), Refusal> {
+        let Some(id) = params.get("elicitationId").and_then(Value::as_str) else {
+            return Err(Refusal::malformed(
+                "elicitation.request",
+                "a URL-mode elicitation needs an elicitationId string",
+            ));
+        };
+        if id.len() > MAX_KEPT_ID {
+            return Err(Refusal::malformed(
+                "elicitation.request",
+                &format!("elicitationId is longer than {MAX_KEPT_ID} bytes"),
+            ));
+        }
+        if self.url_elicitations.len() >= MAX_URL_ELICITATIONS {
+            return Err(Refusal::policy(
+                "elicitation.url",
+                &format!(
+                    "rootfence follows at most {MAX_URL_ELICITATIONS} URL elicitations at once"
+                ),
+                "wait for earlier ones to complete",
+            ));
+        }
+        self.url_elicitations.insert((g, id.to_string()));
+        Ok(())
+    }
+
+    /// Judge a `-32042` error (URL elicitation required, 2025-11-25) of
+    /// the server to a host request: every entry of `data.elicitations` is
+    /// judged as a URL-mode `elicitation/create` (the policy's URL rules,
+    /// the host's declared capability, the revision), and remembered for
+    /// its `notifications/elicitation/complete`. `Err`: the host's request
+    /// gets this refusal instead.
+    ///
+    /// # Security
+    ///
+    /// No URL reaches the host inside an error unless the same URL would
+    /// have reached it in an `elicitation/create`.
+    pub fn on_url_required(&mut self, ctx: Context<'_>, error: &Value) -> Result<(), Refusal> {
+        let method = "elicitation/create";
+        let list = error.pointer("/data/elicitations");
+        let Some(list) = list.and_then(Value::as_array).filter(|l| !l.is_empty()) else {
+            let r = Refusal::malformed(
+                "elicitation.request",
+                "a URL-elicitation-required error (-32042) needs data.elicitations, a list of URL elicitations",
+            );
+            self.record(
+                ctx.generation,
+                method,
+                Decision::Refused,
+                Some(r.rule),
+                "via=error",
+                Some(&r.message),
+            );
+            return Err(r);
+        };
+        for e in list {
+            let mode = e.get("mode").and_then(Value::as_str);
+            if mode != Some("url") {
+                let r = Refusal::malformed(
+                    "elicitation.request",
+                    "a URL-elicitation-required error (-32042) may carry URL-mode elicitations only",
+                );
+                self.record(
+                    ctx.generation,
+                    method,
+                    Decision::Refused,
+                    Some(r.rule),
+                    "via=error",
+                    Some(&r.message),
+                );
+                return Err(r);
+            }
+            if let Verdict::Refuse(r) = self.on_elicitation(ctx, e, " via=error") {
+                return Err(r);
+            }
+        }
+        Ok(())
     }
 
     fn on_sampling(
@@ -389,6 +556,22 @@ impl Guard {
         };
         let method = "sampling/createMessage";
         let decision = sampling::check(&ctx.policy.raw.sampling, req, &mut self.limiter, now);
+        let forwarded = !matches!(decision, SamplingDecision::Refuse(_));
+        let task = if forwarded && via.is_empty() {
+            match self.task_room(ctx, method, params) {
+                Ok(t) => t,
+                Err(r) => return Verdict::Refuse(r),
+            }
+        } else {
+            false
+        };
+        let check = task.then_some(AnswerCheck {
+            generation: ctx.generation,
+            method,
+            schema: None,
+            task: true,
+            task_id: None,
+        });
         match decision {
             SamplingDecision::Forward { summary } => {
                 let summary = format!("{summary}{via}");
@@ -402,7 +585,7 @@ impl Guard {
                 );
                 Verdict::Forward {
                     params: None,
-                    check: None,
+                    check,
                 }
             }
             SamplingDecision::Clamp { asked, to, summary } => {
@@ -421,7 +604,7 @@ impl Guard {
                 }
                 Verdict::Forward {
                     params: Some(p),
-                    check: None,
+                    check,
                 }
             }
             SamplingDecision::Refuse(r) => {
@@ -444,7 +627,33 @@ impl Guard {
         let policy = &ctx.policy.raw.elicitation;
         let task = params.get("task").is_some_and(|t| !t.is_null());
         let task_note = format!("{}{via}", if task { " task" } else { "" });
-        match elicitation::check(policy, params, ctx.revision) {
+        let mut decision = elicitation::check(policy, params, ctx.revision);
+        if let ElicitDecision::Url { .. } = decision {
+            // The host consents to URL mode by declaring it.
+            if !ctx
+                .host_caps
+                .pointer("/elicitation/url")
+                .is_some_and(Value::is_object)
+            {
+                decision = ElicitDecision::Refuse(Refusal::policy(
+                    "elicitation.url",
+                    "the host did not declare URL-mode elicitation (capabilities.elicitation.url)",
+                    "a URL-mode elicitation is sent only to a host that declared it",
+                ));
+            } else if via != " via=input_required"
+                && let Err(r) = self.remember_url(ctx.generation, params)
+            {
+                decision = ElicitDecision::Refuse(r);
+            }
+        }
+        let task = match (&decision, via.is_empty()) {
+            (ElicitDecision::Refuse(_), _) | (_, false) => false,
+            _ => match self.task_room(ctx, method, params) {
+                Ok(t) => t,
+                Err(r) => return Verdict::Refuse(r),
+            },
+        };
+        match decision {
             ElicitDecision::Form { schema, summary } => {
                 let summary = format!("mode=form fields={summary}{task_note}");
                 self.record(
@@ -455,13 +664,15 @@ impl Guard {
                     &summary,
                     None,
                 );
+                let schema = policy.validate_response.then_some(schema);
                 Verdict::Forward {
                     params: None,
-                    check: policy.validate_response.then_some(AnswerCheck {
+                    check: (schema.is_some() || task).then_some(AnswerCheck {
                         generation: ctx.generation,
                         method,
                         schema,
                         task,
+                        task_id: None,
                     }),
                 }
             }
@@ -477,7 +688,13 @@ impl Guard {
                 );
                 Verdict::Forward {
                     params: None,
-                    check: None,
+                    check: task.then_some(AnswerCheck {
+                        generation: ctx.generation,
+                        method,
+                        schema: None,
+                        task,
+                        task_id: None,
+                    }),
                 }
             }
             ElicitDecision::Refuse(r) => {
@@ -511,31 +728,65 @@ impl Guard {
         // final answer comes through tasks/result.
         if check.task
             && result.get("action").is_none()
+            && result.get("role").is_none()
             && let Some(id) = result.pointer("/task/taskId").and_then(Value::as_str)
         {
-            self.remember_task(id, check.schema.clone());
-            let summary = "task created";
+            if id.len() > MAX_KEPT_ID || self.tasks.len() >= MAX_TASKS {
+                let r = Refusal::policy(
+                    "guard.tasks",
+                    &format!(
+                        "rootfence follows at most {MAX_TASKS} tasks of at most {MAX_KEPT_ID}-byte ids"
+                    ),
+                    "the host's task was not passed on",
+                );
+                self.record(
+                    check.generation,
+                    check.method,
+                    Decision::AnswerRefused,
+                    Some(r.rule),
+                    "task",
+                    Some(&r.message),
+                );
+                return Err(r);
+            }
+            self.tasks.insert(id.to_string(), check.schema.clone());
             self.record(
                 check.generation,
                 check.method,
                 Decision::AnswerForwarded,
                 None,
-                summary,
+                "task created",
                 None,
             );
             return Ok(());
         }
-        match elicitation::check_answer(&check.schema, result) {
-            Ok(a) => {
-                let summary = format!("action={} fields={}", a.action, a.fields);
-                self.record(
-                    check.generation,
-                    check.method,
-                    Decision::AnswerForwarded,
-                    None,
-                    &summary,
-                    None,
-                );
+        if check.method == "tasks/cancel" {
+            if let Some(t) = &check.task_id {
+                self.tasks.remove(t);
+            }
+            return Ok(());
+        }
+        let verdict = match &check.schema {
+            Some(schema) => elicitation::check_answer(schema, result)
+                .map(|a| format!("action={} fields={}", a.action, a.fields)),
+            None => Ok("answered".to_string()),
+        };
+        match verdict {
+            Ok(summary) => {
+                if let Some(t) = &check.task_id {
+                    // The result was given: the task is done with.
+                    self.tasks.remove(t);
+                }
+                if check.schema.is_some() {
+                    self.record(
+                        check.generation,
+                        check.method,
+                        Decision::AnswerForwarded,
+                        None,
+                        &summary,
+                        None,
+                    );
+                }
                 Ok(())
             }
             Err(why) => {
@@ -555,17 +806,6 @@ impl Guard {
                     Some(&r.message),
                 );
                 Err(r)
-            }
-        }
-    }
-
-    fn remember_task(&mut self, id: &str, schema: FormSchema) {
-        if self.tasks.insert(id.to_string(), schema).is_none() {
-            self.task_order.push_back(id.to_string());
-        }
-        while self.task_order.len() > MAX_TASKS {
-            if let Some(old) = self.task_order.pop_front() {
-                self.tasks.remove(&old);
             }
         }
     }

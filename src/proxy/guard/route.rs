@@ -13,6 +13,8 @@ pub const SERVER_REQUEST_METHODS: &[&str] = &[
     "sampling/createMessage",
     "elicitation/create",
     "tasks/result",
+    "tasks/get",
+    "tasks/cancel",
 ];
 
 /// What the session does with one message from the server (a batch member

@@ -81,6 +81,17 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The host requests whose result may be `input_required`.
 pub const INPUT_REQUIRED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
+/// The host request of the tasks extension (2026-07-28) whose result may
+/// carry questions: a task in status `input_required` has
+/// `inputRequests`, which the host answers with `tasks/update`
+/// (`{taskId, inputResponses}`, no `requestState`): such results are
+/// judged as `input_required` results are, what rootfence must do with the
+/// answers remembered under the task's id.
+pub const TASK_GET: &str = "tasks/get";
+
+/// The host request that answers a task's questions.
+pub const TASK_UPDATE: &str = "tasks/update";
+
 /// Largest params of a handshake-era request kept for a retry
 /// ([`InputContext::sent_params`]): in that era a server asks for roots
 /// with `roots/list` itself, and keeping a copy of every large request
@@ -254,6 +265,11 @@ pub enum InputPlan {
     /// Answer the host's request with this error; nothing reaches the
     /// host, and nothing is sent to the server on the host's behalf.
     Refuse(Refusal),
+    /// A task (`tasks/get`) asked only for roots: send the server these
+    /// `tasks/update` params (raw JSON: the task's id and the enforced
+    /// roots), then the host's `tasks/get` again under rootfence's own id,
+    /// whose answer goes to the host. Count the round.
+    TaskRoots(String),
 }
 
 /// What the session does with a host request that may be a retry.
@@ -325,6 +341,19 @@ impl PendingInputs {
         token
     }
 
+    /// Remember `p` for the task `id` (answered by `tasks/update`).
+    fn insert_task(&mut self, id: &str, p: Pending) {
+        let key = format!("task:{id}");
+        if self.map.insert(key.clone(), p).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > MAX_PENDING {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
     fn take(&mut self, token: &str) -> Option<Pending> {
         let p = self.map.remove(token)?;
         self.order.retain(|t| t != token);
@@ -373,6 +402,20 @@ impl Guard {
                     &refuse_input("the result is not a JSON object"),
                 );
             }
+        };
+        let task = if ctx.method == TASK_GET {
+            match parsed.get("taskId").and_then(Value::as_str) {
+                Some(t) if t.len() <= super::MAX_KEPT_ID => Some(t.to_string()),
+                _ => {
+                    return self.refuse_input(
+                        ctx,
+                        "?",
+                        &refuse_input("a task with questions needs a taskId string"),
+                    );
+                }
+            }
+        } else {
+            None
         };
         let server_state = match parsed.get("requestState") {
             None | Some(Value::Null) => None,
@@ -476,6 +519,10 @@ impl Guard {
                 .iter()
                 .map(|k| (k.clone(), ctx.roots.clone()))
                 .collect();
+            if let Some(t) = &task {
+                let update = json!({"taskId": t, "inputResponses": responses});
+                return InputPlan::TaskRoots(update.to_string());
+            }
             let Some(sent) = ctx.sent_params else {
                 return InputPlan::Refuse(refuse_input(&format!(
                     "the server answered a request of the handshake era over {} KiB with an input_required result asking for roots; rootfence answers those only for smaller requests (in this era the server asks with roots/list)",
@@ -514,14 +561,21 @@ impl Guard {
             edits.push(("inputRequests", Some(Value::Object(to_host).to_string())));
         }
         if remember {
-            let token = self.pending.insert(Pending {
+            let pending = Pending {
                 method: ctx.method.to_string(),
                 server_state,
                 roots_keys,
                 forms,
                 host_roots_key,
-            });
-            edits.push(("requestState", Some(Value::String(token).to_string())));
+            };
+            match &task {
+                // Answered by `tasks/update`, which names the task.
+                Some(t) => self.pending.insert_task(t, pending),
+                None => {
+                    let token = self.pending.insert(pending);
+                    edits.push(("requestState", Some(Value::String(token).to_string())));
+                }
+            }
         }
         let edits: Vec<(&str, Option<&str>)> =
             edits.iter().map(|(k, v)| (*k, v.as_deref())).collect();
@@ -621,6 +675,72 @@ impl Guard {
             },
             None => RetryPlan::Refuse(Refusal::malformed(
                 "stateless.request_state",
+                "params must be an object",
+            )),
+        }
+    }
+
+    /// The host answers a task's questions (`tasks/update` with `params`,
+    /// raw JSON): the params for the server, with the enforced roots
+    /// filled in for the server's `roots/list` keys and the host's
+    /// answers to forms checked. Answers to questions rootfence did not
+    /// show the host (a task whose `tasks/get` it never judged) are
+    /// refused.
+    ///
+    /// # Security
+    ///
+    /// As [`Guard::on_host_retry`]: the server sees no answer the form did
+    /// not ask for, and learns no roots but the enforced ones.
+    pub fn on_task_update(&mut self, params: &str, roots: &Value) -> RetryPlan {
+        let task =
+            message::member(params, "taskId").and_then(|t| serde_json::from_str::<String>(t).ok());
+        let Some(task) = task else {
+            return RetryPlan::Refuse(Refusal::malformed(
+                "stateless.task",
+                "tasks/update needs a taskId string",
+            ));
+        };
+        let Some(p) = self.pending.take(&format!("task:{task}")) else {
+            let answers = message::member(params, "inputResponses")
+                .is_some_and(|r| !matches!(r, "null" | "{}"));
+            if !answers {
+                return RetryPlan::Unchanged;
+            }
+            return RetryPlan::Refuse(Refusal::malformed(
+                "stateless.task",
+                "rootfence showed no questions of this task to the host (or they were answered already): fetch them with tasks/get",
+            ));
+        };
+        let mut responses =
+            match message::member(params, "inputResponses").map(serde_json::from_str::<Value>) {
+                None | Some(Ok(Value::Null)) => Map::new(),
+                Some(Ok(Value::Object(m))) => m,
+                Some(_) => {
+                    return RetryPlan::Refuse(Refusal::malformed(
+                        "stateless.task",
+                        "inputResponses must be an object",
+                    ));
+                }
+            };
+        for (key, check) in &p.forms {
+            if let Some(answer) = responses.get(key)
+                && let Err(r) = self.on_answer(check, Some(answer))
+            {
+                return RetryPlan::Refuse(r);
+            }
+        }
+        for k in &p.roots_keys {
+            responses.insert(k.clone(), roots.clone());
+        }
+        let responses = Value::Object(responses).to_string();
+        match message::edit_members(params, &[("inputResponses", Some(&responses))]) {
+            Some(params) => RetryPlan::Send {
+                params,
+                host_roots: None,
+                roots_keys: p.roots_keys,
+            },
+            None => RetryPlan::Refuse(Refusal::malformed(
+                "stateless.task",
                 "params must be an object",
             )),
         }

@@ -277,7 +277,9 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
         )
         .unwrap_err();
     assert_eq!(e.rule, "elicitation.validate_response");
-    // Asked again, by this server or a relaunched one: checked again.
+    // Asked again, by this server or a relaunched one: checked again,
+    // until a result passes; then the task is done with, and a request
+    // naming it is refused like one naming a task never created.
     for gen_ in [3, 4] {
         let Verdict::Forward {
             check: Some(again), ..
@@ -298,23 +300,82 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
             )
             .is_err()
         );
-        assert!(
-            g.on_answer(
-                &again,
-                Some(&json!({"action":"accept","content":{"name":"Ann"}}))
-            )
-            .is_ok()
-        );
     }
-    // An unknown task: nothing attached.
-    let v = g.on_request(
-        ctx(&p, &caps, 3),
+    let Verdict::Forward {
+        check: Some(last), ..
+    } = g.on_request(
+        ctx(&p, &caps, 4),
         "tasks/result",
-        &json!({"taskId":"t-9"}),
+        &json!({"taskId":"t-1"}),
+        60,
+        Instant::now(),
+    )
+    else {
+        panic!()
+    };
+    assert!(
+        g.on_answer(
+            &last,
+            Some(&json!({"action":"accept","content":{"name":"Ann"}}))
+        )
+        .is_ok()
+    );
+    for (method, params) in [
+        ("tasks/result", json!({"taskId":"t-1"})),
+        ("tasks/result", json!({"taskId":"t-9"})),
+        ("tasks/get", json!({"taskId":"t-9"})),
+        ("tasks/cancel", json!({"taskId":"t-9"})),
+        ("tasks/result", json!({"taskId":7})),
+        ("tasks/result", json!({})),
+        ("tasks/result", Value::Null),
+    ] {
+        let v = g.on_request(ctx(&p, &caps, 3), method, &params, 60, Instant::now());
+        let Verdict::Refuse(r) = v else {
+            panic!("{method} {params}: {v:?}")
+        };
+        assert_eq!(r.rule, "guard.tasks");
+    }
+}
+
+#[test]
+fn the_task_table_is_bounded_by_refusal() {
+    let p = policy("");
+    let mut g = Guard::new(&p);
+    let caps = json!({"elicitation":{}});
+    let params = form_params(true);
+    let mut last = None;
+    for i in 0..=MAX_TASKS {
+        let v = g.on_request(
+            ctx(&p, &caps, 1),
+            "elicitation/create",
+            &params,
+            100,
+            Instant::now(),
+        );
+        match v {
+            Verdict::Forward { check: Some(c), .. } => {
+                let created = json!({"task":{"taskId":format!("t-{i}"),"status":"working"}});
+                assert!(g.on_answer(&c, Some(&created)).is_ok());
+            }
+            other => {
+                last = Some((i, other));
+                break;
+            }
+        }
+    }
+    let Some((i, Verdict::Refuse(r))) = last else {
+        panic!("never refused")
+    };
+    assert_eq!((i, r.rule), (MAX_TASKS, "guard.tasks"));
+    // The first task is still known: nothing was evicted.
+    let v = g.on_request(
+        ctx(&p, &caps, 1),
+        "tasks/get",
+        &json!({"taskId":"t-0"}),
         60,
         Instant::now(),
     );
-    assert!(matches!(v, Verdict::Forward { check: None, .. }), "{v:?}");
+    assert!(matches!(v, Verdict::Forward { .. }), "{v:?}");
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use crate::proxy::message::{self, Kind};
+use crate::proxy::message::{self, Invalid, Kind};
 
 /// A batch's number in this session.
 pub type BatchId = u64;
@@ -33,6 +33,7 @@ pub struct Batches {
 pub fn answered(member: &[u8]) -> bool {
     match message::parse(member) {
         Ok(e) => e.kind == Kind::Request,
+        Err(Invalid::Unreadable(u)) => u.ident.replied(),
         Err(_) => true,
     }
 }
@@ -124,5 +125,16 @@ mod tests {
             br#"{"jsonrpc":"2.0","method":"notifications/x"}"#
         ));
         assert!(!answered(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        // Unreadable: a request is answered, a notification or an answer
+        // is not.
+        assert!(answered(
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}"#
+        ));
+        assert!(!answered(
+            br#"{"jsonrpc":"2.0","method":"m","params":{"a":1,"a":2}}"#
+        ));
+        assert!(!answered(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xff\"}"
+        ));
     }
 }

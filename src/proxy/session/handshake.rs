@@ -35,6 +35,9 @@ pub struct Handshake {
     pub protocol: Option<String>,
     /// The last `logging/setLevel` level.
     pub log_level: Option<String>,
+    /// rootfence offered the host the `logging` capability the server does
+    /// not have (to send it its own warnings).
+    pub logging_offered: bool,
     /// Resources subscribed to.
     pub subscriptions: BTreeSet<String>,
     /// The first page of each list the host saw, as JSON text.
@@ -152,7 +155,9 @@ impl Handshake {
     /// subscriptions, and the lists the server offers.
     pub fn replay(&self, init_result: Option<&Value>) -> Vec<(&'static str, Value, Own)> {
         let mut out = Vec::new();
-        if let Some(level) = &self.log_level {
+        if let Some(level) = &self.log_level
+            && self.server_logs()
+        {
             out.push((
                 "logging/setLevel",
                 serde_json::json!({ "level": level }),
@@ -195,14 +200,32 @@ impl Handshake {
         Some(message::notification(note, None))
     }
 
-    /// A `notifications/message` for the host at `level`, when the server
-    /// declared logging and the host's level lets it through.
-    pub fn log_to_host(&self, level: &str, text: &str) -> Option<Vec<u8>> {
-        let logs = self
-            .server_init
+    /// Whether the server declared the `logging` capability.
+    pub fn server_logs(&self) -> bool {
+        self.server_init
             .as_ref()
-            .is_some_and(|v| v.pointer("/capabilities/logging").is_some());
-        if !logs {
+            .is_some_and(|v| v.pointer("/capabilities/logging").is_some())
+    }
+
+    /// The `initialize` result `result` as the host is given it: with the
+    /// `logging` capability when the server has none (rootfence's warnings
+    /// go to the host as log messages). None when it needs no change.
+    pub fn offer_logging(&mut self, result: &str) -> Option<String> {
+        let mut v: Value = serde_json::from_str(result).ok()?;
+        let caps = v.get_mut("capabilities")?.as_object_mut()?;
+        if caps.contains_key("logging") {
+            return None;
+        }
+        caps.insert("logging".into(), serde_json::json!({}));
+        self.logging_offered = true;
+        Some(v.to_string())
+    }
+
+    /// A `notifications/message` for the host at `level`, when the host was
+    /// offered logging (by the server or by rootfence) and its level lets
+    /// it through.
+    pub fn log_to_host(&self, level: &str, text: &str) -> Option<Vec<u8>> {
+        if !(self.server_logs() || self.logging_offered) {
             return None;
         }
         const ORDER: [&str; 8] = [

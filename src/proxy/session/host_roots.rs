@@ -4,11 +4,17 @@
 //! `notifications/initialized` and after each `notifications/roots/list_changed`,
 //! when the host declared roots and the policy takes them. Host traffic is
 //! held from then until the answer has been turned into the new target and
-//! the fleet has settled on it, or until `limits.initialize_timeout_ms`
-//! passes (then the roots known stay). Changes announced while a request
-//! is in flight are folded into one more request; each answer applies as
-//! it arrives (a root it revokes is revoked at once), and the newest
-//! decides.
+//! the fleet has settled on it. Changes announced while a request is in
+//! flight are folded into one more request; each answer applies as it
+//! arrives (a root it revokes is revoked at once), and the newest decides.
+//!
+//! Revocation never waits on the host: when no readable answer comes
+//! within `limits.roots_timeout_ms` (the host is silent, answers with
+//! an error or with something unreadable), the host's roots are dropped
+//! from the target, so every server keeps only what the host cannot have
+//! revoked (the roots of the command line and of the policy), and host
+//! traffic is released. The question stays asked: a late answer still
+//! applies, and the next change asks again.
 
 use std::time::{Duration, Instant};
 
@@ -22,10 +28,16 @@ use crate::roots::{Access, RootInput};
 /// The state of the exchange.
 #[derive(Debug, Default)]
 pub struct Exchange {
-    in_flight: bool,
+    /// The number of the newest `roots/list` asked, until it is answered.
+    asked: Option<u64>,
+    /// Its answer did not come in time: the host's roots were dropped.
+    late: bool,
+    /// A change was announced while it was in flight: ask again.
     again: bool,
     /// Host traffic is held until the answer, or until this instant.
     pub awaiting: Option<Instant>,
+    /// How many were asked.
+    count: u64,
 }
 
 /// The roots in a `roots/list` result, for host roots with `access`.
@@ -57,9 +69,9 @@ impl Session {
         if !(self.handshake.host_has_roots && self.inputs.accepts_host_roots()) {
             return;
         }
-        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.roots_timeout_ms);
         self.exchange.awaiting = Some(now + timeout);
-        if self.exchange.in_flight {
+        if self.exchange.asked.is_some() && !self.exchange.late {
             self.exchange.again = true;
             return;
         }
@@ -67,22 +79,33 @@ impl Session {
     }
 
     fn request_host_roots(&mut self) {
-        self.exchange.in_flight = true;
-        let id = self.ledger.ask(ToHost::RootsList);
+        // Only the newest question is answered.
+        self.ledger.forget_roots_lists();
+        self.exchange.count += 1;
+        self.exchange.asked = Some(self.exchange.count);
+        self.exchange.late = false;
+        let id = self.ledger.ask(ToHost::RootsList(self.exchange.count));
         self.send_host(message::request(&id.to_string(), "roots/list", None));
     }
 
-    /// The host answered `roots/list` (`None`: with an error).
-    pub(super) fn on_host_roots(&mut self, result: Option<&str>, now: Instant) {
-        self.exchange.in_flight = false;
-        match result.map(|r| parse(r, self.inputs.host_access())) {
-            Some(Ok(roots)) => self.inputs.set_host_roots(roots),
-            Some(Err(e)) => tracing::warn!(
-                "host answered roots/list with something unreadable ({e}); keeping the previous host roots"
-            ),
-            None => tracing::warn!(
-                "host answered roots/list with an error; keeping the previous host roots"
-            ),
+    /// The host answered the `n`th `roots/list`: with a result, or
+    /// `Err(why)` (an error, or an answer rootfence cannot read).
+    pub(super) fn on_host_roots(&mut self, n: u64, answer: Result<&str, &str>, now: Instant) {
+        if self.exchange.asked != Some(n) {
+            return;
+        }
+        self.exchange.asked = None;
+        self.exchange.late = false;
+        let access = self.inputs.host_access();
+        let roots = answer.and_then(|r| {
+            parse(r, access).map_err(|e| {
+                tracing::debug!("unreadable roots/list result: {e}");
+                "the host's roots/list result is unreadable"
+            })
+        });
+        match roots {
+            Ok(roots) => self.inputs.set_host_roots(roots),
+            Err(why) => self.drop_host_roots(why),
         }
         let waiting = if std::mem::take(&mut self.exchange.again) {
             // Another change came in meanwhile: ask again (host traffic
@@ -101,22 +124,39 @@ impl Session {
         }
     }
 
-    /// The host did not answer in time: carry on with the roots known.
+    /// The host's roots cannot be known: keep only the static ones.
+    fn drop_host_roots(&mut self, why: &str) {
+        tracing::warn!(
+            "the host's roots are unknown ({why}): the server keeps only the roots of the command line and the policy until the host answers roots/list"
+        );
+        self.inputs.set_host_roots(Vec::new());
+    }
+
+    /// The host did not answer in time: its roots are dropped (fail
+    /// closed), host traffic is released, and a late answer still applies.
     pub(super) fn roots_timer(&mut self, now: Instant) {
         if self.exchange.awaiting.is_some_and(|d| d <= now) {
-            tracing::warn!(
-                "the host did not answer roots/list in time; continuing with the roots known"
-            );
+            let timeout = self.inputs.policy.raw.limits.roots_timeout_ms;
             self.exchange.awaiting = None;
             self.exchange.again = false;
-            // A late answer is dropped; the next change asks again.
-            self.exchange.in_flight = false;
-            self.ledger.forget_roots_lists();
+            self.exchange.late = true;
+            self.drop_host_roots(&format!(
+                "no answer to roots/list within limits.roots_timeout_ms = {timeout}"
+            ));
+            self.recompute(true, now);
         }
     }
 
-    /// Whether the exchange is idle (nothing asked, nothing held).
+    /// Whether the exchange is idle (nothing held, no question but a late
+    /// one).
+    /// Whether the host was ever asked for its roots.
+    pub(super) fn host_roots_asked_ever(&self) -> bool {
+        self.exchange.count > 0
+    }
+
     pub(super) fn exchange_idle(&self) -> bool {
-        !self.exchange.in_flight && !self.exchange.again && self.exchange.awaiting.is_none()
+        (self.exchange.asked.is_none() || self.exchange.late)
+            && !self.exchange.again
+            && self.exchange.awaiting.is_none()
     }
 }

@@ -8,11 +8,84 @@ use std::time::Duration;
 
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
-use crate::proxy::framing::Frame;
-use crate::proxy::server::ServerEvent;
+use crate::proxy::message::Ident;
 
 /// A server generation's number (1, 2, ...), never reused in a session.
 pub type GenId = u64;
+
+/// One frame read from a stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line, without its `\n` (and without a trailing `\r`).
+    Line(Vec<u8>),
+    /// A line longer than the limit: its total length and what
+    /// identifies it.
+    TooLong {
+        /// Total length in bytes, without the newline.
+        len: u64,
+        /// Its id, method and kind, as far as they could be read.
+        ident: Ident,
+    },
+}
+
+impl Frame {
+    /// The bytes this frame holds in memory.
+    pub fn held(&self) -> usize {
+        match self {
+            Frame::Line(l) => l.len(),
+            Frame::TooLong { .. } => 0,
+        }
+    }
+}
+
+/// How a server process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitInfo {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitInfo {
+    /// From a std exit status.
+    pub fn from_status(st: std::process::ExitStatus) -> ExitInfo {
+        use std::os::unix::process::ExitStatusExt;
+        match (st.code(), st.signal()) {
+            (Some(c), _) => ExitInfo::Code(c),
+            (None, Some(s)) => ExitInfo::Signal(s),
+            (None, None) => ExitInfo::Code(-1),
+        }
+    }
+
+    /// Exit code 0.
+    pub fn success(self) -> bool {
+        self == ExitInfo::Code(0)
+    }
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitInfo::Code(c) => write!(f, "exit code {c}"),
+            ExitInfo::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// What a generation's tasks (in `proxy/server.rs`) report to the session.
+#[derive(Debug)]
+pub enum ServerEvent {
+    /// A frame from the server's stdout.
+    Frame(u64, Frame),
+    /// The server's stdout closed or failed.
+    Eof(u64),
+    /// A sandbox denial the server reported (its hint), sent just before
+    /// [`ServerEvent::Exited`] when the process ended.
+    Denied(u64, String),
+    /// The server process ended.
+    Exited(u64, Option<ExitInfo>),
+}
 
 /// Events the session reacts to.
 #[derive(Debug)]
@@ -59,7 +132,7 @@ pub enum Action {
     /// [`Event::Launched`].
     Launch(GenId, Arc<SandboxPlan>),
     /// Stop a generation; its reaper reports
-    /// [`ServerEvent::Exited`](crate::proxy::server::ServerEvent::Exited)
+    /// [`ServerEvent::Exited`]
     /// once the process (and, in its own PID namespace, every descendant)
     /// is gone.
     Stop(GenId, Stop),

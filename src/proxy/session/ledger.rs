@@ -26,8 +26,10 @@
 //! Ids are compared as JSON values: `"a"` and `"\u0061"` are one id, and so
 //! are the integers `0` and `-0`. A request whose id equals one in flight
 //! is refused as a duplicate (never silently lost). Only strings and
-//! integers are ids: `1.0` or `1e0` are refused as invalid requests by the
-//! envelope check (`message::parse`), so no other numbers need comparing.
+//! integers are ids; a number written with a fraction or an exponent is
+//! the integer it equals (`5.0` is `5`, as Python and JavaScript hosts
+//! read it), and any other number is refused as an invalid id by the
+//! envelope check (`message::parse`).
 
 use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
@@ -38,6 +40,15 @@ use serde_json::Value;
 use super::batch::BatchId;
 use super::io::GenId;
 use crate::proxy::guard::{AnswerCheck, Revision};
+
+/// Longest server request id, or progress token, rootfence keeps while the
+/// host answers: a longer one is refused (a server could otherwise make
+/// rootfence hold its memory for it).
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Most server requests waiting for the host's answer at once; past it, a
+/// server's request is refused.
+pub const MAX_ASKED: usize = 1024;
 
 /// A request id in canonical form: ids equal as JSON values have equal
 /// keys.
@@ -51,25 +62,13 @@ impl Borrow<str> for IdKey {
 }
 
 impl IdKey {
-    /// The canonical text of a raw JSON id (a string or an integer), without
-    /// copying when it is already canonical (every plain integer but `-0`,
-    /// every string without escapes).
+    /// The canonical text of a raw JSON id (see
+    /// [`message::valid_id_key`](crate::proxy::message::valid_id_key)),
+    /// without copying when it is already canonical (every plain integer
+    /// but `-0`, every string without escapes). Text that is not an id
+    /// stays as it is.
     pub fn canonical(raw: &str) -> Cow<'_, str> {
-        let b = raw.as_bytes();
-        let digits = b.strip_prefix(b"-").unwrap_or(b);
-        if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
-            if digits.iter().all(|d| *d == b'0') {
-                return Cow::Borrowed("0");
-            }
-            return Cow::Borrowed(raw);
-        }
-        if b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' && !b.contains(&b'\\') {
-            return Cow::Borrowed(raw);
-        }
-        match serde_json::from_str::<serde_json::Value>(raw) {
-            Ok(v) => Cow::Owned(v.to_string()),
-            Err(_) => Cow::Borrowed(raw),
-        }
+        crate::proxy::message::valid_id_key(raw).unwrap_or(Cow::Borrowed(raw))
     }
 
     /// The key of a raw JSON id.
@@ -159,6 +158,8 @@ pub struct HostRequest {
     /// For a request whose result may be `input_required`: how to judge
     /// it.
     pub judged: Option<Box<Judged>>,
+    /// Its `_meta.progressToken`.
+    token: Option<IdKey>,
 }
 
 impl HostRequest {
@@ -194,8 +195,8 @@ pub enum Own {
 /// A request to the host.
 #[derive(Debug)]
 pub enum ToHost {
-    /// rootfence's own `roots/list`.
-    RootsList,
+    /// rootfence's own `roots/list`, the `n`th it asked.
+    RootsList(u64),
     /// A server's request.
     Server {
         /// The generation that asked.
@@ -215,7 +216,7 @@ impl ToHost {
     pub fn generation(&self) -> Option<GenId> {
         match self {
             ToHost::Server { generation, .. } => Some(*generation),
-            ToHost::RootsList => None,
+            ToHost::RootsList(_) => None,
         }
     }
 }
@@ -224,6 +225,9 @@ impl ToHost {
 #[derive(Debug)]
 pub struct Ledger {
     host: HashMap<IdKey, HostRequest>,
+    /// The progress tokens of host requests in flight, and their
+    /// requests: a server's progress is relayed only for these.
+    host_tokens: HashMap<IdKey, IdKey>,
     /// How many host requests have a deadline (only `initialize` has one):
     /// with none, the deadline look-ups cost nothing per message.
     timed: usize,
@@ -237,6 +241,7 @@ impl Default for Ledger {
     fn default() -> Self {
         Ledger {
             host: HashMap::new(),
+            host_tokens: HashMap::new(),
             timed: 0,
             own: HashMap::new(),
             to_host: HashMap::new(),
@@ -275,6 +280,7 @@ impl Ledger {
                 state: HostState::Queued,
                 deadline,
                 judged: None,
+                token: None,
             },
         );
         if old.is_some_and(|o| o.deadline.is_some()) {
@@ -295,10 +301,35 @@ impl Ledger {
     /// Take a host request out (it is being answered).
     pub fn host_remove(&mut self, key: &str) -> Option<(IdKey, HostRequest)> {
         let removed = self.host.remove_entry(key);
-        if removed.as_ref().is_some_and(|(_, r)| r.deadline.is_some()) {
-            self.timed -= 1;
+        if let Some((_, r)) = &removed {
+            if r.deadline.is_some() {
+                self.timed -= 1;
+            }
+            if let Some(t) = &r.token {
+                self.host_tokens.remove(t.as_str());
+            }
         }
         removed
+    }
+
+    /// Whether a host request in flight has this progress token.
+    pub fn host_token_in_flight(&self, token: &IdKey) -> bool {
+        self.host_tokens.contains_key(token.as_str())
+    }
+
+    /// Host request `key` (recorded) has progress token `token`.
+    pub fn host_token_insert(&mut self, token: IdKey, key: IdKey) {
+        if let Some(r) = self.host.get_mut(key.as_str()) {
+            r.token = Some(token.clone());
+            self.host_tokens.insert(token, key);
+        }
+    }
+
+    /// The generation handling the host request whose progress token is
+    /// `token` (raw JSON).
+    pub fn host_token_generation(&self, token: &str) -> Option<GenId> {
+        let key = self.host_tokens.get(IdKey::canonical(token).as_ref())?;
+        self.host.get(key.as_str())?.generation()
     }
 
     /// The keys of the host requests sent to `g`.
@@ -417,14 +448,45 @@ impl Ledger {
 
     /// The request to the host with this (raw JSON) id, taken out.
     pub fn asked_take(&mut self, raw: &str) -> Option<ToHost> {
-        let id: u64 = raw.parse().ok()?;
+        let id: u64 = IdKey::canonical(raw).parse().ok()?;
         self.to_host.remove(&id)
     }
 
     /// The request to the host with this id, left in place.
     pub fn asked_get(&self, raw: &str) -> Option<&ToHost> {
-        let id: u64 = raw.parse().ok()?;
+        let id: u64 = IdKey::canonical(raw).parse().ok()?;
         self.to_host.get(&id)
+    }
+
+    /// Why a server request with id `raw` and `params` may not wait for
+    /// the host's answer: its id or progress token is too long, or too
+    /// many wait already. `None` when it may.
+    pub fn may_ask(
+        &self,
+        raw: &str,
+        params: Option<crate::proxy::message::Raw<'_>>,
+    ) -> Option<String> {
+        if raw.len() > MAX_ID_BYTES {
+            return Some(format!(
+                "request ids longer than {MAX_ID_BYTES} bytes are not accepted"
+            ));
+        }
+        let token_len = params
+            .filter(|p| p.bytes().len() > MAX_ID_BYTES)
+            .and_then(|p| crate::proxy::message::member(p.get(), "_meta"))
+            .and_then(|m| crate::proxy::message::member(m, "progressToken"))
+            .map_or(0, str::len);
+        if token_len > MAX_ID_BYTES {
+            return Some(format!(
+                "progress tokens longer than {MAX_ID_BYTES} bytes are not accepted"
+            ));
+        }
+        if self.to_host.len() >= MAX_ASKED {
+            return Some(format!(
+                "at most {MAX_ASKED} requests may wait for the host's answer at once"
+            ));
+        }
+        None
     }
 
     /// The host-facing id of `g`'s request `server_id` (canonical).
@@ -442,9 +504,11 @@ impl Ledger {
         self.to_host.remove(&id);
     }
 
-    /// Forget rootfence's `roots/list` requests in flight (timed out).
+    /// Forget rootfence's `roots/list` requests in flight (a newer one
+    /// is asked).
     pub fn forget_roots_lists(&mut self) {
-        self.to_host.retain(|_, t| !matches!(t, ToHost::RootsList));
+        self.to_host
+            .retain(|_, t| !matches!(t, ToHost::RootsList(_)));
     }
 
     /// Whether a host request of method `initialize` is sent to a
@@ -485,7 +549,7 @@ impl Ledger {
             && self
                 .to_host
                 .values()
-                .all(|t| roots && matches!(t, ToHost::RootsList))
+                .all(|t| roots && matches!(t, ToHost::RootsList(_)))
     }
 }
 
@@ -510,6 +574,10 @@ mod tests {
             IdKey::of("123456789012345678901234567890").as_str(),
             "123456789012345678901234567890"
         );
+        // Integral numbers written otherwise are that integer.
+        assert_eq!(IdKey::of("5.0"), IdKey::of("5"));
+        assert_eq!(IdKey::of("50e-1"), IdKey::of("5"));
+        assert_eq!(IdKey::of("-0.0"), IdKey::of("0"));
     }
 
     #[test]
@@ -535,7 +603,7 @@ mod tests {
     #[test]
     fn ids_to_the_host_come_from_one_counter() {
         let mut l = Ledger::default();
-        let a = l.ask(ToHost::RootsList);
+        let a = l.ask(ToHost::RootsList(1));
         let b = l.ask(ToHost::Server {
             generation: 1,
             id_raw: "1".into(),

@@ -38,12 +38,12 @@ use super::Session;
 /// exit status and last stderr lines say why; one that keeps running
 /// without a stdout is killed.
 const LOST_GRACE: Duration = Duration::from_millis(100);
+use super::io::ExitInfo;
 use super::io::{Action, Ending, GenId, Stop};
 use super::ledger::{HostState, Method, Own};
 use super::rights::{self, Rights};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
-use crate::proxy::server::ExitInfo;
 use crate::roots::CanonicalRoot;
 
 /// How a generation is brought up.
@@ -234,6 +234,9 @@ impl Fleet {
 /// The error a host request gets when its generation is stopped because
 /// its rights were revoked.
 fn revoked_message(why: &str) -> String {
+    if why.starts_with("rootfence stopped the server") {
+        return format!("{why}; the request may not have completed");
+    }
     format!(
         "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
     )
@@ -247,6 +250,10 @@ impl Session {
         self.refresh(now);
         if self.fleet.ending().is_some() || self.fleet.phase == FleetPhase::Dormant {
             return;
+        }
+        if let Some(why) = self.target.suspended.clone() {
+            // Nothing runs: what the host sent meanwhile is answered now.
+            self.refuse_held(&why);
         }
         self.rename();
         if self.fleet.serving_target().is_some() {
@@ -314,6 +321,12 @@ impl Session {
                 g.matches = false;
                 continue;
             }
+            // A policy that cannot be applied grants nothing.
+            if let Some(why) = &self.target.suspended {
+                revoked.push((g.id, why.clone()));
+                g.matches = false;
+                continue;
+            }
             // A generation closing gracefully, or lost and given a moment
             // to end, is killed at once when its rights are revoked
             // meanwhile.
@@ -354,8 +367,7 @@ impl Session {
                 if let Some(r) = self.ledger.host_mut(key.as_str()) {
                     r.state = HostState::Queued;
                 }
-                self.queue
-                    .push_front(super::host::Held::Request(key, Vec::new()));
+                self.queue.requeue(key);
             } else {
                 self.answer_error(&key, code::SERVER_GONE, &revoked_message(&why));
             }
@@ -400,7 +412,10 @@ impl Session {
     }
 
     fn may_launch(&self) -> bool {
-        if self.fleet.phase != FleetPhase::Live || self.fleet.lost_alive() {
+        if self.fleet.phase != FleetPhase::Live
+            || self.fleet.lost_alive()
+            || self.target.suspended.is_some()
+        {
             return false;
         }
         // `initialize` answered from memory: the one launch waits for the
@@ -645,11 +660,14 @@ impl Session {
         self.settle(now);
     }
 
-    /// `g` reported a sandbox denial on its stderr before it ended.
+    /// `g` reported a sandbox denial on its stderr: kept to say why if it
+    /// ends, and told to the host.
     pub(super) fn on_denied(&mut self, g: GenId, hint: String) {
         if let Some(generation) = self.fleet.gens.get_mut(&g) {
-            generation.denied = Some(hint);
+            generation.denied = Some(hint.clone());
         }
+        self.last_denial = Some(hint.clone());
+        self.tell_host(format!("rootfence: {hint}"));
     }
 
     /// `g` exited (its reaper saw the process end).
@@ -660,7 +678,20 @@ impl Session {
         if self.fleet.current == Some(g) {
             self.fleet.current = None;
         }
+        if self.answer_for_a_server_without_its_roots(g, now) {
+            self.ledger.forget_gen(g, false);
+            for key in self.ledger.sent_to(g) {
+                self.answer_error(
+                    &key,
+                    code::SERVER_GONE,
+                    "the server exited before answering",
+                );
+            }
+            self.settle(now);
+            return;
+        }
         self.ledger.forget_gen(g, false);
+        self.guard.generation_gone(g);
         let what = status.map_or_else(|| "ended".to_string(), |s| s.to_string());
         let killed_by_us = status == Some(ExitInfo::Signal(9));
         let (why, role) = match &generation.phase {
@@ -751,6 +782,12 @@ impl Session {
                 format!("the relaunched server {what} during its handshake")
             } else {
                 format!("the server {what}")
+            };
+            // The last thing the sandbox refused it, with the rule that
+            // would allow it: also after every restart is used up.
+            let why = match &self.last_denial {
+                Some(hint) => format!("{why}; {hint}"),
+                None => why,
             };
             self.end(Ending::ServerEnded(why), now);
             return;
@@ -866,7 +903,8 @@ impl Session {
     /// remembered handshake (the result, as JSON text) when the server
     /// would be sent exactly the remembered `initialize`, no server runs
     /// yet, and the roots will come from the host. The launch then waits
-    /// for the host's roots (at most `limits.initialize_timeout_ms`).
+    /// for the host's roots (at most `limits.roots_timeout_ms`, when the
+    /// roots exchange gives up, or `limits.initialize_timeout_ms`).
     pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
         let remembered = self.remembered.take()?;
         if self.fleet.phase != FleetPhase::Dormant
@@ -881,6 +919,7 @@ impl Session {
         }
         let result = remembered.result.to_string();
         self.handshake.record_server_init(&result);
+        let result = self.handshake.offer_logging(&result).unwrap_or(result);
         tracing::info!(
             "initialize answered as this server answered it before; launching it once the host's roots are known"
         );
@@ -889,6 +928,64 @@ impl Session {
         self.verify_init = Some(remembered.result);
         self.wake();
         Some(result)
+    }
+
+    /// The first server, launched before the host said its roots, exited
+    /// before answering the host's `initialize`: a server that needs its
+    /// directory to start (a vault, a database it names) cannot see it yet.
+    /// When the host declared roots and the policy takes them, rootfence
+    /// answers that `initialize` itself (a provisional answer offering
+    /// tools, prompts, resources and logging) and launches the server once
+    /// the host's roots are known, replaying the same `initialize`; the
+    /// server's own answer is remembered for the next session, which is
+    /// answered from memory (one start). Whether it did so.
+    fn answer_for_a_server_without_its_roots(&mut self, g: GenId, now: Instant) -> bool {
+        if self.handshake.server_init.is_some()
+            || !(self.handshake.host_has_roots && self.inputs.accepts_host_roots())
+            || self.host_roots_asked_ever()
+            || self.fleet.ending().is_some()
+        {
+            return false;
+        }
+        let Some(key) = self.ledger.sent_to(g).into_iter().find(|k| {
+            self.ledger
+                .host(k.as_str())
+                .is_some_and(|r| r.method == Method::Initialize)
+        }) else {
+            return false;
+        };
+        let version = self
+            .handshake
+            .host_init
+            .as_ref()
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .and_then(crate::proxy::guard::Revision::known)
+            .filter(|r| !r.is_stateless())
+            .unwrap_or(crate::proxy::guard::Revision::V2025_11_25)
+            .to_string();
+        let result = serde_json::json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"listChanged": true},
+                "logging": {},
+            },
+            "serverInfo": {"name": self.inputs.command_name(), "version": "0"},
+        });
+        tracing::warn!(
+            generation = g,
+            "the server exited before answering initialize, before the host's roots were known: answering initialize for it, and launching it again under the host's roots"
+        );
+        let text = result.to_string();
+        self.handshake.record_server_init(&text);
+        self.handshake.logging_offered = true;
+        self.answer_with(key.as_str(), |id| message::result_response(id, &text));
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        self.defer_launch = Some(now + timeout);
+        self.verify_init = Some(result);
+        true
     }
 
     /// The first handshake went through a server: remember it for the next

@@ -44,6 +44,7 @@ mod host_roots;
 mod io;
 mod ledger;
 mod lifecycle;
+mod notes;
 mod rights;
 mod server;
 mod stateless;
@@ -52,18 +53,26 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use serde_json::Value;
 
-pub use io::{Action, Ending, Event, GenId, Stop};
+pub use io::{Action, Ending, Event, ExitInfo, Frame, GenId, ServerEvent, Stop};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
 use crate::proxy::init_cache::RememberedInit;
 use crate::roots::{CanonicalRoot, RootInput};
 use crate::runtime::HostEnv;
+
+/// Why a session cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The server command cannot be resolved under the policy.
+    #[error(transparent)]
+    Command(#[from] crate::runtime::RuntimeError),
+}
 
 /// Called with the enforced root paths whenever they change.
 pub type RootsObserver = Box<dyn FnMut(&[std::path::PathBuf]) + Send>;
@@ -106,7 +115,7 @@ pub struct Session {
     ledger: ledger::Ledger,
     batches: batch::Batches,
     /// Host messages held until a generation serves the target.
-    queue: VecDeque<host::Held>,
+    queue: host::HostQueue,
     /// The sampling/elicitation guard: rate limit, audit, answer checks.
     /// Session state, so a relaunched server gets no fresh budget.
     guard: Guard,
@@ -123,13 +132,18 @@ pub struct Session {
     /// `initialize` was answered from memory: the first server's own answer
     /// is compared with it.
     verify_init: Option<Value>,
+    /// Warnings for the host, as MCP log messages.
+    notes: notes::Notes,
+    /// The last sandbox denial a server reported (the path refused and the
+    /// rule that would allow it): named in the errors that end a session.
+    last_denial: Option<String>,
 }
 
 impl Session {
     /// A new session (nothing is launched before the host's first message).
     /// The config's `roots_observer` is the loop's to call; it is ignored
     /// here.
-    pub fn new(config: SessionConfig) -> Result<Session, String> {
+    pub fn new(config: SessionConfig) -> Result<Session, SessionError> {
         let inputs = target::Inputs::new(
             config.policy,
             config.cli_roots,
@@ -139,7 +153,7 @@ impl Session {
         )?;
         let target = target::first(&inputs);
         let guard = Guard::new(&inputs.policy);
-        Ok(Session {
+        let mut session = Session {
             inputs,
             target,
             recompute_at: None,
@@ -148,14 +162,19 @@ impl Session {
             fleet: lifecycle::Fleet::default(),
             ledger: ledger::Ledger::default(),
             batches: batch::Batches::default(),
-            queue: VecDeque::new(),
+            queue: host::HostQueue::default(),
             guard,
             host_roots_asked: false,
             out: Vec::new(),
             remembered: config.remembered_init,
             defer_launch: None,
             verify_init: None,
-        })
+            notes: notes::Notes::default(),
+            last_denial: None,
+        };
+        let plan = session.target.plan.clone();
+        session.plan_notes(&plan);
+        Ok(session)
     }
 
     /// React to one event at `now`.

@@ -17,18 +17,30 @@ use serde_json::value::RawValue;
 
 use super::Session;
 use super::batch::BatchId;
+use super::io::Frame;
 use super::io::GenId;
-use super::ledger::{HostState, IdKey, Method, Own, ToHost};
+use super::io::ServerEvent;
+use super::ledger::{HostState, IdKey, MAX_ID_BYTES, Method, Own, ToHost};
 use super::stateless::Verdict;
-use crate::proxy::framing::Frame;
 use crate::proxy::guard::{self, version};
-use crate::proxy::message::{self, Envelope, Invalid, Kind, code};
-use crate::proxy::server::ServerEvent;
+use crate::proxy::message::{self, Envelope, Ident, Invalid, Kind, Line, code};
 
 #[derive(serde::Deserialize)]
 struct CancelParams<'a> {
     #[serde(rename = "requestId", borrow)]
     request_id: &'a RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    token: &'a RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct CompleteParams {
+    #[serde(rename = "elicitationId")]
+    elicitation_id: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -41,6 +53,13 @@ struct MetaParams<'a> {
 struct Meta<'a> {
     #[serde(rename = "progressToken", borrow, default)]
     token: Option<&'a RawValue>,
+}
+
+/// The id to answer a server's refused request under: its own, unless
+/// it is longer than [`MAX_ID_BYTES`] (then `null`: echoing it would make
+/// rootfence hold and write again what the server sent, for every request).
+fn echo_id(id: &str) -> Option<&str> {
+    (id.len() <= MAX_ID_BYTES).then_some(id)
 }
 
 /// What a generation may say, by phase.
@@ -82,8 +101,12 @@ impl Session {
     pub(super) fn on_server_event(&mut self, ev: ServerEvent, now: Instant) {
         match ev {
             ServerEvent::Frame(g, Frame::Line(line)) => self.on_server_line(g, line, now),
-            ServerEvent::Frame(g, Frame::TooLong { len, head }) => {
-                self.on_server_too_long(g, len, &head)
+            ServerEvent::Frame(g, Frame::TooLong { len, ident }) => {
+                let max = self.inputs.policy.raw.limits.max_message_bytes;
+                let why = format!(
+                    "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
+                );
+                self.on_server_unrelayable(g, ident, &why, now);
             }
             ServerEvent::Eof(g) => self.on_stdout_closed(g, now),
             ServerEvent::Denied(g, hint) => self.on_denied(g, hint),
@@ -105,35 +128,49 @@ impl Session {
         self.out.push(super::io::Action::ToServer(g, line));
     }
 
-    fn on_server_too_long(&mut self, g: GenId, len: u64, head: &[u8]) {
-        let (id, method) = message::sniff(head);
-        let max = self.inputs.policy.raw.limits.max_message_bytes;
+    /// A server line rootfence does not relay (over the size limit, or
+    /// unreadable: `why`): a request is refused back to the server by its
+    /// id; an answer to a host request is replaced by an error to the host
+    /// (the request is not left waiting); a notification is dropped.
+    fn on_server_unrelayable(&mut self, g: GenId, ident: Ident, why: &str, now: Instant) {
         tracing::warn!(
             generation = g,
-            bytes = len,
-            "server message over limits.max_message_bytes = {max}: dropped"
+            method = ident.method.as_deref().unwrap_or("?"),
+            id = ident.id.as_deref().unwrap_or("?"),
+            "server message not relayed: {why}"
         );
-        let voice = self.voice(g);
-        if voice == Voice::Mute {
+        if self.voice(g) == Voice::Mute {
             return;
         }
-        let Some(id) = id else { return };
-        if method.is_some() {
-            // A request from the server: refuse it back to the server.
-            self.send_server(
-                g,
-                message::error_response(
-                    Some(&id),
-                    code::INVALID_REQUEST,
-                    &format!("message of {len} bytes exceeds the limit of {max} bytes"),
-                ),
-            );
+        let Some(id) = ident.id else {
+            if ident.method.is_none() && !ident.answer {
+                self.send_server(
+                    g,
+                    message::error_response(None, code::PARSE_ERROR, &format!("rootfence: {why}")),
+                );
+            }
+            return;
+        };
+        if !ident.answer {
+            if ident.method.is_some() {
+                self.send_server(
+                    g,
+                    message::error_response(
+                        echo_id(&id),
+                        code::INVALID_REQUEST,
+                        &format!("rootfence did not relay this request: {why}"),
+                    ),
+                );
+            }
             return;
         }
-        // A response too large for the host: answer the host with an error.
+        // An answer: to rootfence's own request, or to a host request.
         let key = IdKey::canonical(&id);
         let host_key = match self.ledger.own_take(g, &key) {
             Some(Own::OnBehalf(k)) => Some(k),
+            Some(Own::Initialize) => {
+                return self.on_replayed_init(g, None, now);
+            }
             Some(_) => None,
             None => self
                 .ledger
@@ -151,64 +188,26 @@ impl Session {
             self.answer_error(
                 &k,
                 code::INTERNAL_ERROR,
-                &format!(
-                    "the server's response of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
-                ),
+                &format!("rootfence did not relay the server's answer: {why}"),
             );
             self.after_answer(g);
         }
     }
 
-    fn on_server_line(&mut self, g: GenId, line: Vec<u8>, now: Instant) {
+    fn on_server_line(&mut self, g: GenId, bytes: Vec<u8>, now: Instant) {
         let voice = self.voice(g);
         if voice == Voice::Mute {
             return;
         }
-        let env = match message::parse(&line) {
-            Ok(env) => env,
-            Err(Invalid::Batch) => {
-                if self.handshake.protocol.as_deref() == Some("2025-03-26")
-                    && let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(&line)
-                {
-                    for item in items {
-                        self.on_server_line(g, item.get().as_bytes().to_vec(), now);
-                    }
-                    return;
-                }
-                tracing::warn!(
-                    generation = g,
-                    "server sent a batch outside protocol 2025-03-26: refused"
-                );
-                // Its members asking the host something are recorded.
-                let items: Vec<&RawValue> = serde_json::from_slice(&line).unwrap_or_default();
-                for item in items {
-                    if let Ok(m) = message::parse(item.get().as_bytes())
-                        && let Some(method) = m.method.as_deref()
-                        && guard::route::SERVER_REQUEST_METHODS.contains(&method)
-                    {
-                        self.guard.on_dropped_batch_member(g, method);
-                    }
-                }
-                self.send_server(
-                    g,
-                    message::error_response(
-                        None,
-                        code::INVALID_REQUEST,
-                        "Invalid Request: batches are not allowed in this protocol revision",
-                    ),
-                );
-                return;
-            }
-            Err(Invalid::NotJson(e)) => {
-                tracing::warn!(
-                    generation = g,
-                    "server wrote a line that is not JSON ({e}): dropped"
-                );
-                self.send_server(
-                    g,
-                    message::error_response(None, code::PARSE_ERROR, "Parse error: not JSON"),
-                );
-                return;
+        if message::is_batch(&bytes) {
+            return self.on_server_batch(g, &bytes, now);
+        }
+        let line = match Line::read(bytes) {
+            Ok(line) => line,
+            Err(Invalid::Batch) => return,
+            Err(Invalid::Unreadable(u)) => {
+                let why = format!("rootfence cannot read it unambiguously: {}", u.why);
+                return self.on_server_unrelayable(g, u.ident, &why, now);
             }
             Err(Invalid::NotJsonRpc { why, id }) => {
                 tracing::warn!(
@@ -218,7 +217,7 @@ impl Session {
                 self.send_server(
                     g,
                     message::error_response(
-                        id.as_deref(),
+                        id.as_deref().and_then(echo_id),
                         code::INVALID_REQUEST,
                         &format!("Invalid Request: {why}"),
                     ),
@@ -226,6 +225,7 @@ impl Session {
                 return;
             }
         };
+        let env = line.envelope();
         if guard::route::server_message(env.kind, env.method.as_deref())
             == guard::route::ServerRoute::Drop
         {
@@ -242,17 +242,17 @@ impl Session {
         }
         match env.kind {
             Kind::Response => {
-                if let Some(relay) = self.on_server_response(g, &line, &env, now) {
+                if let Some(relay) = self.on_server_response(g, line.bytes(), &env, now) {
                     drop(env);
                     let batch = relay.batch;
-                    let out = relay.apply(line);
+                    let out = relay.apply(line.into_bytes());
                     self.reply_host(out, batch);
                     self.after_answer(g);
                 }
             }
-            Kind::Request => self.on_server_request(g, voice, &line, &env, now),
+            Kind::Request => self.on_server_request(g, voice, line.bytes(), &env, now),
             Kind::Notification if voice == Voice::Full => {
-                self.on_server_notification(g, &line, &env)
+                self.on_server_notification(g, line.bytes(), &env)
             }
             Kind::Notification => {
                 tracing::debug!(
@@ -261,6 +261,41 @@ impl Session {
                 );
             }
         }
+    }
+
+    /// A batch from `g`: its members one by one in protocol 2025-03-26,
+    /// else refused whole.
+    fn on_server_batch(&mut self, g: GenId, line: &[u8], now: Instant) {
+        if self.handshake.protocol.as_deref() == Some("2025-03-26")
+            && let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(line)
+        {
+            for item in items {
+                self.on_server_line(g, item.get().as_bytes().to_vec(), now);
+            }
+            return;
+        }
+        tracing::warn!(
+            generation = g,
+            "server sent a batch outside protocol 2025-03-26: refused"
+        );
+        // Its members asking the host something are recorded.
+        let items: Vec<&RawValue> = serde_json::from_slice(line).unwrap_or_default();
+        for item in items {
+            if let Ok(m) = message::parse(item.get().as_bytes())
+                && let Some(method) = m.method.as_deref()
+                && guard::route::SERVER_REQUEST_METHODS.contains(&method)
+            {
+                self.guard.on_dropped_batch_member(g, method);
+            }
+        }
+        self.send_server(
+            g,
+            message::error_response(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid Request: batches are not allowed in this protocol revision",
+            ),
+        );
     }
 
     fn on_server_response(
@@ -332,6 +367,11 @@ impl Session {
                 Verdict::Relay(changed) => new_result = changed,
             }
         }
+        if let Some(e) = env.error
+            && let Verdict::Done = self.judge_error(g, key, e)
+        {
+            return None;
+        }
         let (host_key, r) = self.ledger.host_remove(key)?;
         // The result's text (its UTF-8 checked once more) only for the
         // methods whose answers rootfence reads or keeps.
@@ -346,10 +386,21 @@ impl Session {
         if matches!(r.method, Method::Initialize | Method::List { .. }) {
             self.record_answer(g, r.method, new_result.as_deref().or(result()), now);
         }
+        if r.method == Method::Initialize
+            && let Some(with) = new_result
+                .as_deref()
+                .or(result())
+                .and_then(|x| self.handshake.offer_logging(x))
+        {
+            new_result = Some(with);
+        }
         let mut edits: Vec<(std::ops::Range<usize>, Vec<u8>)> = Vec::new();
-        if mapped {
+        // Under the host's own id, as the host wrote it (the server's
+        // may be rootfence's, or the same id written otherwise: `5.0`).
+        let host_id = r.id(&host_key);
+        if mapped || env.id.is_some_and(|id| id.bytes() != host_id.as_bytes()) {
             let range = env.id.and_then(|id| message::span_in(line, id))?;
-            edits.push((range, r.id(&host_key).as_bytes().to_vec()));
+            edits.push((range, host_id.as_bytes().to_vec()));
         }
         if let Some(new) = new_result
             && let Some(range) = env.result.and_then(|x| message::span_in(line, x))
@@ -411,6 +462,18 @@ impl Session {
         let method = env.method.as_deref().unwrap_or_default();
         let Some(id) = env.id else { return };
         let id_raw = id.get().to_string();
+        if let Some(why) = self.ledger.may_ask(id.get(), env.params) {
+            tracing::warn!(generation = g, method, "server request refused: {why}");
+            self.send_server(
+                g,
+                message::error_response(
+                    echo_id(&id_raw),
+                    code::INVALID_REQUEST,
+                    &format!("rootfence: {why}"),
+                ),
+            );
+            return;
+        }
         if method == "roots/list" {
             let reply = self.roots_result(g, &id_raw);
             self.send_server(g, reply);
@@ -425,7 +488,7 @@ impl Session {
             self.send_server(
                 g,
                 message::error_response(
-                    Some(&id_raw),
+                    echo_id(&id_raw),
                     code::SERVER_GONE,
                     "rootfence: this server is not connected to the host (it is starting or stopping)",
                 ),
@@ -491,27 +554,58 @@ impl Session {
         self.send_host(out);
     }
 
+    /// A notification from the serving (or a draining) generation. Those
+    /// that name an id or a token are relayed only for what `g` owns: its
+    /// own requests to the host (cancelled), the host requests it handles
+    /// (progress), the URL elicitations it sent (elicitation/complete).
+    /// Roots belong to rootfence: the server's `roots/list_changed` is
+    /// not relayed.
     fn on_server_notification(&mut self, g: GenId, line: &[u8], env: &Envelope<'_>) {
-        if env.method.as_deref() == Some("notifications/cancelled") {
-            // The server cancels one of its requests to the host: use the
-            // id the host knows.
-            let target = env
-                .params
-                .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
-            if let Some(t) = target {
-                let orig = IdKey::canonical(t.request_id.get());
-                let host_id = self.ledger.asked_find(g, &orig);
-                if let (Some(hid), Some(range)) =
-                    (host_id, message::span_in(line, t.request_id.into()))
+        let method = env.method.as_deref().unwrap_or_default();
+        let owned = match method {
+            "notifications/cancelled" => {
+                // The server cancels one of its requests to the host: use
+                // the id the host knows.
+                let target = env
+                    .params
+                    .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
+                if let Some(t) = target
+                    && let Some(hid) = self
+                        .ledger
+                        .asked_find(g, &IdKey::canonical(t.request_id.get()))
+                    && let Some(range) = message::span_in(line, t.request_id.into())
                 {
                     self.ledger.asked_remove(hid);
                     let out = message::splice(line, range, hid.to_string().as_bytes());
                     return self.send_host(out);
                 }
-                return tracing::debug!("server cancelled a request the host never saw: dropped");
+                false
             }
+            "notifications/progress" => env
+                .params
+                .and_then(|p| serde_json::from_str::<ProgressParams<'_>>(p.get()).ok())
+                .is_some_and(|t| self.ledger.host_token_generation(t.token.get()) == Some(g)),
+            "notifications/elicitation/complete" => env
+                .params
+                .and_then(|p| serde_json::from_str::<CompleteParams>(p.get()).ok())
+                .is_some_and(|c| self.guard.url_elicitation_done(g, &c.elicitation_id)),
+            "notifications/roots/list_changed" => false,
+            // A task's status with questions in it: the host sees them
+            // through its `tasks/get`, judged.
+            "notifications/tasks" | "notifications/tasks/status" => !env
+                .params
+                .is_some_and(|p| message::may_name(p.get(), "inputRequests")),
+            _ => true,
+        };
+        if owned {
+            self.send_host(line.to_vec());
+        } else {
+            tracing::debug!(
+                generation = g,
+                method,
+                "server notification naming nothing it owns: dropped"
+            );
         }
-        self.send_host(line.to_vec());
     }
 
     /// Ask the guard about a server request `method` in [`guard::GUARDED`].

@@ -182,10 +182,14 @@ impl Session {
                 judged: None,
             };
         }
+        if method == stateless::TASK_UPDATE {
+            return self.prepare_task_update(id_raw, base(), params_raw.is_some());
+        }
         let policy = &self.inputs.policy.raw;
         let Some(m) = stateless::INPUT_REQUIRED_METHODS
             .iter()
             .copied()
+            .chain([stateless::TASK_GET])
             .find(|m| *m == method)
         else {
             return Prepared::Send {
@@ -221,6 +225,7 @@ impl Session {
         match retry {
             RetryPlan::Unchanged => {
                 if is_stateless
+                    && m != stateless::TASK_GET
                     && declares_roots(host_caps)
                     && self.inputs.accepts_host_roots()
                     && !self.host_roots_asked
@@ -290,6 +295,27 @@ impl Session {
         }
     }
 
+    /// The host answers a task's questions (`tasks/update`, with `params`
+    /// as raw JSON): checked against what rootfence showed it, the roots
+    /// filled in.
+    fn prepare_task_update(&mut self, id_raw: &str, params: &str, has_params: bool) -> Prepared {
+        let roots = roots_value(self.target.roots());
+        match self.guard.on_task_update(params, &roots) {
+            RetryPlan::Refuse(r) => {
+                tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
+                Prepared::Answered(r.response(id_raw))
+            }
+            RetryPlan::Send { params, .. } => Prepared::Send {
+                params: Some(params).filter(|_| has_params),
+                judged: None,
+            },
+            RetryPlan::Unchanged => Prepared::Send {
+                params: None,
+                judged: None,
+            },
+        }
+    }
+
     /// The host's roots, given in answer to rootfence's own input request
     /// (a `roots/list` result): applied as a handshake-era `roots/list`
     /// answer is, at once.
@@ -300,9 +326,13 @@ impl Session {
                 self.inputs.set_host_roots(roots);
                 self.recompute(true, now);
             }
-            Err(e) => tracing::warn!(
-                "the host answered rootfence's roots/list input request with something unreadable ({e}); keeping the previous host roots"
-            ),
+            Err(e) => {
+                tracing::warn!(
+                    "the host answered rootfence's roots/list input request with something unreadable ({e}): the server keeps only the roots of the command line and the policy"
+                );
+                self.inputs.set_host_roots(Vec::new());
+                self.recompute(true, now);
+            }
         }
     }
 
@@ -341,6 +371,7 @@ impl Session {
             Some(c) => c,
             None => init_capabilities(&self.handshake),
         };
+        let j_params: Option<String> = j.params.as_deref().map(str::to_string);
         let ctx = InputContext {
             policy: &self.inputs.policy,
             revision: j.revision,
@@ -370,6 +401,61 @@ impl Session {
             }
             InputPlan::Retry(params) => {
                 self.retry(g, key, &params);
+                Verdict::Done
+            }
+            InputPlan::TaskRoots(update) => {
+                // rootfence answers the task's roots questions itself, then
+                // asks for the task again on the host's behalf.
+                let id = self.ledger.own_send(g, Own::Replay);
+                self.out.push(Action::ToServer(
+                    g,
+                    message::request(&id, stateless::TASK_UPDATE, Some(&update)),
+                ));
+                let sent = j_params.unwrap_or_else(|| "{}".into());
+                self.retry(g, key, &sent);
+                Verdict::Done
+            }
+        }
+    }
+
+    /// Judge `error` (raw JSON), `g`'s error answer to host request `key`:
+    /// a `-32042` error (URL elicitation required) carries URLs for the
+    /// host to open, judged as URL-mode elicitations; a refusal answers the
+    /// host's request instead.
+    pub(super) fn judge_error(&mut self, g: GenId, key: &str, error: message::Raw<'_>) -> Verdict {
+        let text = error.get();
+        if memchr::memmem::find(text.as_bytes(), b"32042").is_none() {
+            return Verdict::Relay(None);
+        }
+        let Ok(error) = serde_json::from_str::<Value>(text) else {
+            return Verdict::Relay(None);
+        };
+        if error.get("code").and_then(Value::as_f64) != Some(-32042.0) {
+            return Verdict::Relay(None);
+        }
+        let j = self.ledger.host(key).and_then(|r| r.judged.as_deref());
+        let revision = j.map_or_else(|| self.handshake_revision(), |j| j.revision);
+        let host_caps = match j.and_then(|j| j.host_caps.as_ref()) {
+            Some(c) => c.clone(),
+            None => init_capabilities(&self.handshake).clone(),
+        };
+        let ctx = crate::proxy::guard::Context {
+            policy: &self.inputs.policy,
+            revision,
+            host_caps: &host_caps,
+            generation: g,
+        };
+        match self.guard.on_url_required(ctx, &error) {
+            Ok(()) => Verdict::Relay(None),
+            Err(r) => {
+                tracing::warn!(
+                    generation = g,
+                    rule = r.rule,
+                    "URL-elicitation-required error refused: {}",
+                    r.message
+                );
+                self.answer_refusal(key, &r);
+                self.after_answer(g);
                 Verdict::Done
             }
         }

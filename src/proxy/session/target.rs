@@ -32,16 +32,21 @@ pub struct Target {
     /// The policy it was computed with: what a server is offered in its
     /// `initialize` follows it (see `Handshake::offer`).
     pub policy: Arc<PolicyFile>,
+    /// The policy in force cannot be applied (an edit that cannot be read,
+    /// or under which the command cannot be resolved): why. No server may
+    /// run until a policy that can be applied comes.
+    pub suspended: Option<String>,
 }
 
 impl Target {
-    fn new(version: u64, plan: SandboxPlan, policy: &PolicyFile) -> Target {
+    fn new(version: u64, plan: SandboxPlan, inputs: &Inputs) -> Target {
         let rights = Arc::new(Rights::of(&plan));
         Target {
             version,
             plan: Arc::new(plan),
             rights,
-            policy: Arc::new(policy.clone()),
+            policy: Arc::new(inputs.policy.raw.clone()),
+            suspended: inputs.suspended.clone(),
         }
     }
 
@@ -65,6 +70,8 @@ pub struct Inputs {
     /// Inputs whose directory was deleted, renamed or replaced after it
     /// was resolved.
     dropped: HashSet<String>,
+    /// Why the latest policy edit cannot be applied, until one can.
+    suspended: Option<String>,
 }
 
 impl Inputs {
@@ -75,8 +82,8 @@ impl Inputs {
         no_host_roots: bool,
         command: Vec<std::ffi::OsString>,
         env: HostEnv,
-    ) -> Result<Inputs, String> {
-        let spec = runtime::discover(&command, &policy, &env).map_err(|e| e.to_string())?;
+    ) -> Result<Inputs, runtime::RuntimeError> {
+        let spec = runtime::discover(&command, &policy, &env)?;
         Ok(Inputs {
             policy,
             cli_roots,
@@ -86,6 +93,7 @@ impl Inputs {
             env,
             host_roots: Vec::new(),
             dropped: HashSet::new(),
+            suspended: None,
         })
     }
 
@@ -96,21 +104,51 @@ impl Inputs {
             && (self.policy.sources.is_empty() || self.policy.sources.contains(&RootSource::Host))
     }
 
+    /// The command's name, as a server would name itself.
+    pub fn command_name(&self) -> String {
+        self.command
+            .first()
+            .map(|c| {
+                std::path::Path::new(c)
+                    .file_name()
+                    .unwrap_or(c.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_default()
+    }
+
     /// The access host roots get.
     pub fn host_access(&self) -> Access {
         self.policy.raw.roots.host_access.into()
     }
 
-    /// A new policy: the command's runtime is discovered again (kept when
-    /// it can no longer be resolved).
+    /// A new policy: the command's runtime is discovered again. When it
+    /// cannot be resolved under the new policy, the policy cannot be
+    /// applied: the inputs are suspended (fail closed).
     pub fn set_policy(&mut self, policy: Policy) {
         self.policy = policy;
         match runtime::discover(&self.command, &self.policy, &self.env) {
-            Ok(spec) => self.spec = spec,
-            Err(e) => tracing::error!(
-                "after the policy change the command cannot be resolved: {e}; keeping the old runtime"
-            ),
+            Ok(spec) => {
+                self.spec = spec;
+                self.suspended = None;
+            }
+            Err(e) => self.suspend(format!(
+                "after the policy change the command cannot be resolved ({e})"
+            )),
         }
+    }
+
+    /// A policy edit cannot be applied (`why`): no server may run until
+    /// one can.
+    pub fn suspend(&mut self, why: String) {
+        if self.suspended.is_some() {
+            return;
+        }
+        tracing::error!("{why}: stopping the server until the policy can be applied");
+        self.suspended = Some(format!(
+            "rootfence stopped the server: {why}; fix the policy file and the server starts again"
+        ));
     }
 
     /// The host's new roots. A fresh list re-affirms a root dropped before.
@@ -154,7 +192,7 @@ pub fn first(inputs: &Inputs) -> Target {
     for r in &refused {
         tracing::warn!("{r}");
     }
-    Target::new(1, plan, &inputs.policy.raw)
+    Target::new(1, plan, inputs)
 }
 
 impl Session {
@@ -172,7 +210,7 @@ impl Session {
                 self.send_host(note);
             }
         }
-        let mut next = Target::new(self.target.version, plan, &self.inputs.policy.raw);
+        let mut next = Target::new(self.target.version, plan, &self.inputs);
         let same_roots = next.roots().len() == self.target.roots().len()
             && next
                 .roots()
@@ -180,6 +218,7 @@ impl Session {
                 .zip(self.target.roots())
                 .all(|(a, b)| a.path == b.path && a.uri == b.uri && a.name == b.name);
         let same = same_roots
+            && next.suspended == self.target.suspended
             && next.rights.same(&self.target.rights)
             && self.handshake.offer(&next.policy) == self.handshake.offer(&self.target.policy);
         if !same {
@@ -208,12 +247,21 @@ impl Session {
         match policy {
             Ok(p) => {
                 tracing::info!(policy = %p.name(), "policy changed on disk");
+                let was_suspended = self.target.suspended.is_some();
                 self.inputs.set_policy(*p);
                 self.guard.policy_changed(&self.inputs.policy);
-                self.schedule_recompute(now);
+                if self.inputs.suspended.is_some() || was_suspended {
+                    self.recompute(false, now);
+                } else {
+                    self.schedule_recompute(now);
+                }
             }
             Err(e) => {
-                tracing::error!("policy change rejected, the previous policy stays in force: {e}");
+                // What the edit revokes is unknown: nothing is kept (fail
+                // closed), at once.
+                self.inputs
+                    .suspend(format!("the policy file changed and cannot be read ({e})"));
+                self.recompute(false, now);
             }
         }
     }

@@ -762,3 +762,47 @@ fn invalid_answers_are_refused() {
         assert!(e.contains(why), "{answer}: {e:?}");
     }
 }
+
+#[test]
+fn a_secret_asked_through_a_default_or_a_label_is_refused() {
+    for (params, place) in [
+        (
+            form(flat(
+                json!({"token": {"type":"string","enum":["a"]}, "note": {"type":"string","default":"paste your GitHub password here"}}),
+            )),
+            "the default of field \"note\"",
+        ),
+        (
+            form(flat(
+                json!({"k": {"type":"array","items":{"type":"string","enum":["a","b"]},"default":["a"],"description":"x"}, "m": {"type":"string","default":"your API key"}}),
+            )),
+            "the default of field \"m\"",
+        ),
+        (
+            form(flat(
+                json!({"c": {"type":"string","oneOf":[{"const":"a","title":"Enter your password"}]}}),
+            )),
+            "an option label",
+        ),
+        (
+            form(flat(
+                json!({"d": {"type":"string","description":"Your bank PIN code"}}),
+            )),
+            "the description of field \"d\"",
+        ),
+    ] {
+        let (rule, _, msg) = refusal(&decide(&params, NEW));
+        assert_eq!(rule, "elicitation.refuse_sensitive", "{params}");
+        assert!(msg.contains(place), "{msg} should name {place}");
+    }
+    // In 2025-06-18 a string field has no `default`: refused by the schema.
+    let old = form(flat(
+        json!({"note": {"type":"string","default":"paste your GitHub password here"}}),
+    ));
+    assert!(matches!(decide(&old, OLD), ElicitDecision::Refuse(_)));
+    // The allowed twin: a harmless default.
+    let ok = form(flat(
+        json!({"note": {"type":"string","default":"nothing to add"}}),
+    ));
+    assert!(matches!(decide(&ok, NEW), ElicitDecision::Form { .. }));
+}

@@ -3,7 +3,9 @@
 //! ([`Sim`]). `races.rs` plays each known race as a scenario; `model.rs`
 //! drives random interleavings against a small reference model.
 
+mod fail_closed;
 mod model;
+mod notes;
 mod races;
 mod remembered;
 mod stateless;
@@ -18,8 +20,8 @@ use serde_json::{Value, json};
 use super::{Action, Event, GenId, Session, SessionConfig, Stop};
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
-use crate::proxy::framing::Frame;
-use crate::proxy::server::{ExitInfo, ServerEvent};
+use crate::proxy::session::Frame;
+use crate::proxy::session::{ExitInfo, ServerEvent};
 use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 
@@ -55,6 +57,7 @@ impl Tree {
             ("shutdown_grace_ms", "100"),
             ("restart_backoff_ms", "50"),
             ("initialize_timeout_ms", "1000"),
+            ("roots_timeout_ms", "1000"),
         ] {
             if !extra.contains(k) {
                 limits.push_str(&format!("{k} = {v}\n"));
@@ -171,6 +174,8 @@ pub struct Sim {
     pub host_closed: bool,
     /// Handshakes the session asked to remember.
     pub remembered: Vec<crate::proxy::init_cache::RememberedInit>,
+    /// The servers declare no `logging` capability.
+    pub no_logging: bool,
     events: VecDeque<Event>,
 }
 
@@ -181,15 +186,17 @@ pub struct Model {
     pub roots: BTreeSet<PathBuf>,
     /// TCP ports.
     pub ports: BTreeSet<u16>,
+    /// The last policy edit cannot be read: nothing is granted.
+    pub suspended: bool,
 }
 
 impl Model {
     fn grants_all_of(&self, s: &Server) -> bool {
-        s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
+        !self.suspended && s.roots.is_subset(&self.roots) && s.ports.is_subset(&self.ports)
     }
 
     fn is(&self, s: &Server) -> bool {
-        s.roots == self.roots && s.ports == self.ports
+        !self.suspended && s.roots == self.roots && s.ports == self.ports
     }
 }
 
@@ -221,6 +228,7 @@ impl Sim {
             answered_at: HashMap::new(),
             host_closed: false,
             remembered: Vec::new(),
+            no_logging: false,
             events: VecDeque::new(),
         }
     }
@@ -375,7 +383,7 @@ impl Sim {
             }
             Action::Launch(g, plan) => {
                 let roots: BTreeSet<PathBuf> = plan.roots.iter().map(|r| r.path.clone()).collect();
-                if roots != model.roots || plan_ports(plan) != model.ports {
+                if model.suspended || roots != model.roots || plan_ports(plan) != model.ports {
                     self.violation(format!(
                         "generation {g} launched with a plan that is not the target"
                     ));
@@ -395,6 +403,7 @@ impl Sim {
                 Action::ToHost(line) => self.host_receives(&line),
                 Action::RememberInit(init) => self.remembered.push(init),
                 Action::ToServer(g, line) => {
+                    assert_readable(&line, "a server");
                     let v: Value = serde_json::from_slice(&line).expect("JSON to a server");
                     if let Some(s) = self.servers.get_mut(&g) {
                         s.got.push(v.clone());
@@ -454,6 +463,7 @@ impl Sim {
     }
 
     fn host_receives(&mut self, line: &[u8]) {
+        assert_readable(line, "the host");
         self.host_raw
             .push(String::from_utf8_lossy(line).into_owned());
         let v: Value = serde_json::from_slice(line).expect("JSON to the host");
@@ -514,7 +524,7 @@ impl Sim {
             // The model's target follows every answer rootfence takes.
             let taken = matches!(
                 self.s.ledger.asked_get(&id.to_string()),
-                Some(super::ledger::ToHost::RootsList)
+                Some(super::ledger::ToHost::RootsList(_))
             );
             if taken && let Some(m) = self.model.as_mut() {
                 m.roots = self.host_roots.iter().cloned().collect();
@@ -592,6 +602,11 @@ impl Sim {
     /// Server `g` handles everything in its inbox.
     pub fn serve(&mut self, g: GenId) {
         let mut out = Vec::new();
+        let caps = if self.no_logging {
+            json!({"tools":{}})
+        } else {
+            json!({"tools":{},"logging":{}})
+        };
         let Some(s) = self.servers.get_mut(&g) else {
             return;
         };
@@ -625,7 +640,7 @@ impl Sim {
                         .pointer("/params/protocolVersion")
                         .cloned()
                         .unwrap_or(json!("2025-06-18"));
-                    out.push(json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,"capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"sim","version":"1"}}}));
+                    out.push(json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,"capabilities":caps,"serverInfo":{"name":"sim","version":"1"}}}));
                 }
                 (Some(id), "tools/call")
                     if m.pointer("/params/name") == Some(&json!("roots"))
@@ -812,6 +827,32 @@ impl Sim {
             }
         }
         panic!("the session never came to rest:\n{}", self.trace.join("\n"));
+    }
+}
+
+/// Every line rootfence writes is one line every parser reads the same
+/// way: strictly readable (valid UTF-8, no key twice, no lone surrogate,
+/// finite numbers), and no carriage return or newline in it.
+pub fn assert_readable(line: &[u8], to: &str) {
+    let text = String::from_utf8_lossy(line);
+    assert!(
+        !line.contains(&b'\r') && !line.contains(&b'\n'),
+        "a line break in a line to {to}: {text:?}"
+    );
+    let batch = line.first() == Some(&b'[');
+    let members: Vec<Vec<u8>> = if batch {
+        serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(line)
+            .unwrap_or_else(|e| panic!("unreadable batch to {to} ({e}): {text}"))
+            .iter()
+            .map(|m| m.get().as_bytes().to_vec())
+            .collect()
+    } else {
+        vec![line.to_vec()]
+    };
+    for m in members {
+        if let Err(e) = crate::proxy::canonical::canonical(&m) {
+            panic!("unreadable line to {to} ({}): {text}", e.why);
+        }
     }
 }
 

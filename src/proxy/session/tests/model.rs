@@ -7,8 +7,10 @@
 //! requests with progress, crashes, closed stdouts, timeouts and host EOF.
 //!
 //! The model's target is the roots the host last answered (when rootfence
-//! takes that answer) and the ports of the last policy; it knows nothing
-//! of the core's plans or comparisons. Checked at every step (see
+//! takes that answer; none once rootfence stopped waiting for an answer,
+//! until one comes) and the ports of the last policy, or nothing at all
+//! while the last policy edit cannot be read; it knows nothing of the
+//! core's plans or comparisons. Checked at every step (see
 //! `Sim::after_step` and `Sim::check_action`): a generation holding a
 //! right outside the target is killed in the same step; only a generation
 //! launched with exactly the target is promoted or sent host requests, and
@@ -42,6 +44,8 @@ enum Op {
     Roots { mask: u8, later: bool },
     AnswerRoots,
     Policy(u8),
+    PolicyBroken,
+    RootsTimeout,
     NextLaunch(Launch),
     Serve(Index),
     Start(Index),
@@ -75,6 +79,8 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (0u8..8, any::<bool>()).prop_map(|(mask, later)| Op::Roots { mask, later }),
         2 => Just(Op::AnswerRoots),
         3 => (0u8..4).prop_map(Op::Policy),
+        1 => Just(Op::PolicyBroken),
+        1 => Just(Op::RootsTimeout),
         2 => launch().prop_map(Op::NextLaunch),
         5 => any::<Index>().prop_map(Op::Serve),
         3 => any::<Index>().prop_map(Op::Start),
@@ -128,6 +134,7 @@ impl Driver {
         sim.model = Some(Model {
             roots: BTreeSet::new(),
             ports: mask_ports(ports).into_iter().collect(),
+            suspended: false,
         });
         sim.script.push_back(first);
         sim.expected.insert("\"init\"".into(), 1);
@@ -239,9 +246,33 @@ impl Driver {
                 let ports = mask_ports(*mask);
                 if let Some(m) = self.sim.model.as_mut() {
                     m.ports = ports.iter().copied().collect();
+                    m.suspended = false;
                 }
                 let p = self.sim.tree.policy(&ports, "");
                 self.sim.event(Event::PolicyChanged(Ok(Box::new(p))));
+            }
+            Op::PolicyBroken => {
+                if let Some(m) = self.sim.model.as_mut() {
+                    m.suspended = true;
+                }
+                self.sim
+                    .event(Event::PolicyChanged(Err("unreadable (by the test)".into())));
+            }
+            Op::RootsTimeout => {
+                // The host does not answer in time: from the deadline on,
+                // the target has no host roots.
+                if let Some(d) = self.sim.s.exchange.awaiting {
+                    let left = d.saturating_duration_since(self.sim.now).as_micros();
+                    let left = u64::try_from(left.div_ceil(1000)).unwrap_or(u64::MAX);
+                    self.sim.advance(left.saturating_sub(1));
+                    // Still waiting (the session may have ended meanwhile).
+                    if self.sim.s.exchange.awaiting == Some(d) {
+                        if let Some(m) = self.sim.model.as_mut() {
+                            m.roots = BTreeSet::new();
+                        }
+                        self.sim.advance(1);
+                    }
+                }
             }
             Op::NextLaunch(l) => self.sim.script.push_back(*l),
             Op::Serve(i) => {
@@ -367,7 +398,13 @@ impl Driver {
         let model = sim.model.clone().unwrap_or(Model {
             roots: BTreeSet::new(),
             ports: BTreeSet::new(),
+            suspended: false,
         });
+        if model.suspended {
+            // Nothing may run while the policy cannot be applied.
+            prop_assert!(sim.alive().is_empty(), "{:?}\n{}", sim.alive(), trace());
+            return Ok(());
+        }
         let current = sim.current();
         prop_assert!(current.is_some(), "nothing serves at rest\n{}", trace());
         let g = current.unwrap_or_default();

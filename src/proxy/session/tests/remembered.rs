@@ -128,3 +128,51 @@ fn a_host_that_never_gives_its_roots_gets_a_server_after_the_timeout() {
     assert_eq!(sim.servers.len(), 1, "{}", sim.trace.join("\n"));
     assert_eq!(sim.answer(&json!(1))["result"], json!({"tools": []}));
 }
+
+#[test]
+fn a_first_server_that_cannot_start_without_its_roots_is_started_again_under_them() {
+    // obsidian-mcp VAULT, a database in DB_URL: the first server, started
+    // before the host said its roots, exits before answering initialize.
+    let mut sim = Sim::with(&[], &[], "");
+    sim.host_roots = vec![sim.tree.p("a")];
+    sim.script.push_back(super::Launch::Mute);
+    sim.host(json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":VERSION,"capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"sim","version":"1"}}}));
+    sim.serve_all();
+    let first = sim.newest();
+    assert!(sim.enforced().is_empty());
+    sim.crash(first, 1);
+    // The host's initialize is answered by rootfence, the session goes on.
+    let init = sim.answer(&json!("init"));
+    assert_eq!(init["result"]["protocolVersion"], VERSION, "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    assert!(sim.s.fleet.ending().is_none(), "{}", sim.trace.join("\n"));
+    sim.host(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    sim.host(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}));
+    sim.settle_all();
+    // One more server, under the host's roots, was sent the same
+    // initialize and answered the host's call.
+    let g = sim.current().expect("a server serves");
+    assert_ne!(g, first);
+    assert_eq!(sim.enforced(), vec![sim.tree.p("a")]);
+    assert_eq!(sim.servers[&g].got[0]["method"], "initialize");
+    assert_eq!(sim.answer(&json!(1))["result"], json!({"tools": []}));
+    // Its own answer is remembered: the next session starts it once.
+    assert_eq!(sim.remembered.len(), 1, "{}", sim.trace.join("\n"));
+    assert_eq!(sim.remembered[0].result, sim_answer());
+}
+
+#[test]
+fn a_first_server_that_dies_without_roots_from_the_host_still_ends_the_session() {
+    // No host roots to wait for: nothing would change, so the session ends.
+    let mut sim = Sim::with(&["a"], &[], "");
+    sim.script.push_back(super::Launch::Mute);
+    sim.host(json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":VERSION,"capabilities":{},"clientInfo":{"name":"sim","version":"1"}}}));
+    sim.serve_all();
+    let first = sim.newest();
+    sim.crash(first, 1);
+    assert!(sim.answer(&json!("init"))["error"].is_object());
+    assert!(sim.s.fleet.ending().is_some());
+}

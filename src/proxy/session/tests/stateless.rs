@@ -389,3 +389,93 @@ fn request_methods_sent_as_notifications_never_reach_the_host() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["method"], "notifications/message");
 }
+
+/// The tasks extension (2026-07-28): a task's questions come in the
+/// host's `tasks/get` result and are answered with `tasks/update`.
+#[test]
+fn task_questions_are_judged_and_their_answers_checked() {
+    let mut sim = stateless("");
+    let g = sim.current().unwrap();
+    let caps = json!({"elicitation": {"form": {}}});
+    let get = |id: i64| json!({"jsonrpc":"2.0","id":id,"method":"tasks/get","params":{"taskId":"t1","_meta": meta(json!({"elicitation": {"form": {}}}))}});
+    let form = json!({"method":"elicitation/create","params":{"mode":"form","message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}});
+    let secret = json!({"method":"elicitation/create","params":{"mode":"form","message":"Your GitHub password","requestedSchema":{"type":"object","properties":{"p":{"type":"string","default":"paste your GitHub password here"}}}}});
+    let task = |requests: Value| json!({"resultType":"complete","taskId":"t1","status":"input_required","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":null,"inputRequests":requests});
+    // A question the policy refuses: the host's tasks/get is answered with
+    // the refusal, nothing of it reaches the host.
+    sim.host(get(1));
+    let sent = take(&mut sim, g);
+    reply(&mut sim, g, &sent[0]["id"], task(json!({"s": secret})));
+    assert_eq!(
+        sim.answer(&json!(1))["error"]["data"]["rule"],
+        "elicitation.refuse_sensitive"
+    );
+    // Only roots: rootfence answers with tasks/update itself and asks for
+    // the task again; the host gets the next state.
+    sim.host(get(2));
+    let sent = take(&mut sim, g);
+    reply(
+        &mut sim,
+        g,
+        &sent[0]["id"],
+        task(json!({"where": {"method":"roots/list"}})),
+    );
+    let sent = take(&mut sim, g);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["method"], "tasks/update");
+    assert_eq!(
+        sent[0]["params"],
+        json!({"taskId":"t1","inputResponses":{"where": roots_of(&sim, &["a"])}})
+    );
+    assert_eq!(sent[1]["method"], "tasks/get");
+    reply(
+        &mut sim,
+        g,
+        &sent[1]["id"],
+        json!({"resultType":"complete","taskId":"t1","status":"working","createdAt":"x","lastUpdatedAt":"x","ttlMs":null}),
+    );
+    assert_eq!(sim.answer(&json!(2))["result"]["status"], "working");
+    // Roots and a form: the host sees the form only, and its tasks/update
+    // is checked and completed with the roots.
+    sim.host(get(3));
+    let sent = take(&mut sim, g);
+    reply(
+        &mut sim,
+        g,
+        &sent[0]["id"],
+        task(json!({"where": {"method":"roots/list"}, "f": form})),
+    );
+    let a = sim.answer(&json!(3));
+    assert_eq!(a["result"]["inputRequests"], json!({"f": form}), "{a}");
+    let update = |id: i64, content: Value| json!({"jsonrpc":"2.0","id":id,"method":"tasks/update","params":{"taskId":"t1","inputResponses":{"f":{"action":"accept","content":content}},"_meta": meta(caps.clone())}});
+    sim.host(update(4, json!({"name":"Ann","password":"x"})));
+    assert_eq!(
+        sim.answer(&json!(4))["error"]["data"]["rule"],
+        "elicitation.validate_response"
+    );
+    assert!(take(&mut sim, g).is_empty());
+    // Answers to questions rootfence never showed: refused.
+    sim.host(update(5, json!({"name":"Ann"})));
+    assert_eq!(
+        sim.answer(&json!(5))["error"]["data"]["rule"],
+        "stateless.task"
+    );
+    sim.host(get(6));
+    let sent = take(&mut sim, g);
+    reply(
+        &mut sim,
+        g,
+        &sent[0]["id"],
+        task(json!({"where": {"method":"roots/list"}, "f": form})),
+    );
+    sim.host(update(7, json!({"name":"Ann"})));
+    let sent = take(&mut sim, g);
+    assert_eq!(
+        sent[0]["params"]["inputResponses"],
+        json!({"f": {"action":"accept","content":{"name":"Ann"}}, "where": roots_of(&sim, &["a"])})
+    );
+    // A task status notification carrying questions is not relayed.
+    let seen = sim.host_raw.len();
+    sim.event(server_line(g, &json!({"jsonrpc":"2.0","method":"notifications/tasks","params": task(json!({"s": secret}))})));
+    assert_eq!(sim.host_raw.len(), seen);
+}
