@@ -196,11 +196,13 @@ fn pip_and_uv_install_from_a_listed_index_through_the_proxy() {
         .map(str::to_string)
         .to_vec()
     };
-    // uv reads the CA from SSL_CERT_FILE; the runtime rules keep it
-    // offline unless told otherwise.
+    // The user has a uv cache: the runtime rules give uv a private layer
+    // of it, and keep it offline (UV_OFFLINE) unless the policy gives the
+    // network, as a list of domains does. uv reads the CA from
+    // SSL_CERT_FILE.
+    std::fs::create_dir_all(t.home.join(".cache/uv")).unwrap();
     let env = [
         format!("SSL_CERT_FILE={ca}"),
-        "UV_OFFLINE=false".to_string(),
         format!("UV_CACHE_DIR={}", t.s("r/uvcache")),
     ];
     let flags: Vec<&str> = env.iter().flat_map(|e| ["--env", e.as_str()]).collect();
