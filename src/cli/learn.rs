@@ -172,10 +172,22 @@ fn with_learned(base: &Policy, learned: &[Learned]) -> Policy {
 
 /// Send the server's network through the proxy while it learns, so that
 /// the hosts it asks for are seen (and refused unless listed): unless the
-/// policy gives it TCP ports or UDP of its own.
+/// policy gives it TCP ports or UDP of its own, or this machine cannot
+/// keep a server to the proxy (then it learns no hosts, said once).
 fn through_proxy(plan: &mut crate::plan::SandboxPlan) {
     let n = &plan.network;
     if n.domains.is_some() || !n.tcp_connect.is_empty() || !n.tcp_bind.is_empty() || n.udp {
+        return;
+    }
+    let mut proxied = plan.clone();
+    proxied.network.domains = Some(crate::plan::DomainPlan::default());
+    if let Err(why) = sandbox::domain_rung_here(&proxied, &sandbox::probe_with_namespaces()) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "rootfence learn: the hosts the server asks for cannot be learned here (its network stays closed): {why}"
+            );
+        });
         return;
     }
     plan.network.domains = Some(crate::plan::DomainPlan::default());

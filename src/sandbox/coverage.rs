@@ -181,7 +181,8 @@ pub fn neither(caps: &Capabilities, why: &str) -> String {
 
 /// The rung `plan` gets on a machine with `caps` (whose namespaces were
 /// probed: see [`super::probe_with_namespaces`]; unprobed counts as
-/// unavailable), or what is missing for any.
+/// unavailable, but an unprobed network namespace does not stop the view +
+/// seccomp rung), or what is missing for any.
 pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>> {
     let ns = plan.namespaces != NamespaceMode::Off
         && caps
@@ -204,7 +205,19 @@ pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>
         )]),
         (true, false) => Ok(Rung::LandlockSeccomp),
         (false, _) if plan.landlock == LandlockMode::Require => Err(vec![no_landlock(caps)]),
-        (false, true) => Ok(Rung::ViewSeccomp),
+        // The rung's namespaces include a network namespace (it keeps the
+        // host's abstract unix sockets out of reach without Landlock's
+        // scopes): where it was probed and refused, the rung is not had.
+        (false, true) => match &caps.network_namespace {
+            Some(n) if !n.available => Err(vec![neither(
+                caps,
+                &format!(
+                    "a network namespace of the server's own among them, and {}",
+                    n.why_not()
+                ),
+            )]),
+            _ => Ok(Rung::ViewSeccomp),
+        },
         (false, false) => Err(vec![neither(caps, &why_no_ns())]),
     }
 }
@@ -976,6 +989,14 @@ mod tests {
         );
         c0.network_namespace = Some(netns(false));
         assert!(!fatal(&losses(&p0, &c0)).is_empty());
+        // Nor is that rung had without a network namespace, domains or not.
+        let mut none0 = none.clone();
+        none0.landlock = LandlockMode::Prefer;
+        let e = rung(&none0, &c0).unwrap_err();
+        assert!(
+            e[0].contains("a network namespace of the server's own among them"),
+            "{e:?}"
+        );
     }
 
     #[test]
