@@ -13,3 +13,4 @@ fn tree() -> common::Tree {
 }
 
 include!("suites/net_domains.rs");
+include!("suites/net_domains_peers.rs");
