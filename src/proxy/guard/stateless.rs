@@ -469,7 +469,7 @@ impl Guard {
             // Only roots: rootfence answers and retries itself.
             return roots_only(ctx, &read, &decided.roots_keys);
         }
-        self.to_host(ctx, result, read, decided)
+        self.result_for_host(ctx, result, read, decided)
     }
 
     /// A result's `taskId` (for `tasks/get`), `requestState` and input
@@ -594,7 +594,7 @@ impl Guard {
     /// The result the host gets: the questions it may answer (with its own
     /// roots asked too when wanted), under a token of rootfence's when it
     /// must recognize the retry.
-    fn to_host(
+    fn result_for_host(
         &mut self,
         ctx: InputContext<'_>,
         result: &str,
