@@ -563,3 +563,58 @@ fn doctor_states_the_design_for_domains_in_each_environment() {
         assert!(text.contains(says), "{modes}: {text}");
     }
 }
+
+/// A tree whose rootfence runs inside bubblewrap (the sandbox agents and
+/// editors put their tools in), with bwrap's `extra` options, started by
+/// root or by the unprivileged user.
+fn in_bubblewrap(extra: &[&str], user: bool) -> Tree {
+    let mut t = if user {
+        Tree::unprivileged(true)
+    } else {
+        Tree::new()
+    };
+    t.wrapper = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .chain(["--".to_string()])
+        .collect();
+    t
+}
+
+#[test]
+fn inside_bubblewrap_exec_and_run_get_the_full_rung() {
+    // bwrap's own user, PID and IPC namespaces: rootfence makes its
+    // server's inside them.
+    for user in [false, true] {
+        let t = in_bubblewrap(&["--unshare-user", "--unshare-pid", "--unshare-ipc"], user);
+        exec_works(&t, FULL);
+        run_works(&t, FULL);
+    }
+}
+
+#[test]
+fn inside_bubblewrap_without_nested_user_namespaces_exec_runs_on_landlock_and_seccomp() {
+    // `--disable-userns`: no user namespace may be made inside (as in
+    // Flatpak): Landlock and seccomp hold.
+    for user in [false, true] {
+        let t = in_bubblewrap(&["--unshare-user", "--disable-userns"], user);
+        exec_works(&t, LANDLOCK_SECCOMP);
+    }
+}
+
+#[test]
+fn inside_bubblewrap_domains_are_held_by_the_design_of_the_rung() {
+    for user in [false, true] {
+        domains_work(
+            &in_bubblewrap(&["--unshare-user", "--unshare-pid", "--unshare-ipc"], user),
+            FULL,
+            IN_NETNS,
+        );
+        domains_work(
+            &in_bubblewrap(&["--unshare-user", "--disable-userns"], user),
+            LANDLOCK_SECCOMP,
+            SUPERVISED,
+        );
+    }
+}

@@ -33,6 +33,15 @@ fn uri(p: &Path) -> String {
     rootfence::roots::path_to_uri(p)
 }
 
+/// A session with no command-line roots and `policy_extra` in its policy,
+/// its host through the handshake of `version` (declaring no roots).
+async fn initialized(policy_extra: &str, version: &str) -> (Fx, Running) {
+    let fx = fixture();
+    let mut r = start(&fx, policy_extra, &[]);
+    r.host.initialize(version, false, &json!([])).await;
+    (fx, r)
+}
+
 fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
     let mut limits = String::new();
     for (k, v) in [
@@ -379,10 +388,8 @@ async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
 
 #[tokio::test]
 async fn a_crash_mid_request_answers_it_and_restarts() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
+    let (_fx, mut r) = initialized("", "2025-06-18").await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     let crashed = r.host.call(2, "crash", json!({}), &none).await;
     let msg = crashed["error"]["message"].as_str().unwrap();
@@ -410,10 +417,8 @@ async fn the_session_ends_when_restarts_are_used_up() {
 
 #[tokio::test]
 async fn garbage_from_either_side_is_answered_and_the_session_goes_on() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
+    let (_fx, mut r) = initialized("", "2025-06-18").await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     r.host.send_raw("this is not json").await;
     let e = r.host.recv().await;
     assert_eq!(e["error"]["code"], -32700);
@@ -437,10 +442,8 @@ async fn garbage_from_either_side_is_answered_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn oversized_lines_are_refused_from_both_sides() {
-    let fx = fixture();
-    let mut r = start(&fx, "max_message_bytes = 4096\n", &[]);
+    let (_fx, mut r) = initialized("max_message_bytes = 4096\n", "2025-06-18").await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     let big = "y".repeat(100_000);
     r.host
         .send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":big}}}))
@@ -473,10 +476,8 @@ async fn oversized_lines_are_refused_from_both_sides() {
 
 #[tokio::test]
 async fn batches_are_accepted_in_2025_03_26_only() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
+    let (_fx, mut r) = initialized("", "2025-03-26").await;
     let none = json!([]);
-    r.host.initialize("2025-03-26", false, &none).await;
     r.host
         .send_raw(r#"[{"jsonrpc":"2.0","id":"p","method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"in batch"}}},{"bad":1}]"#)
         .await;
@@ -511,10 +512,7 @@ async fn batches_are_accepted_in_2025_03_26_only() {
 
 #[tokio::test]
 async fn duplicate_ids_in_flight_are_refused() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
-    let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
+    let (_fx, mut r) = initialized("", "2025-06-18").await;
     r.host.send(json!({"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}})).await;
     r.host
         .send(json!({"jsonrpc":"2.0","id":"dup","method":"ping"}))
@@ -527,10 +525,8 @@ async fn duplicate_ids_in_flight_are_refused() {
 
 #[tokio::test]
 async fn host_eof_shuts_the_server_down() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
+    let (_fx, mut r) = initialized("", "2025-06-18").await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     let pid: i32 = Host::text(&r.host.call(1, "pid", json!({}), &none).await)
         .parse()
         .unwrap();

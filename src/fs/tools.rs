@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::edit::{self, Edit};
 use super::error::FsError;
-use super::paths::Roots;
+use super::paths::{Roots, Target};
 use super::walk::Limits;
 use super::{list, read, walk, write};
 
@@ -163,27 +163,31 @@ pub fn call(cx: &Context, name: &str, arguments: &Value) -> Value {
 }
 
 fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
-    let map = |p: &str| cx.roots.map(p, cx.home).map_err(|e| e.to_string());
-    let fs = |r: Result<String, FsError>| r.map(Output::Text).map_err(|e| e.to_string());
     match name {
-        "read_file" | "read_text_file" => {
-            let a: ReadTextArgs = args(name, a)?;
-            let head = lines(name, "head", a.head, true)?;
-            let tail = lines(name, "tail", a.tail, false)?;
-            let t = map(&a.path)?;
-            fs(match (head, tail) {
-                (Some(_), Some(_)) => Err(FsError::Arguments(
-                    "Cannot specify both head and tail parameters simultaneously".into(),
-                )),
-                (_, Some(n)) => read::tail(&t, n),
-                (Some(n), _) => read::head(&t, n),
-                (None, None) => read::whole(&t),
-            })
+        "read_file" | "read_text_file" | "read_media_file" | "read_multiple_files" => {
+            read_tool(cx, name, a)
         }
+        "write_file" | "edit_file" | "create_directory" | "move_file" => write_tool(cx, name, a),
+        _ => listing_tool(cx, name, a),
+    }
+}
+
+/// The tool's path as a target beneath its root.
+fn target<'a>(cx: &Context<'a>, p: &str) -> Result<Target<'a>, String> {
+    cx.roots.map(p, cx.home).map_err(|e| e.to_string())
+}
+
+/// A filesystem operation's text as the tool's output.
+fn text(r: Result<String, FsError>) -> Result<Output, String> {
+    r.map(Output::Text).map_err(|e| e.to_string())
+}
+
+/// The tools that read files.
+fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+    match name {
         "read_media_file" => {
             let a: PathArg = args(name, a)?;
-            let t = map(&a.path)?;
-            read::media(&t)
+            read::media(&target(cx, &a.path)?)
                 .map(Output::Media)
                 .map_err(|e| e.to_string())
         }
@@ -202,16 +206,38 @@ fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
                 .collect();
             Ok(Output::Text(parts.join("\n---\n")))
         }
+        _ => {
+            let a: ReadTextArgs = args(name, a)?;
+            let head = lines(name, "head", a.head, true)?;
+            let tail = lines(name, "tail", a.tail, false)?;
+            let t = target(cx, &a.path)?;
+            text(match (head, tail) {
+                (Some(_), Some(_)) => Err(FsError::Arguments(
+                    "Cannot specify both head and tail parameters simultaneously".into(),
+                )),
+                (_, Some(n)) => read::tail(&t, n),
+                (Some(n), _) => read::head(&t, n),
+                (None, None) => read::whole(&t),
+            })
+        }
+    }
+}
+
+/// The tools that write.
+fn write_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+    match name {
         "write_file" => {
             let a: WriteArgs = args(name, a)?;
-            let t = map(&a.path)?;
-            fs(write::replace(&t, a.content.as_bytes())
-                .map(|()| format!("Successfully wrote to {}", a.path)))
+            let t = target(cx, &a.path)?;
+            text(
+                write::replace(&t, a.content.as_bytes())
+                    .map(|()| format!("Successfully wrote to {}", a.path)),
+            )
         }
         "edit_file" => {
             let a: EditArgs = args(name, a)?;
-            let t = map(&a.path)?;
-            fs((|| {
+            let t = target(cx, &a.path)?;
+            text((|| {
                 if !a.dry_run {
                     t.writable()?;
                 }
@@ -226,36 +252,44 @@ fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
         }
         "create_directory" => {
             let a: PathArg = args(name, a)?;
-            let t = map(&a.path)?;
-            fs(
+            let t = target(cx, &a.path)?;
+            text(
                 write::create_dir(&t)
                     .map(|()| format!("Successfully created directory {}", a.path)),
             )
         }
+        _ => {
+            let a: MoveArgs = args(name, a)?;
+            let from = target(cx, &a.source)?;
+            let to = target(cx, &a.destination)?;
+            text(
+                write::move_entry(&from, &to)
+                    .map(|()| format!("Successfully moved {} to {}", a.source, a.destination)),
+            )
+        }
+    }
+}
+
+/// The tools that list, search and describe.
+fn listing_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+    match name {
         "list_directory" => {
             let a: PathArg = args(name, a)?;
-            fs(list::list(&map(&a.path)?))
+            text(list::list(&target(cx, &a.path)?))
         }
         "list_directory_with_sizes" => {
             let a: SizesArgs = args(name, a)?;
             let by_size = a.sort_by == Some(SortBy::Size);
-            fs(list::list_with_sizes(&map(&a.path)?, by_size))
+            text(list::list_with_sizes(&target(cx, &a.path)?, by_size))
         }
         "directory_tree" => {
             let a: TreeArgs = args(name, a)?;
-            fs(walk::tree(&map(&a.path)?, &a.exclude, cx.limits))
-        }
-        "move_file" => {
-            let a: MoveArgs = args(name, a)?;
-            let from = map(&a.source)?;
-            let to = map(&a.destination)?;
-            fs(write::move_entry(&from, &to)
-                .map(|()| format!("Successfully moved {} to {}", a.source, a.destination)))
+            text(walk::tree(&target(cx, &a.path)?, &a.exclude, cx.limits))
         }
         "search_files" => {
             let a: SearchArgs = args(name, a)?;
-            fs(walk::search(
-                &map(&a.path)?,
+            text(walk::search(
+                &target(cx, &a.path)?,
                 &a.pattern,
                 &a.exclude,
                 cx.limits,
@@ -263,7 +297,7 @@ fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
         }
         "get_file_info" => {
             let a: PathArg = args(name, a)?;
-            fs(list::info(&map(&a.path)?))
+            text(list::info(&target(cx, &a.path)?))
         }
         "list_allowed_directories" => {
             let dirs: Vec<String> = cx

@@ -124,6 +124,54 @@ impl<L: Launcher> Effects<L> {
     }
 }
 
+/// The task writing the session's lines to the host.
+fn spawn_host_writer<W>(host_out: W, mut lines: framing::LineQueue) -> tokio::task::JoinHandle<()>
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut w = host_out;
+        if let Err(e) = framing::write_all_lines(&mut w, &mut lines).await {
+            tracing::warn!("host stdout closed: {e}");
+        }
+    })
+}
+
+/// The task reading the host's lines (lines over `max` refused without
+/// being kept) into `events`, no further ahead of the session than the
+/// channel's budget.
+fn spawn_host_reader<R>(
+    host_in: R,
+    max: usize,
+    events: flow::Sender<Event>,
+) -> tokio::task::JoinHandle<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut r = framing::LineReader::new(host_in, max);
+        loop {
+            events.ready().await;
+            let ev = match r.next().await {
+                Ok(Some(frame)) => Event::Host(frame),
+                Ok(None) => Event::HostEof,
+                Err(e) => {
+                    tracing::warn!("reading the host's stdin: {e}");
+                    Event::HostEof
+                }
+            };
+            let eof = matches!(ev, Event::HostEof);
+            let held = match &ev {
+                Event::Host(f) => f.held(),
+                _ => 0,
+            };
+            if events.send(ev, held).await.is_err() || eof {
+                break;
+            }
+        }
+    })
+}
+
 /// Run a session between `host_in`/`host_out` and servers launched by
 /// `launcher`, until the host closes its side or the session ends.
 /// `extra_events` carries watcher events (policy edits, roots on disk).
@@ -142,40 +190,13 @@ where
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
     let observer = config.roots_observer.take();
     let remember = config.remember.take();
-    let (out_tx, mut out_rx) = framing::line_queue();
-    let writer = tokio::spawn(async move {
-        let mut w = host_out;
-        if let Err(e) = framing::write_all_lines(&mut w, &mut out_rx).await {
-            tracing::warn!("host stdout closed: {e}");
-        }
-    });
+    let (out_tx, out_rx) = framing::line_queue();
+    let writer = spawn_host_writer(host_out, out_rx);
     // Bounded: a server that writes faster than the host reads is held
     // back by its own pipe.
     let (srv_tx, mut srv_rx) = flow::channel(16, flow::BUDGET);
     let (host_tx, mut host_rx) = flow::channel::<Event>(64, flow::BUDGET);
-    let reader = tokio::spawn(async move {
-        let mut r = framing::LineReader::new(host_in, max);
-        loop {
-            // Read no further ahead of the session than the budget.
-            host_tx.ready().await;
-            let ev = match r.next().await {
-                Ok(Some(frame)) => Event::Host(frame),
-                Ok(None) => Event::HostEof,
-                Err(e) => {
-                    tracing::warn!("reading the host's stdin: {e}");
-                    Event::HostEof
-                }
-            };
-            let eof = matches!(ev, Event::HostEof);
-            let held = match &ev {
-                Event::Host(f) => f.held(),
-                _ => 0,
-            };
-            if host_tx.send(ev, held).await.is_err() || eof {
-                break;
-            }
-        }
-    });
+    let reader = spawn_host_reader(host_in, max, host_tx);
 
     let mut session = Session::new(config)?;
     let mut fx = Effects {

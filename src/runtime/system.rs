@@ -32,6 +32,8 @@ const ETC_FILES: &[&str] = &[
     "/etc/locale.alias",
     "/etc/mime.types",
     "/etc/alternatives",
+    // git fails on a system configuration it may not read.
+    "/etc/gitconfig",
 ];
 
 /// Kernel information files commonly read at start-up (CPU count, memory).

@@ -260,6 +260,7 @@ pub fn plan_view(
     });
     let mut b = Builder {
         home: home.map(|h| h.path.to_path_buf()),
+        scratch: scratch.map(Path::to_path_buf),
         ..Builder::default()
     };
     for group in items.chunk_by(|a, b| a.canonical == b.canonical) {
@@ -339,6 +340,8 @@ struct Builder {
     layers: usize,
     /// The private home: mounted, nothing of the host's below it.
     home: Option<PathBuf>,
+    /// The scratch directory.
+    scratch: Option<PathBuf>,
 }
 
 impl Builder {
@@ -415,8 +418,12 @@ impl Builder {
             };
         }
         let inside = parent.is_some() && !fresh;
+        // The scratch directory is always mounted: with a sized scratch
+        // filesystem it is not the host's directory, even inside a root.
+        let scratch = self.scratch.as_ref() == Some(canonical);
         if let Some((_, pe, _)) = parent
             && !fresh
+            && !scratch
             && g.verify.is_none()
             && g.protect.is_none()
             && !own.private_layer
@@ -1022,6 +1029,18 @@ mod tests {
             )]
         );
         assert!(ops.contains(&Op::Dir("/tmp".into())));
+    }
+
+    #[test]
+    fn scratch_inside_a_writable_root_is_still_mounted() {
+        // `--root /tmp`: the scratch directory is below the root, with the
+        // same rights; it is mounted all the same (a sized scratch
+        // filesystem is not the host's directory).
+        let mut root = g("/tmp", true, false);
+        root.root = true;
+        let ops = plan_view(&[root], Some(Path::new("/tmp/rootfence-1-ab")), None);
+        let b = binds(&ops);
+        assert!(b.iter().any(|(p, _)| p == "/tmp/rootfence-1-ab"), "{ops:?}");
     }
 
     #[test]

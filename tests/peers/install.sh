@@ -264,6 +264,18 @@ if id -u rootfence-test > /dev/null 2>&1; then
     echo "tests/peers: unprivileged test user: rootfence-test ($(id -u rootfence-test))"
 fi
 
+# bubblewrap, to run rootfence inside another sandbox (tests/environments.rs).
+if ! command -v bwrap > /dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap > /dev/null \
+            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap > /dev/null; }
+    else
+        echo "tests/peers: bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap)" >&2
+        exit 1
+    fi
+fi
+echo "tests/peers: bubblewrap: $(command -v bwrap)"
+
 # The environment filter helper.
 mkdir -p bin
 ef_want=$(cksum envfilter.c | cut -d' ' -f1)

@@ -405,92 +405,13 @@ pub fn parse_schema(raw: &Value, revision: Revision) -> Result<FormSchema, Strin
 
 fn parse_field(p: &Value, revision: Revision) -> Result<Field, String> {
     let obj = p.as_object().ok_or("a property must be an object")?;
-    let new = revision >= Revision::V2025_11_25;
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(_) => return Err("type must be a single string".into()),
         None if obj.contains_key("$ref") => return Err("$ref is not allowed".into()),
         None => return Err("every property needs a type".into()),
     };
-    let allowed: &[&str] = match ty {
-        "string" if obj.contains_key("enum") => {
-            if new {
-                &[
-                    "type",
-                    "title",
-                    "description",
-                    "enum",
-                    "enumNames",
-                    "default",
-                ]
-            } else {
-                &["type", "title", "description", "enum", "enumNames"]
-            }
-        }
-        "string" if obj.contains_key("oneOf") => {
-            if !new {
-                return Err(format!(
-                    "titled options (oneOf) need protocol 2025-11-25 (this session: {revision})"
-                ));
-            }
-            &["type", "title", "description", "oneOf", "default"]
-        }
-        "string" => {
-            if new {
-                &[
-                    "type",
-                    "title",
-                    "description",
-                    "minLength",
-                    "maxLength",
-                    "format",
-                    "default",
-                ]
-            } else {
-                &[
-                    "type",
-                    "title",
-                    "description",
-                    "minLength",
-                    "maxLength",
-                    "format",
-                ]
-            }
-        }
-        "number" | "integer" => {
-            if new {
-                &[
-                    "type",
-                    "title",
-                    "description",
-                    "minimum",
-                    "maximum",
-                    "default",
-                ]
-            } else {
-                &["type", "title", "description", "minimum", "maximum"]
-            }
-        }
-        "boolean" => &["type", "title", "description", "default"],
-        "array" => {
-            if !new {
-                return Err(format!(
-                    "arrays (multi-select) need protocol 2025-11-25 (this session: {revision})"
-                ));
-            }
-            &[
-                "type",
-                "title",
-                "description",
-                "minItems",
-                "maxItems",
-                "items",
-                "default",
-            ]
-        }
-        "object" => return Err("nested objects are not allowed".into()),
-        other => return Err(format!("type {other:?} is not allowed")),
-    };
+    let allowed = allowed_keywords(ty, obj, revision)?;
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(format!(
             "the keyword {k:?} is not allowed on a {ty} field in protocol {revision}"
@@ -515,95 +436,176 @@ fn parse_field(p: &Value, revision: Revision) -> Result<Field, String> {
         "string" if obj.contains_key("oneOf") => {
             Field::Choice(titled_options(obj.get("oneOf"), "oneOf")?)
         }
-        "string" => {
-            let min_len = count(obj, "minLength")?;
-            let max_len = count(obj, "maxLength")?;
-            if let (Some(a), Some(b)) = (min_len, max_len)
-                && a > b
-            {
-                return Err("minLength is greater than maxLength".into());
-            }
-            let format = match obj.get("format") {
-                None => None,
-                Some(Value::String(f)) => Some(match f.as_str() {
-                    "email" => Format::Email,
-                    "uri" => Format::Uri,
-                    "date" => Format::Date,
-                    "date-time" => Format::DateTime,
-                    other => {
-                        return Err(format!(
-                            "format {other:?} is not allowed (email, uri, date, date-time)"
-                        ));
-                    }
-                }),
-                Some(_) => return Err("format must be a string".into()),
-            };
-            Field::String {
-                min_len,
-                max_len,
-                format,
-            }
-        }
-        "number" | "integer" => {
-            let bound = |k: &str| -> Result<Option<f64>, String> {
-                match obj.get(k) {
-                    None => Ok(None),
-                    Some(v) => v.as_f64().map(Some).ok_or(format!("{k} must be a number")),
-                }
-            };
-            let (min, max) = (bound("minimum")?, bound("maximum")?);
-            if let (Some(a), Some(b)) = (min, max)
-                && a > b
-            {
-                return Err("minimum is greater than maximum".into());
-            }
-            Field::Number {
-                integer: ty == "integer",
-                min,
-                max,
-            }
-        }
+        "string" => string_field(obj)?,
+        "number" | "integer" => number_field(obj, ty == "integer")?,
         "boolean" => Field::Boolean,
-        _ => {
-            // "array": a multi-select of string options.
-            let items = obj
-                .get("items")
-                .and_then(Value::as_object)
-                .ok_or("a multi-select needs an items object")?;
-            let values = if items.contains_key("anyOf") {
-                if let Some(k) = items.keys().find(|k| *k != "anyOf") {
-                    return Err(format!("items with anyOf may not have {k:?}"));
-                }
-                titled_options(items.get("anyOf"), "items.anyOf")?
-            } else {
-                if let Some(k) = items.keys().find(|k| *k != "type" && *k != "enum") {
-                    return Err(format!(
-                        "items may only have type and enum (or anyOf), not {k:?}"
-                    ));
-                }
-                if items.get("type") != Some(&Value::String("string".into())) {
-                    return Err("items must be of type string (arrays of objects or numbers are not allowed)".into());
-                }
-                string_list(items.get("enum"), "items.enum")?
-            };
-            let min_items = count(obj, "minItems")?;
-            let max_items = count(obj, "maxItems")?;
-            if let (Some(a), Some(b)) = (min_items, max_items)
-                && a > b
-            {
-                return Err("minItems is greater than maxItems".into());
-            }
-            Field::MultiChoice {
-                values,
-                min_items,
-                max_items,
-            }
-        }
+        // "array": a multi-select of string options.
+        _ => multi_choice_field(obj)?,
     };
     if let Some(d) = obj.get("default") {
         check_value(&field, d).map_err(|e| format!("default: {e}"))?;
     }
     Ok(field)
+}
+
+/// The keywords a field of type `ty` may have in `revision` (2025-11-25
+/// added `default` everywhere, titled options and multi-select).
+fn allowed_keywords(
+    ty: &str,
+    obj: &Map<String, Value>,
+    revision: Revision,
+) -> Result<&'static [&'static str], String> {
+    let new = revision >= Revision::V2025_11_25;
+    let needs_new = |what: &str| {
+        Err(format!(
+            "{what} need protocol 2025-11-25 (this session: {revision})"
+        ))
+    };
+    Ok(match (ty, new) {
+        ("string", true) if obj.contains_key("enum") => &[
+            "type",
+            "title",
+            "description",
+            "enum",
+            "enumNames",
+            "default",
+        ],
+        ("string", false) if obj.contains_key("enum") => {
+            &["type", "title", "description", "enum", "enumNames"]
+        }
+        ("string", true) if obj.contains_key("oneOf") => {
+            &["type", "title", "description", "oneOf", "default"]
+        }
+        ("string", false) if obj.contains_key("oneOf") => {
+            return needs_new("titled options (oneOf)");
+        }
+        ("string", true) => &[
+            "type",
+            "title",
+            "description",
+            "minLength",
+            "maxLength",
+            "format",
+            "default",
+        ],
+        ("string", false) => &[
+            "type",
+            "title",
+            "description",
+            "minLength",
+            "maxLength",
+            "format",
+        ],
+        ("number" | "integer", true) => &[
+            "type",
+            "title",
+            "description",
+            "minimum",
+            "maximum",
+            "default",
+        ],
+        ("number" | "integer", false) => &["type", "title", "description", "minimum", "maximum"],
+        ("boolean", _) => &["type", "title", "description", "default"],
+        ("array", true) => &[
+            "type",
+            "title",
+            "description",
+            "minItems",
+            "maxItems",
+            "items",
+            "default",
+        ],
+        ("array", false) => return needs_new("arrays (multi-select)"),
+        ("object", _) => return Err("nested objects are not allowed".into()),
+        (other, _) => return Err(format!("type {other:?} is not allowed")),
+    })
+}
+
+/// A free string field: lengths and format.
+fn string_field(obj: &Map<String, Value>) -> Result<Field, String> {
+    let min_len = count(obj, "minLength")?;
+    let max_len = count(obj, "maxLength")?;
+    if let (Some(a), Some(b)) = (min_len, max_len)
+        && a > b
+    {
+        return Err("minLength is greater than maxLength".into());
+    }
+    let format = match obj.get("format") {
+        None => None,
+        Some(Value::String(f)) => Some(match f.as_str() {
+            "email" => Format::Email,
+            "uri" => Format::Uri,
+            "date" => Format::Date,
+            "date-time" => Format::DateTime,
+            other => {
+                return Err(format!(
+                    "format {other:?} is not allowed (email, uri, date, date-time)"
+                ));
+            }
+        }),
+        Some(_) => return Err("format must be a string".into()),
+    };
+    Ok(Field::String {
+        min_len,
+        max_len,
+        format,
+    })
+}
+
+/// A number field: its bounds.
+fn number_field(obj: &Map<String, Value>, integer: bool) -> Result<Field, String> {
+    let bound = |k: &str| -> Result<Option<f64>, String> {
+        match obj.get(k) {
+            None => Ok(None),
+            Some(v) => v.as_f64().map(Some).ok_or(format!("{k} must be a number")),
+        }
+    };
+    let (min, max) = (bound("minimum")?, bound("maximum")?);
+    if let (Some(a), Some(b)) = (min, max)
+        && a > b
+    {
+        return Err("minimum is greater than maximum".into());
+    }
+    Ok(Field::Number { integer, min, max })
+}
+
+/// A multi-select of string options (`type: "array"`).
+fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, String> {
+    let items = obj
+        .get("items")
+        .and_then(Value::as_object)
+        .ok_or("a multi-select needs an items object")?;
+    let values = if items.contains_key("anyOf") {
+        if let Some(k) = items.keys().find(|k| *k != "anyOf") {
+            return Err(format!("items with anyOf may not have {k:?}"));
+        }
+        titled_options(items.get("anyOf"), "items.anyOf")?
+    } else {
+        if let Some(k) = items.keys().find(|k| *k != "type" && *k != "enum") {
+            return Err(format!(
+                "items may only have type and enum (or anyOf), not {k:?}"
+            ));
+        }
+        if items.get("type") != Some(&Value::String("string".into())) {
+            return Err(
+                "items must be of type string (arrays of objects or numbers are not allowed)"
+                    .into(),
+            );
+        }
+        string_list(items.get("enum"), "items.enum")?
+    };
+    let min_items = count(obj, "minItems")?;
+    let max_items = count(obj, "maxItems")?;
+    if let (Some(a), Some(b)) = (min_items, max_items)
+        && a > b
+    {
+        return Err("minItems is greater than maxItems".into());
+    }
+    Ok(Field::MultiChoice {
+        values,
+        min_items,
+        max_items,
+    })
 }
 
 fn count(obj: &Map<String, Value>, k: &str) -> Result<Option<u64>, String> {

@@ -157,34 +157,70 @@ fn check_rules(
             )
         })?;
     let tools_ok = policy.allow_tools && req.host_tools;
-    let tools_refusal = |what: &str| {
-        if policy.allow_tools {
-            Refusal::policy(
-                "sampling.allow_tools",
-                "sampling.allow_tools = true, but the host did not declare the sampling.tools capability",
-                what,
-            )
+    let counts = check_messages(policy, tools_ok, messages)?;
+    let include = include_context(policy, params)?;
+    let tool_count = check_tools(policy, &req, params, tools_ok)?;
+    let asked = max_tokens(policy, params)?;
+    let blocks = counts
+        .iter()
+        .map(|(t, c)| format!("{t}:{c}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let summary = format!(
+        "messages={} blocks={} maxTokens={asked} includeContext={include} tools={tool_count}{} bytes={}",
+        messages.len(),
+        if blocks.is_empty() { "-" } else { &blocks },
+        if params.get("task").is_some() {
+            " task"
         } else {
-            Refusal::policy("sampling.allow_tools", "sampling.allow_tools = false", what)
-        }
-    };
-    let allowed_names: Vec<&str> = policy
+            ""
+        },
+        req.bytes,
+    );
+    Ok((asked, summary))
+}
+
+/// A refusal of tools: by the policy, or for want of the host's
+/// `sampling.tools` capability.
+fn tools_refusal(policy: &SamplingSection, what: &str) -> Refusal {
+    if policy.allow_tools {
+        Refusal::policy(
+            "sampling.allow_tools",
+            "sampling.allow_tools = true, but the host did not declare the sampling.tools capability",
+            what,
+        )
+    } else {
+        Refusal::policy("sampling.allow_tools", "sampling.allow_tools = false", what)
+    }
+}
+
+/// The content types the policy allows, by name.
+fn allowed_names(policy: &SamplingSection) -> Vec<&'static str> {
+    policy
         .content_types
         .iter()
         .map(|t| content_type_name(*t))
-        .collect();
-    let types_refusal = |what: String| {
-        Refusal::policy(
-            "sampling.content_types",
-            &format!("sampling.content_types = {allowed_names:?}"),
-            &what,
-        )
-    };
+        .collect()
+}
+
+/// A refusal of a content type.
+fn types_refusal(policy: &SamplingSection, what: String) -> Refusal {
+    Refusal::policy(
+        "sampling.content_types",
+        &format!("sampling.content_types = {:?}", allowed_names(policy)),
+        &what,
+    )
+}
+
+/// Every block of every message is of a type the policy allows (tool
+/// blocks only with tools allowed); how many of each type.
+fn check_messages(
+    policy: &SamplingSection,
+    tools_ok: bool,
+    messages: &[Value],
+) -> Result<Vec<(String, usize)>, Refusal> {
+    let allowed = allowed_names(policy);
     let mut counts: Vec<(String, usize)> = Vec::new();
-    let mut count = |t: &str| match counts.iter_mut().find(|(n, _)| n == t) {
-        Some((_, c)) => *c += 1,
-        None => counts.push((t.to_string(), 1)),
-    };
     for (i, m) in messages.iter().enumerate() {
         let n = i + 1;
         let content = m.get("content").ok_or_else(|| {
@@ -207,40 +243,66 @@ fn check_rules(
                     &format!("a content block of message {n} has no type"),
                 )
             })?;
-            count(ty);
+            match counts.iter_mut().find(|(t, _)| t == ty) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((ty.to_string(), 1)),
+            }
             match ty {
                 "tool_use" | "tool_result" => {
                     if !tools_ok {
-                        return Err(tools_refusal(&format!(
-                            "message {n} has a block of type {ty:?}"
-                        )));
+                        return Err(tools_refusal(
+                            policy,
+                            &format!("message {n} has a block of type {ty:?}"),
+                        ));
                     }
-                    if ty == "tool_result"
-                        && let Some(inner) = b.get("content")
-                    {
-                        let inner: Vec<&Value> = match inner {
-                            Value::Array(a) => a.iter().collect(),
-                            other => vec![other],
-                        };
-                        for ib in inner {
-                            let it = ib.get("type").and_then(Value::as_str).unwrap_or("(none)");
-                            if !allowed_names.contains(&it) {
-                                return Err(types_refusal(format!(
-                                    "a tool_result in message {n} has a block of type {it:?}"
-                                )));
-                            }
-                        }
+                    if ty == "tool_result" {
+                        check_tool_result(policy, &allowed, n, b)?;
                     }
                 }
-                t if allowed_names.contains(&t) => {}
+                t if allowed.contains(&t) => {}
                 t => {
-                    return Err(types_refusal(format!(
-                        "message {n} has a block of type {t:?}"
-                    )));
+                    return Err(types_refusal(
+                        policy,
+                        format!("message {n} has a block of type {t:?}"),
+                    ));
                 }
             }
         }
     }
+    Ok(counts)
+}
+
+/// The blocks inside a `tool_result` are of allowed types.
+fn check_tool_result(
+    policy: &SamplingSection,
+    allowed: &[&str],
+    n: usize,
+    b: &Value,
+) -> Result<(), Refusal> {
+    let Some(inner) = b.get("content") else {
+        return Ok(());
+    };
+    let inner: Vec<&Value> = match inner {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    for ib in inner {
+        let it = ib.get("type").and_then(Value::as_str).unwrap_or("(none)");
+        if !allowed.contains(&it) {
+            return Err(types_refusal(
+                policy,
+                format!("a tool_result in message {n} has a block of type {it:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `includeContext` asked, when the policy allows it.
+fn include_context<'a>(
+    policy: &SamplingSection,
+    params: &'a serde_json::Map<String, Value>,
+) -> Result<&'a str, Refusal> {
     let include = match params.get("includeContext") {
         None | Some(Value::Null) => "none",
         Some(Value::String(s)) => s.as_str(),
@@ -258,6 +320,17 @@ fn check_rules(
             &format!("request asked includeContext {include:?}"),
         ));
     }
+    Ok(include)
+}
+
+/// Tools and `toolChoice` only where allowed and where the revision has
+/// them; how many tools.
+fn check_tools(
+    policy: &SamplingSection,
+    req: &SamplingRequest<'_>,
+    params: &serde_json::Map<String, Value>,
+    tools_ok: bool,
+) -> Result<usize, Refusal> {
     let tools = params.get("tools").filter(|v| !v.is_null());
     let tool_count = tools.and_then(Value::as_array).map_or(0, Vec::len);
     if tools.is_some() || params.get("toolChoice").is_some_and(|v| !v.is_null()) {
@@ -267,7 +340,7 @@ fn check_rules(
             } else {
                 "request has a toolChoice".to_string()
             };
-            return Err(tools_refusal(&what));
+            return Err(tools_refusal(policy, &what));
         }
         if req.revision < Revision::V2025_11_25 {
             return Err(Refusal::malformed(
@@ -279,6 +352,15 @@ fn check_rules(
             ));
         }
     }
+    Ok(tool_count)
+}
+
+/// The `maxTokens` asked: a positive integer, not over the ceiling when
+/// the policy refuses what is over it.
+fn max_tokens(
+    policy: &SamplingSection,
+    params: &serde_json::Map<String, Value>,
+) -> Result<u64, Refusal> {
     let asked = match params.get("maxTokens") {
         Some(v) => v.as_u64().filter(|n| *n > 0),
         None => None,
@@ -293,23 +375,7 @@ fn check_rules(
             &format!("request asked {asked}"),
         ));
     }
-    let blocks = counts
-        .iter()
-        .map(|(t, c)| format!("{t}:{c}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    let summary = format!(
-        "messages={} blocks={} maxTokens={asked} includeContext={include} tools={tool_count}{} bytes={}",
-        messages.len(),
-        if blocks.is_empty() { "-" } else { &blocks },
-        if params.get("task").is_some() {
-            " task"
-        } else {
-            ""
-        },
-        req.bytes,
-    );
-    Ok((asked, summary))
+    Ok(asked)
 }
 
 #[cfg(test)]

@@ -368,6 +368,70 @@ enum Input {
     Elicitation(Value),
 }
 
+/// An `input_required` result as read, before any decision.
+struct ReadResult {
+    /// The task it is about (`tasks/get`).
+    task: Option<String>,
+    /// The server's `requestState`, as it wrote it.
+    server_state: Option<String>,
+    /// Its input requests, as they came.
+    requests: Map<String, Value>,
+    /// Each input request's kind.
+    inputs: Vec<(String, Input)>,
+    /// Its `requestState` looks like a token of rootfence's.
+    looks_ours: bool,
+}
+
+/// The guard's decisions on a result's input requests.
+#[derive(Default)]
+struct Decided {
+    /// What the host is asked (judged, sampling maybe clamped).
+    to_host: Map<String, Value>,
+    /// The keys of `roots/list` questions, answered by rootfence.
+    roots_keys: Vec<String>,
+    /// The forms whose answers are checked.
+    forms: Vec<(String, AnswerCheck)>,
+    /// The input requests the host sees differ from the server's.
+    changed: bool,
+}
+
+/// A result that asks only for roots: rootfence answers them and sends the
+/// request again itself (or updates the task), at most
+/// [`MAX_OWN_ROUNDS`] times in a row.
+fn roots_only(ctx: InputContext<'_>, read: &ReadResult, roots_keys: &[String]) -> InputPlan {
+    if ctx.own_rounds >= MAX_OWN_ROUNDS {
+        return InputPlan::Refuse(Refusal::policy(
+            "stateless.roots_rounds",
+            &format!(
+                "rootfence answers the server's roots {MAX_OWN_ROUNDS} times in a row at most"
+            ),
+            "the server kept asking for roots; it may be looping",
+        ));
+    }
+    let responses: Map<String, Value> = roots_keys
+        .iter()
+        .map(|k| (k.clone(), ctx.roots.clone()))
+        .collect();
+    if let Some(t) = &read.task {
+        let update = json!({"taskId": t, "inputResponses": responses});
+        return InputPlan::TaskRoots(update.to_string());
+    }
+    let Some(sent) = ctx.sent_params else {
+        return InputPlan::Refuse(refuse_input(&format!(
+            "the server answered a request of the handshake era over {} KiB with an input_required result asking for roots; rootfence answers those only for smaller requests (in this era the server asks with roots/list)",
+            KEEP_PARAMS >> 10
+        )));
+    };
+    match retry_params(
+        sent,
+        Some(&Value::Object(responses).to_string()),
+        read.server_state.as_deref(),
+    ) {
+        Some(params) => InputPlan::Retry(params),
+        None => InputPlan::Refuse(refuse_input("the request's params are not an object")),
+    }
+}
+
 fn refuse_input(detail: &str) -> Refusal {
     Refusal::policy(
         "stateless.input_request",
@@ -393,26 +457,38 @@ impl Guard {
         result: &str,
         now: Instant,
     ) -> InputPlan {
+        let read = match self.read_input_result(ctx, result) {
+            Ok(r) => r,
+            Err(plan) => return plan,
+        };
+        let decided = match self.decide_inputs(ctx, &read, now) {
+            Ok(d) => d,
+            Err(plan) => return plan,
+        };
+        if !decided.roots_keys.is_empty() && decided.to_host.is_empty() {
+            // Only roots: rootfence answers and retries itself.
+            return roots_only(ctx, &read, &decided.roots_keys);
+        }
+        self.result_for_host(ctx, result, read, decided)
+    }
+
+    /// A result's `taskId` (for `tasks/get`), `requestState` and input
+    /// requests, each of a method the guard knows; nothing judged yet.
+    fn read_input_result(
+        &mut self,
+        ctx: InputContext<'_>,
+        result: &str,
+    ) -> Result<ReadResult, InputPlan> {
+        let mut refuse =
+            |what: &str, why: &str| Err(self.refuse_input(ctx, what, &refuse_input(why)));
         let parsed: Value = match serde_json::from_str(result) {
             Ok(Value::Object(m)) => Value::Object(m),
-            _ => {
-                return self.refuse_input(
-                    ctx,
-                    "?",
-                    &refuse_input("the result is not a JSON object"),
-                );
-            }
+            _ => return refuse("?", "the result is not a JSON object"),
         };
         let task = if ctx.method == TASK_GET {
             match parsed.get("taskId").and_then(Value::as_str) {
                 Some(t) if t.len() <= super::MAX_KEPT_ID => Some(t.to_string()),
-                _ => {
-                    return self.refuse_input(
-                        ctx,
-                        "?",
-                        &refuse_input("a task with questions needs a taskId string"),
-                    );
-                }
+                _ => return refuse("?", "a task with questions needs a taskId string"),
             }
         } else {
             None
@@ -420,22 +496,13 @@ impl Guard {
         let server_state = match parsed.get("requestState") {
             None | Some(Value::Null) => None,
             Some(Value::String(_)) => message::member(result, "requestState").map(str::to_string),
-            Some(_) => {
-                return self.refuse_input(ctx, "?", &refuse_input("requestState is not a string"));
-            }
+            Some(_) => return refuse("?", "requestState is not a string"),
         };
         let requests = match parsed.get("inputRequests") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(m)) => m.clone(),
-            Some(_) => {
-                return self.refuse_input(
-                    ctx,
-                    "?",
-                    &refuse_input("inputRequests is not an object"),
-                );
-            }
+            Some(_) => return refuse("?", "inputRequests is not an object"),
         };
-        // First the shape of every input request, with no effect.
         let mut inputs: Vec<(String, Input)> = Vec::with_capacity(requests.len());
         for (key, req) in &requests {
             let method = req.get("method").and_then(Value::as_str);
@@ -445,130 +512,122 @@ impl Guard {
                 Some(SAMPLING) => Input::Sampling(params, req.to_string().len()),
                 Some(ELICITATION) => Input::Elicitation(params),
                 Some(other) => {
-                    let r = refuse_input(&format!(
-                        "the server asked the host for {other:?} (input request {key:?}), a method the guard does not know"
-                    ));
-                    return self.refuse_input(ctx, other, &r);
+                    return refuse(
+                        other,
+                        &format!(
+                            "the server asked the host for {other:?} (input request {key:?}), a method the guard does not know"
+                        ),
+                    );
                 }
-                None => {
-                    let r = refuse_input(&format!("input request {key:?} has no method"));
-                    return self.refuse_input(ctx, "?", &r);
-                }
+                None => return refuse("?", &format!("input request {key:?} has no method")),
             };
             inputs.push((key.clone(), input));
         }
-        // Then the guard's decisions: forms first, sampling (which charges
-        // the rate limit) last.
+        // A server state that looks like rootfence's token is wrapped too,
+        // so that every such token the host echoes is one rootfence made.
+        let looks_ours = parsed
+            .get("requestState")
+            .and_then(Value::as_str)
+            .is_some_and(|st| st.starts_with(TOKEN_PREFIX));
+        Ok(ReadResult {
+            task,
+            server_state,
+            requests,
+            inputs,
+            looks_ours,
+        })
+    }
+
+    /// The guard's decisions on each input request: forms first, sampling
+    /// (which charges the rate limit) last; roots set aside for rootfence.
+    fn decide_inputs(
+        &mut self,
+        ctx: InputContext<'_>,
+        read: &ReadResult,
+        now: Instant,
+    ) -> Result<Decided, InputPlan> {
         let gctx = super::Context {
             policy: ctx.policy,
             revision: ctx.revision,
             host_caps: ctx.host_caps,
             generation: ctx.generation,
         };
-        let mut to_host: Map<String, Value> = Map::new();
-        let mut roots_keys = Vec::new();
-        let mut forms = Vec::new();
-        let mut changed = false;
-        for (key, input) in &inputs {
+        let mut d = Decided::default();
+        for (key, input) in &read.inputs {
             if let Input::Elicitation(params) = input {
                 match self.judge(gctx, ELICITATION, params, 0, now, key) {
-                    Verdict::Refuse(r) => return InputPlan::Refuse(r),
+                    Verdict::Refuse(r) => return Err(InputPlan::Refuse(r)),
                     Verdict::Forward { check, .. } => {
                         if let Some(c) = check {
-                            forms.push((key.clone(), c));
+                            d.forms.push((key.clone(), c));
                         }
-                        to_host.insert(key.clone(), requests[key].clone());
+                        d.to_host.insert(key.clone(), read.requests[key].clone());
                     }
                 }
             }
         }
-        for (key, input) in &inputs {
+        for (key, input) in &read.inputs {
             match input {
                 Input::Roots => {
-                    roots_keys.push(key.clone());
-                    changed = true;
+                    d.roots_keys.push(key.clone());
+                    d.changed = true;
                 }
                 Input::Sampling(params, bytes) => {
                     match self.judge(gctx, SAMPLING, params, *bytes, now, key) {
-                        Verdict::Refuse(r) => return InputPlan::Refuse(r),
+                        Verdict::Refuse(r) => return Err(InputPlan::Refuse(r)),
                         Verdict::Forward { params: p, .. } => {
-                            let mut req = requests[key].clone();
+                            let mut req = read.requests[key].clone();
                             if let (Some(p), Some(o)) = (p, req.as_object_mut()) {
                                 o.insert("params".into(), p);
-                                changed = true;
+                                d.changed = true;
                             }
-                            to_host.insert(key.clone(), req);
+                            d.to_host.insert(key.clone(), req);
                         }
                     }
                 }
                 Input::Elicitation(_) => {}
             }
         }
-        if !roots_keys.is_empty() && to_host.is_empty() {
-            // Only roots: rootfence answers and retries itself.
-            if ctx.own_rounds >= MAX_OWN_ROUNDS {
-                return InputPlan::Refuse(Refusal::policy(
-                    "stateless.roots_rounds",
-                    &format!(
-                        "rootfence answers the server's roots {MAX_OWN_ROUNDS} times in a row at most"
-                    ),
-                    "the server kept asking for roots; it may be looping",
-                ));
-            }
-            let responses: Map<String, Value> = roots_keys
-                .iter()
-                .map(|k| (k.clone(), ctx.roots.clone()))
-                .collect();
-            if let Some(t) = &task {
-                let update = json!({"taskId": t, "inputResponses": responses});
-                return InputPlan::TaskRoots(update.to_string());
-            }
-            let Some(sent) = ctx.sent_params else {
-                return InputPlan::Refuse(refuse_input(&format!(
-                    "the server answered a request of the handshake era over {} KiB with an input_required result asking for roots; rootfence answers those only for smaller requests (in this era the server asks with roots/list)",
-                    KEEP_PARAMS >> 10
-                )));
-            };
-            let Some(params) = retry_params(
-                sent,
-                Some(&Value::Object(responses).to_string()),
-                server_state.as_deref(),
-            ) else {
-                return InputPlan::Refuse(refuse_input("the request's params are not an object"));
-            };
-            return InputPlan::Retry(params);
-        }
+        Ok(d)
+    }
+
+    /// The result the host gets: the questions it may answer (with its own
+    /// roots asked too when wanted), under a token of rootfence's when it
+    /// must recognize the retry.
+    fn result_for_host(
+        &mut self,
+        ctx: InputContext<'_>,
+        result: &str,
+        read: ReadResult,
+        mut d: Decided,
+    ) -> InputPlan {
         let mut host_roots_key = None;
-        if ctx.ask_host_roots && !to_host.is_empty() {
-            let key = free_key(&requests);
-            to_host.insert(key.clone(), json!({"method": ROOTS}));
+        if ctx.ask_host_roots && !d.to_host.is_empty() {
+            let key = free_key(&read.requests);
+            d.to_host.insert(key.clone(), json!({"method": ROOTS}));
             host_roots_key = Some(key);
-            changed = true;
+            d.changed = true;
         }
-        // A server state that looks like rootfence's token is wrapped too,
-        // so that every such token the host echoes is one rootfence made.
-        let ours = parsed
-            .get("requestState")
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.starts_with(TOKEN_PREFIX));
-        let remember =
-            !roots_keys.is_empty() || !forms.is_empty() || host_roots_key.is_some() || ours;
-        if !remember && !changed {
+        let remember = !d.roots_keys.is_empty()
+            || !d.forms.is_empty()
+            || host_roots_key.is_some()
+            || read.looks_ours;
+        if !remember && !d.changed {
             return InputPlan::Relay;
         }
         let mut edits: Vec<(&str, Option<String>)> = Vec::new();
-        if changed {
-            edits.push(("inputRequests", Some(Value::Object(to_host).to_string())));
+        if d.changed {
+            edits.push(("inputRequests", Some(Value::Object(d.to_host).to_string())));
         }
         if remember {
             let pending = Pending {
                 method: ctx.method.to_string(),
-                server_state,
-                roots_keys,
-                forms,
+                server_state: read.server_state,
+                roots_keys: d.roots_keys,
+                forms: d.forms,
                 host_roots_key,
             };
-            match &task {
+            match &read.task {
                 // Answered by `tasks/update`, which names the task.
                 Some(t) => self.pending.insert_task(t, pending),
                 None => {

@@ -201,6 +201,23 @@ impl Session {
                 judged: None,
             };
         };
+        self.prepare_judged(id_raw, m, params_raw, guarded, meta, now)
+    }
+
+    /// [`Session::prepare_request`] for a request whose answer the guard
+    /// judges (`m` is one of the methods that may get `input_required`,
+    /// or `tasks/get`): its revision and capabilities, the host's retry
+    /// read, the host asked for its roots first when it must be.
+    fn prepare_judged(
+        &mut self,
+        id_raw: &str,
+        m: &'static str,
+        params_raw: Option<message::Raw<'_>>,
+        guarded: Option<message::Guarded<'_>>,
+        meta: bool,
+        now: Instant,
+    ) -> Prepared {
+        let base = || params_raw.map_or("null", message::Raw::get);
         let meta_rev = if meta { meta_revision(base()) } else { None };
         let revision = meta_rev.unwrap_or_else(|| self.handshake_revision());
         let is_stateless = meta_rev.is_some_and(Revision::is_stateless);
