@@ -444,6 +444,8 @@ struct Here {
     seccomp: bool,
     overlay: bool,
     machine_root: bool,
+    /// The plan lists domains, and a design holds them here.
+    domains: bool,
 }
 
 /// Every class of escape of the threat model, with the layer that closes it
@@ -462,6 +464,7 @@ pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
         seccomp: caps.seccomp,
         overlay: rung.namespaces() && ns.is_some_and(|n| n.overlay),
         machine_root: ns.is_some_and(|n| n.root),
+        domains: plan.network.domains.is_some() && domain_rung_here(plan, caps).is_ok(),
     };
     let mut out = filesystem_rows(h);
     out.extend(process_rows(h));
@@ -614,6 +617,11 @@ fn network_rows(h: Here) -> Vec<Coverage> {
     let net = "network";
     let network = match h.rung {
         _ if !h.seccomp => row(net, No, "seccomp is not available"),
+        _ if h.domains => row(
+            net,
+            Yes,
+            "the policy opens no port: TCP reaches rootfence's proxy only (see network by domain); seccomp refuses UDP, raw and other families and MSG_FASTOPEN",
+        ),
         Rung::ViewSeccomp => row(
             net,
             Partly,
@@ -969,6 +977,15 @@ mod tests {
         c4.namespaces = Some(ns(true));
         c4.network_namespace = Some(netns(false));
         assert!(fatal(&losses(&p, &c4)).is_empty());
+        let network = coverage(&p, &c4)
+            .into_iter()
+            .find(|r| r.class == "network")
+            .unwrap();
+        assert!(
+            network.how.contains("TCP reaches rootfence's proxy only"),
+            "{}",
+            network.how
+        );
         assert!(
             row(&p, &c4).how.contains("supervisor connects"),
             "{}",
