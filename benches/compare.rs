@@ -12,8 +12,10 @@
 //! (roots from the host only: `initialize` to the first answer, direct,
 //! through rootfence the first time and with the `initialize` answer
 //! remembered), `plan`
-//! (resolve + plan + Landlock ruleset for 1 to 1,000 roots) and `memory`
-//! (peak RSS of rootfence).
+//! (resolve + plan + Landlock ruleset for 1 to 1,000 roots), `memory`
+//! (peak RSS of rootfence) and `network` (network by domain: round trips,
+//! new connections and downloads through rootfence's HTTP proxy against
+//! direct connections, in process and with curl under `rootfence exec`).
 //!
 //! The direct side is a minimal MCP server: this binary in server mode
 //! (see `common`). The relay baseline is the same server behind a byte
@@ -132,6 +134,10 @@ fn main() {
     if want("memory") {
         eprintln!("memory ...");
         memory(&base, &a, &mut rows);
+    }
+    if want("network") {
+        eprintln!("network ...");
+        network(&base, &home, &mut rows);
     }
     print_table(&rows);
 }
@@ -714,5 +720,235 @@ fn memory(base: &Path, a: &Path, rows: &mut Vec<Row>) {
         format!("+{extra:.1} MiB"),
         "<= the limit (1 MiB) + slack",
         Some(refused && extra <= 1.5),
+    ));
+}
+
+// ---------------------------------------------------------------- network
+
+/// A TCP peer on 127.0.0.1 for the network rows, serving each connection
+/// by its first byte: `e` echoes 64-byte messages back, `d` then an
+/// 8-byte count sends that many bytes and closes; an HTTP request line
+/// gets a response of `http_body` bytes (for curl).
+fn network_peer(http_body: u64) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_nodelay(true);
+            std::thread::spawn(move || {
+                let mut first = [0u8; 1];
+                if s.read_exact(&mut first).is_err() {
+                    return;
+                }
+                let zeros = vec![0u8; 1 << 20];
+                let send = |s: &mut std::net::TcpStream, mut n: u64| {
+                    while n > 0 {
+                        let k = n.min(zeros.len() as u64) as usize;
+                        if s.write_all(&zeros[..k]).is_err() {
+                            return;
+                        }
+                        n -= k as u64;
+                    }
+                };
+                match first[0] {
+                    b'e' => {
+                        let mut m = [0u8; 64];
+                        while s.read_exact(&mut m).is_ok() {
+                            if s.write_all(&m).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    b'd' => {
+                        let mut n = [0u8; 8];
+                        if s.read_exact(&mut n).is_ok() {
+                            send(&mut s, u64::from_le_bytes(n));
+                        }
+                    }
+                    _ => {
+                        // An HTTP request: read its head, answer.
+                        let mut head = vec![first[0]];
+                        let mut b = [0u8; 1];
+                        while !head.ends_with(b"\r\n\r\n") && s.read_exact(&mut b).is_ok() {
+                            head.push(b[0]);
+                        }
+                        let _ = write!(
+                            s,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {http_body}\r\nConnection: close\r\n\r\n"
+                        );
+                        send(&mut s, http_body);
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A connection to 127.0.0.1:`port`: direct, or through the proxy at
+/// `proxy` (a CONNECT tunnel).
+fn network_connect(port: u16, proxy: Option<u16>) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let Some(p) = proxy else {
+        let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_nodelay(true).unwrap();
+        return s;
+    };
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+    s.set_nodelay(true).unwrap();
+    write!(
+        s,
+        "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut b).unwrap();
+        head.push(b[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    s
+}
+
+fn network(base: &Path, home: &Path, rows: &mut Vec<Row>) {
+    use std::io::{Read, Write};
+    let peer = network_peer(1 << 30);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_port = listener.local_addr().unwrap().port();
+    let config = rootfence::netproxy::Config {
+        rules: vec![rootfence::netproxy::DomainRule::parse(&format!("127.0.0.1:{peer}")).unwrap()],
+        pins: Default::default(),
+        policy: "bench".into(),
+    };
+    let _proxy = rootfence::netproxy::Proxy::start(listener, config, None).unwrap();
+    let both = |f: &dyn Fn(Option<u16>) -> Vec<Duration>| (f(None), f(Some(proxy_port)));
+
+    // Round trips of 64 bytes on an open connection (a tunnel once made).
+    let (mut d, mut p) = both(&|proxy| {
+        let mut s = network_connect(peer, proxy);
+        s.write_all(b"e").unwrap();
+        let mut m = [7u8; 64];
+        let mut out = Vec::new();
+        for i in 0..11_000 {
+            let t = Instant::now();
+            s.write_all(&m).unwrap();
+            s.read_exact(&mut m).unwrap();
+            if i >= 1000 {
+                out.push(t.elapsed());
+            }
+        }
+        out
+    });
+    let (d50, p50) = (percentile(&mut d, 0.5), percentile(&mut p, 0.5));
+    rows.push(row(
+        "network: 64-byte round trip on an open connection, direct vs through the proxy's tunnel, median",
+        format!("{:.1} µs", us(d50)),
+        format!("{:.1} µs", us(p50)),
+        format!("+{:.1} µs", us(p50) - us(d50)),
+        "",
+        None,
+    ));
+
+    // A new connection and its first round trip (the proxy reads the
+    // CONNECT, judges it, connects, answers).
+    let (mut d, mut p) = both(&|proxy| {
+        let mut out = Vec::new();
+        for i in 0..2200 {
+            let t = Instant::now();
+            let mut s = network_connect(peer, proxy);
+            s.write_all(b"e").unwrap();
+            let mut m = [7u8; 64];
+            s.write_all(&m).unwrap();
+            s.read_exact(&mut m).unwrap();
+            if i >= 200 {
+                out.push(t.elapsed());
+            }
+        }
+        out
+    });
+    let (d50, p50) = (percentile(&mut d, 0.5), percentile(&mut p, 0.5));
+    rows.push(row(
+        "network: new connection + first 64-byte round trip, direct vs CONNECT through the proxy, median",
+        format!("{:.1} µs", us(d50)),
+        format!("{:.1} µs", us(p50)),
+        format!("+{:.1} µs", us(p50) - us(d50)),
+        "",
+        None,
+    ));
+
+    // Downloads of 1 GiB, best of 5.
+    let gib: u64 = 1 << 30;
+    let (mut d, mut p) = both(&|proxy| {
+        (0..5)
+            .map(|_| {
+                let mut s = network_connect(peer, proxy);
+                let t = Instant::now();
+                s.write_all(b"d").unwrap();
+                s.write_all(&gib.to_le_bytes()).unwrap();
+                let mut buf = vec![0u8; 1 << 20];
+                let mut got = 0u64;
+                while got < gib {
+                    let n = s.read(&mut buf).unwrap();
+                    assert!(n > 0, "short download");
+                    got += n as u64;
+                }
+                t.elapsed()
+            })
+            .collect()
+    });
+    let (db, pb) = (percentile(&mut d, 0.0), percentile(&mut p, 0.0));
+    let gbs = |t: Duration| gib as f64 / t.as_secs_f64() / 1e9;
+    rows.push(row(
+        "network: 1 GiB download, direct vs through the proxy's tunnel, best of 5",
+        format!("{:.2} GB/s", gbs(db)),
+        format!("{:.2} GB/s", gbs(pb)),
+        format!("{:.0} % of direct", 100.0 * gbs(pb) / gbs(db)),
+        "",
+        None,
+    ));
+
+    // End to end: curl downloading 1 GiB over plain HTTP, direct and
+    // confined by `rootfence exec` with the address listed (the server in
+    // its own network namespace where the kernel grants it; launch
+    // included), median of 5.
+    let policy = base.join("network-policy.toml");
+    std::fs::write(
+        &policy,
+        format!("version = 1\n[network]\nallow_domains = [\"127.0.0.1:{peer}\"]\n"),
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{peer}/big");
+    let curl = |fenced: bool| -> Duration {
+        let mut c = if fenced {
+            let mut c = Command::new(common::rootfence_bin());
+            c.args(["exec", "--policy", policy.to_str().unwrap(), "--", "curl"]);
+            c
+        } else {
+            let mut c = Command::new("curl");
+            c.args(["--noproxy", "*"]);
+            c
+        };
+        c.args(["-sS", "-o", "/dev/null", &url])
+            .env("HOME", home)
+            .env("RUST_LOG", "warn");
+        time_status(&mut c)
+    };
+    let mut d: Vec<Duration> = (0..5).map(|_| curl(false)).collect();
+    let mut f: Vec<Duration> = (0..5).map(|_| curl(true)).collect();
+    let (d50, f50) = (percentile(&mut d, 0.5), percentile(&mut f, 0.5));
+    rows.push(row(
+        "network: curl downloading 1 GiB, direct vs under `rootfence exec` through the proxy, median of 5",
+        format!("{:.2} GB/s", gbs(d50)),
+        format!("{:.2} GB/s", gbs(f50)),
+        format!("{:.0} % of direct", 100.0 * gbs(f50) / gbs(d50)),
+        "",
+        None,
     ));
 }

@@ -9,6 +9,7 @@
 //! - [`hostconfig`]: host MCP configs, rewritten to launch through rootfence;
 //! - [`policy`]: the security-policy file format and its validation;
 //! - [`plan`]: `(policy, roots, command) -> SandboxPlan`, pure;
+//! - [`netproxy`]: the HTTP proxy that gives a server network by domain;
 //! - [`runtime`]: discovering what a command needs to start (effectful);
 //! - [`sandbox`]: what the kernel can enforce, and (later) applying a plan;
 //! - [`fs`]: `rootfence fs`, the filesystem server on root handles;
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod envvars;
 pub mod fs;
 pub mod hostconfig;
+pub mod netproxy;
 pub mod plan;
 pub mod policy;
 pub mod proxy;

@@ -75,6 +75,23 @@ pub struct NetworkPlan {
     pub udp: bool,
     /// Connecting to pathname unix sockets allowed.
     pub unix_sockets: bool,
+    /// Network by domain: the hosts the server reaches through
+    /// rootfence's HTTP proxy, the only thing it can connect to. `None`:
+    /// no proxy.
+    pub domains: Option<DomainPlan>,
+}
+
+/// What the network proxy lets a server reach (`[network] allow_domains`
+/// and `hosts`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+pub struct DomainPlan {
+    /// The entries, in the policy's order (empty: every request refused,
+    /// and recorded, as `rootfence learn` runs it).
+    pub allow: Vec<crate::netproxy::DomainRule>,
+    /// Names resolved to a fixed address.
+    pub hosts: BTreeMap<String, std::net::IpAddr>,
+    /// Where each decision is appended (the policy's `[audit] file`).
+    pub audit_file: Option<PathBuf>,
 }
 
 /// Landlock scopes (ABI 6+).
@@ -482,6 +499,17 @@ pub fn build(
             }
         }
     }
+    let domains = (!policy.allow_domains.is_empty()).then(|| DomainPlan {
+        allow: policy.allow_domains.clone(),
+        hosts: policy.pins.clone(),
+        audit_file: policy.audit_file.clone(),
+    });
+    if domains.is_some() {
+        proxied_env(&mut out_env, &mut warnings);
+        if policy.raw.network.unix_sockets {
+            warnings.push("unix_sockets = true lets the server reach local services outside its network (systemd-resolved, which answers DNS, D-Bus, ...) that allow_domains does not cover".into());
+        }
+    }
     let private_home = match policy.raw.runtime.home {
         crate::policy::HomeMode::Private => env.home.clone().filter(|h| {
             h.is_absolute()
@@ -503,6 +531,7 @@ pub fn build(
             tcp_bind: policy.tcp_bind.clone(),
             udp: policy.raw.network.udp,
             unix_sockets: policy.raw.network.unix_sockets,
+            domains,
         },
         scopes: ScopePlan {
             signal: true,
@@ -524,6 +553,29 @@ pub fn build(
         report_refusals: false,
         warnings,
     }
+}
+
+/// The environment of a server whose network goes through the proxy:
+/// nothing that sends requests around it (`NO_PROXY`), node told to use
+/// it (`NODE_USE_ENV_PROXY`, node 24 and later); the proxy variables
+/// themselves are set at launch, to the proxy's address.
+pub fn proxied_env(env: &mut BTreeMap<String, (String, EnvSource)>, warnings: &mut Vec<String>) {
+    for k in crate::netproxy::BYPASS_ENV {
+        if env.remove(*k).is_some() {
+            warnings.push(format!(
+                "{k} is not passed: it would send requests around rootfence's network proxy, where the sandbox refuses them"
+            ));
+        }
+    }
+    for (k, _) in crate::netproxy::proxy_env("") {
+        if env.remove(k).is_some() {
+            warnings.push(format!(
+                "{k} is replaced by the address of rootfence's network proxy (an upstream proxy is not used)"
+            ));
+        }
+    }
+    env.entry("NODE_USE_ENV_PROXY".into())
+        .or_insert_with(|| ("1".into(), EnvSource::Rule));
 }
 
 /// The server's environment and the names of rootfence's variables that

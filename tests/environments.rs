@@ -7,13 +7,16 @@
 //!   `clone3` answers `ENOSYS`, namespaces and mounts are refused;
 //! - Ubuntu's AppArmor restriction: a user namespace holds no capability
 //!   (mounts denied with `EACCES`);
-//! - a kernel without Landlock.
+//! - a kernel without Landlock;
+//! - a kernel or sandbox that refuses network namespaces only.
 //!
 //! Each works at the best rung it allows, or refuses with a message that
-//! names what is missing and the way out. And a server that launches
-//! another server through rootfence (nested in rootfence itself).
+//! names what is missing and the way out; network by domain
+//! (`allow_domains`) too, in the design each allows. And a server that
+//! launches another server through rootfence (nested in rootfence itself).
 
 mod common;
+mod net_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -289,6 +292,13 @@ fn doctor_states_the_rung_of_each_environment() {
             VIEW_SECCOMP,
         ),
         ("no-landlock", "version = 1\n", "NONE"),
+        // The view + seccomp rung makes a network namespace too.
+        (
+            "no-landlock,no-netns",
+            "version = 1\n[isolation]\nlandlock = \"prefer\"\n",
+            "NONE",
+        ),
+        ("no-netns", "version = 1\n", FULL),
     ] {
         let t = tree(modes, Who::User);
         let p = t.p("doctor.toml");
@@ -404,6 +414,156 @@ fn without_user_namespaces_root_keeps_the_view_and_doctor_agrees() {
     }
 }
 
+/// How network by domain is held, as `--log info` says at start.
+const IN_NETNS: &str = "(in the server's own network namespace, which holds nothing else)";
+const SUPERVISED: &str = "(on rootfence's loopback; the server's connect() judged by rootfence)";
+
+/// Under `t`'s environment, a server listing a site's name reaches it
+/// through rootfence's proxy, at `rung` and in the design `design`; its
+/// direct connection to the site's address, another name and UDP are
+/// refused, judged at the site.
+fn domains_work(t: &Tree, rung: &str, design: &str) {
+    let s = net_support::Site::start(&t.p("site-files"), &t.ro, &["site.test"]);
+    let h = s.http;
+    let policy = t.policy("net.toml", &s.policy(&["site.test"], &[]));
+    let code = format!(
+        "{}\nimport urllib.request\n\
+         def fetch(url):\n\
+         \x20   try:\n\
+         \x20       return str(urllib.request.urlopen(url, timeout=20).status)\n\
+         \x20   except OSError as e:\n\
+         \x20       return '403' if '403' in str(e) else str(e)\n\
+         print('proxied=' + fetch('http://site.test:{h}/hello/proxied'), flush=True)\n\
+         print('other=' + fetch('http://other.test/hello/other'), flush=True)\n\
+         def direct():\n\
+         \x20   c = socket.create_connection(('127.0.0.2', {h}), timeout=5)\n\
+         \x20   c.sendall(b'GET /hello/direct HTTP/1.0\\r\\n\\r\\n')\n\
+         \x20   c.recv(100)\n\
+         check('direct', direct)\n\
+         check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n",
+        common::PRELUDE
+    );
+    let out = t
+        .command(
+            &["--log", "info", "--policy", &policy],
+            &[python().to_str().unwrap(), "-c", &code],
+        )
+        .output()
+        .unwrap();
+    let p = common::Probe::new(out);
+    p.success()
+        .expect("proxied", "200")
+        .expect("other", "403")
+        .expect("udp", "EPERM")
+        .expect_any(
+            "direct",
+            &["EACCES", "EPERM", "ENETUNREACH", "ECONNREFUSED"],
+        );
+    let err = stderr(&p.out);
+    assert!(
+        err.contains(&format!(": {rung}: ")),
+        "not at {rung}:\n{err}"
+    );
+    assert!(err.contains(design), "not {design}:\n{err}");
+    assert!(s.saw("/hello/proxied"));
+    assert!(!s.saw("/hello/direct"), "{:?}", s.requests());
+}
+
+#[test]
+fn docker_holds_domains_by_supervised_connect() {
+    // No namespaces at all: the supervised design (this kernel has
+    // Landlock ABI 4).
+    for who in EVERYONE {
+        domains_work(&tree("docker", who), LANDLOCK_SECCOMP, SUPERVISED);
+    }
+}
+
+#[test]
+fn without_landlock_domains_are_held_by_the_network_namespace() {
+    // The view + seccomp rung has no Landlock to rule on ports: only the
+    // server's own network namespace keeps it to the proxy.
+    for who in EVERYONE {
+        domains_work(&tree("no-landlock", who), VIEW_SECCOMP, IN_NETNS);
+    }
+}
+
+#[test]
+fn where_network_namespaces_alone_are_refused_the_view_stays_and_connect_is_supervised() {
+    for who in EVERYONE {
+        domains_work(&tree("no-netns", who), FULL, SUPERVISED);
+    }
+}
+
+#[test]
+fn where_neither_design_holds_domains_refuse_to_start_and_say_why() {
+    // No Landlock, and no network namespace: the view + seccomp rung
+    // cannot keep a server to the proxy (its other namespaces would do
+    // for the view), and a Docker profile on a kernel without Landlock
+    // gives no namespace at all.
+    for (modes, says) in [
+        (
+            "no-landlock,no-netns",
+            &[
+                "[network] allow_domains on the view + seccomp rung (no Landlock) needs a network namespace of the server's own",
+                "refused a new network namespace",
+                "Landlock ABI 4",
+            ][..],
+        ),
+        (
+            "no-landlock,docker",
+            &[
+                "[network] allow_domains on the view + seccomp rung (no Landlock) needs a network namespace of the server's own",
+                "seccomp",
+                "Landlock ABI 4",
+            ][..],
+        ),
+    ] {
+        for who in EVERYONE {
+            exec_refuses(
+                &tree(modes, who),
+                "version = 1\n[network]\nallow_domains = [\"site.test\"]\n",
+                says,
+            );
+        }
+    }
+}
+
+/// `doctor` says how each environment holds network by domain.
+#[test]
+fn doctor_states_the_design_for_domains_in_each_environment() {
+    for (modes, policy, says) in [
+        (
+            "docker",
+            "version = 1\n",
+            "network by domain ([network] allow_domains): on rootfence's loopback",
+        ),
+        (
+            "no-netns",
+            "version = 1\n",
+            "network by domain ([network] allow_domains): on rootfence's loopback",
+        ),
+        (
+            "no-landlock",
+            "version = 1\n[isolation]\nlandlock = \"prefer\"\n",
+            "network by domain ([network] allow_domains): in the server's own network namespace",
+        ),
+        (
+            "no-landlock,no-netns",
+            "version = 1\n[isolation]\nlandlock = \"prefer\"\n",
+            "network by domain ([network] allow_domains): NOT POSSIBLE here: [network] allow_domains on the view + seccomp rung",
+        ),
+    ] {
+        let t = tree(modes, Who::User);
+        let p = t.p("doctor.toml");
+        std::fs::write(&p, policy).unwrap();
+        let mut c = t.rootfence_command();
+        c.args(["doctor", "--policy"]).arg(&p);
+        t.as_runner(&mut c);
+        let text = common::stdout(&c.output().unwrap());
+        assert!(text.contains(says), "{modes}: {text}");
+    }
+}
+
 /// A tree whose rootfence runs inside bubblewrap (the sandbox agents and
 /// editors put their tools in), with bwrap's `extra` options, started by
 /// root or by the unprivileged user.
@@ -440,5 +600,21 @@ fn inside_bubblewrap_without_nested_user_namespaces_exec_runs_on_landlock_and_se
     for user in [false, true] {
         let t = in_bubblewrap(&["--unshare-user", "--disable-userns"], user);
         exec_works(&t, LANDLOCK_SECCOMP);
+    }
+}
+
+#[test]
+fn inside_bubblewrap_domains_are_held_by_the_design_of_the_rung() {
+    for user in [false, true] {
+        domains_work(
+            &in_bubblewrap(&["--unshare-user", "--unshare-pid", "--unshare-ipc"], user),
+            FULL,
+            IN_NETNS,
+        );
+        domains_work(
+            &in_bubblewrap(&["--unshare-user", "--disable-userns"], user),
+            LANDLOCK_SECCOMP,
+            SUPERVISED,
+        );
     }
 }

@@ -576,10 +576,21 @@ fn uv_flags_that_need_the_network_are_not_broken_by_offline_mode() {
         "{:?}",
         spec.notes
     );
-    // With the network granted, uv is not held offline at all.
-    let pol = policy(&home, "[network]\ntcp_connect = [443]\n");
+    // With the network granted, by port or by domain, uv is not held
+    // offline at all.
+    for network in [
+        "[network]\ntcp_connect = [443]\n",
+        "[network]\nallow_domains = [\"pypi.org\", \"files.pythonhosted.org\"]\n",
+        "[network]\nallow_domains = [\"index.internal:8443\"]\n",
+    ] {
+        let pol = policy(&home, network);
+        let spec = runtime::discover(&argv(&["uvx", "mcp-server-fetch"]), &pol, &env).unwrap();
+        assert!(!spec.env.contains_key("UV_OFFLINE"), "{network}");
+    }
+    // A local service's port is not the network.
+    let pol = policy(&home, "[network]\ntcp_connect = [8080]\n");
     let spec = runtime::discover(&argv(&["uvx", "mcp-server-fetch"]), &pol, &env).unwrap();
-    assert!(!spec.env.contains_key("UV_OFFLINE"));
+    assert_eq!(spec.env.get("UV_OFFLINE").map(String::as_str), Some("1"));
     // Without, and with no such flag, it is.
     let spec = discover(&["uvx", "mcp-server-fetch"], &home, &env);
     assert_eq!(spec.env.get("UV_OFFLINE").map(String::as_str), Some("1"));

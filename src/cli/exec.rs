@@ -108,6 +108,13 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_ROOTFENCE);
     }
+    if plan.network.domains.is_some() && !(args.tcp_connect.is_empty() && args.tcp_bind.is_empty())
+    {
+        eprintln!(
+            "rootfence: --allow-tcp-connect and --allow-tcp-bind cannot be combined with the policy's [network] allow_domains (the server's network is rootfence's proxy only); list \"host:port\" in allow_domains instead"
+        );
+        return ExitCode::from(EXIT_ROOTFENCE);
+    }
     let net = &mut plan.network;
     net.tcp_connect.extend(&args.tcp_connect);
     net.tcp_connect.sort_unstable();

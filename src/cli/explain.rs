@@ -99,6 +99,47 @@ pub fn withheld(c: &plan::HostCapabilities) -> Vec<String> {
     )]
 }
 
+/// The network proxy's part of `explain`: the list, the pins, what
+/// happens to everything else.
+fn render_domains(s: &mut String, d: Option<&plan::DomainPlan>) {
+    use crate::netproxy::rule::HostPattern;
+    let Some(d) = d else {
+        let _ = writeln!(s, "  domains:     none (no network proxy)");
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  domains:     through rootfence's HTTP proxy only (absolute-form http and CONNECT); every other host gets 403, and the sandbox refuses every other connection, UDP and DNS (`rootfence doctor` says how on this machine)"
+    );
+    if d.allow.is_empty() {
+        let _ = writeln!(s, "    (none: every request is refused and recorded)");
+    }
+    for r in &d.allow {
+        let what = match &r.host {
+            HostPattern::Name(n) if n == "localhost" => "loopback (listed)".to_string(),
+            HostPattern::Name(_) => "this name only".to_string(),
+            HostPattern::Subdomains(b) => format!("the subdomains of {b} (not {b} itself)"),
+            HostPattern::Ip(a) => format!("the address {a} itself"),
+        };
+        let _ = writeln!(s, "    {:<32} {what}, {}", r.text, r.ports());
+    }
+    for (name, addr) in &d.hosts {
+        let _ = writeln!(s, "  pinned:      {name} -> {addr} (not asked of DNS)");
+    }
+    let _ = writeln!(
+        s,
+        "  loopback, link-local and unspecified addresses are reached only when listed (localhost:PORT, the address itself, or a pin)"
+    );
+    let _ = writeln!(
+        s,
+        "  decisions:   logged (target audit){}",
+        d.audit_file
+            .as_ref()
+            .map(|f| format!(" and appended to {}", f.display()))
+            .unwrap_or_default()
+    );
+}
+
 /// The human-readable form of a plan.
 pub fn render(plan: &SandboxPlan) -> String {
     let mut s = String::new();
@@ -245,6 +286,7 @@ pub fn render(plan: &SandboxPlan) -> String {
         "  unix socket connect outside the sandbox: {}",
         if n.unix_sockets { "allowed" } else { "denied" }
     );
+    render_domains(&mut s, n.domains.as_ref());
     let _ = writeln!(
         s,
         "scopes:   signals {}, abstract unix sockets {}",
@@ -258,7 +300,13 @@ pub fn render(plan: &SandboxPlan) -> String {
     let _ = writeln!(
         s,
         "\nenvironment ({} variables; nothing else is passed):",
-        plan.env.len() + usize::from(plan.scratch)
+        plan.env.len()
+            + usize::from(plan.scratch)
+            + if n.domains.is_some() {
+                crate::netproxy::proxy_env("").len()
+            } else {
+                0
+            }
     );
     for (k, (v, src)) in &plan.env {
         let _ = writeln!(
@@ -274,6 +322,17 @@ pub fn render(plan: &SandboxPlan) -> String {
     }
     if plan.scratch {
         let _ = writeln!(s, "  TMPDIR=<scratch dir>");
+    }
+    if n.domains.is_some() {
+        let names: Vec<&str> = crate::netproxy::proxy_env("")
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {}=http://<rootfence's network proxy>",
+            names.join(", ")
+        );
     }
     if !plan.env_dropped.is_empty() {
         let _ = writeln!(
@@ -342,6 +401,11 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             "seccomp": caps.seccomp,
             "features": caps.features().iter().map(|(abi, name, ok)| serde_json::json!({"abi": abi, "feature": name, "available": ok})).collect::<Vec<_>>(),
             "namespaces": caps.namespaces,
+            "network_namespace": caps.network_namespace,
+            "network_by_domain": match sandbox::domain_rung_here(&plan, &caps) {
+                Ok(design) => serde_json::json!({ "design": design }),
+                Err(refused) => serde_json::json!({ "refused": refused }),
+            },
             "clone3": clone3_state(),
             "rung": rung.as_ref().ok(),
             "rung_missing": rung.as_ref().err(),
@@ -452,6 +516,13 @@ fn print_machine(caps: &sandbox::Capabilities) {
         Some(n) => println!("namespaces: NOT available: {}", n.why_not()),
         None => {}
     }
+    match &caps.network_namespace {
+        Some(n) if n.available => {
+            println!("network namespace: available (network by domain holds there)")
+        }
+        Some(n) => println!("network namespace: NOT available: {}", n.why_not()),
+        None => {}
+    }
     println!("\nLandlock features:");
     for (abi, name, ok) in caps.features() {
         println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
@@ -473,6 +544,12 @@ pub fn isolation_lines(plan: &SandboxPlan, caps: &sandbox::Capabilities) -> Vec<
     out.push(
         "the ladder: full (Landlock, seccomp, namespaces with the filesystem view); Landlock + seccomp (no namespaces); view + seccomp (no Landlock, only with [isolation] landlock = \"prefer\")".into(),
     );
+    out.push(match sandbox::domain_rung_here(plan, caps) {
+        Ok(d) => format!("network by domain ([network] allow_domains): {d}"),
+        Err(missing) => {
+            format!("network by domain ([network] allow_domains): NOT POSSIBLE here: {missing}")
+        }
+    });
     for c in sandbox::coverage(plan, caps) {
         if c.closed != sandbox::Closed::Yes {
             out.push(format!(

@@ -8,6 +8,12 @@
 //! path that is a secret is named and never proposed. It stops when the
 //! server answers `tools/list`, when a round finds nothing new, or after
 //! `--rounds`.
+//!
+//! The server's network goes through rootfence's proxy while it learns
+//! (unless the policy opens TCP ports or UDP itself): the hosts it asked
+//! for that the policy's `allow_domains` does not list are proposed as
+//! `[network] allow_domains` lines. They are not granted while learning
+//! (the server learns nothing it could send out).
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
@@ -15,6 +21,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::netproxy::{Target, TargetHost};
 use crate::policy::{ExtraKind, ExtraPath, Policy, deny_conflict};
 use crate::roots::Origin;
 use crate::runtime::{HostEnv, shown};
@@ -61,27 +68,38 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
         }
     };
     let mut learned: Vec<Learned> = Vec::new();
+    let mut hosts: Vec<Target> = Vec::new();
     let mut secrets: Vec<PathBuf> = Vec::new();
     for round in 1..=args.rounds.max(1) {
         let policy = with_learned(&base, &learned);
-        let plan = match super::explain::plan_for(&args.launch, &policy, &env) {
+        let mut plan = match super::explain::plan_for(&args.launch, &policy, &env) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("rootfence: {e}");
                 return ExitCode::from(2);
             }
         };
+        through_proxy(&mut plan);
         eprintln!(
             "rootfence learn: round {round}: launching {}",
             plan.command.program.display()
         );
-        let (outcome, denials) = match attempt(&plan, &env, Duration::from_secs(args.timeout)) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("rootfence: {e}");
-                return ExitCode::from(2);
+        let (outcome, denials, asked) =
+            match attempt(&plan, &env, Duration::from_secs(args.timeout)) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("rootfence: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+        for t in asked {
+            if !hosts.contains(&t) {
+                eprintln!(
+                    "rootfence learn: the server asked for {t}, which the policy's allow_domains does not list"
+                );
+                hosts.push(t);
             }
-        };
+        }
         let mut new = 0;
         for d in denials {
             if let Some((rule, _)) = deny_conflict(&d.path, &base.deny) {
@@ -114,7 +132,7 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
         match outcome {
             Outcome::Started { tools } => {
                 eprintln!("rootfence learn: the server started and listed {tools} tools");
-                print_policy(&learned, env.home.as_deref(), true);
+                print_policy(&learned, &hosts, env.home.as_deref(), true);
                 return ExitCode::SUCCESS;
             }
             Outcome::Failed { why } => {
@@ -123,14 +141,14 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
                     eprintln!(
                         "rootfence learn: nothing more to learn from its denials; the server does not start under this policy"
                     );
-                    print_policy(&learned, env.home.as_deref(), false);
+                    print_policy(&learned, &hosts, env.home.as_deref(), false);
                     return ExitCode::FAILURE;
                 }
             }
         }
     }
     eprintln!("rootfence learn: --rounds used up before the server started");
-    print_policy(&learned, env.home.as_deref(), false);
+    print_policy(&learned, &hosts, env.home.as_deref(), false);
     ExitCode::FAILURE
 }
 
@@ -152,9 +170,64 @@ fn with_learned(base: &Policy, learned: &[Learned]) -> Policy {
     p
 }
 
+/// Send the server's network through the proxy while it learns, so that
+/// the hosts it asks for are seen (and refused unless listed): unless the
+/// policy gives it TCP ports or UDP of its own, or this machine cannot
+/// keep a server to the proxy (then it learns no hosts, said once).
+fn through_proxy(plan: &mut crate::plan::SandboxPlan) {
+    let n = &plan.network;
+    if n.domains.is_some() || !n.tcp_connect.is_empty() || !n.tcp_bind.is_empty() || n.udp {
+        return;
+    }
+    let mut proxied = plan.clone();
+    proxied.network.domains = Some(crate::plan::DomainPlan::default());
+    if let Err(why) = sandbox::domain_rung_here(&proxied, &sandbox::probe_with_namespaces()) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "rootfence learn: the hosts the server asks for cannot be learned here (its network stays closed): {why}"
+            );
+        });
+        return;
+    }
+    plan.network.domains = Some(crate::plan::DomainPlan::default());
+    let mut notes = Vec::new();
+    crate::plan::proxied_env(&mut plan.env, &mut notes);
+}
+
+/// A host as an `allow_domains` entry (the port left out when it is
+/// `http`'s or `https`'s).
+fn entry(t: &Target) -> String {
+    match &t.host {
+        TargetHost::Name(n) if crate::netproxy::rule::DEFAULT_PORTS.contains(&t.port) => n.clone(),
+        _ => t.to_string(),
+    }
+}
+
 /// The policy lines on stdout.
-fn print_policy(learned: &[Learned], home: Option<&Path>, started: bool) {
+fn print_policy(learned: &[Learned], hosts: &[Target], home: Option<&Path>, started: bool) {
     let mut out = std::io::stdout().lock();
+    if !hosts.is_empty() {
+        let mut entries: Vec<String> = Vec::new();
+        for e in hosts.iter().map(entry) {
+            if !entries.contains(&e) {
+                entries.push(e);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# The server asked for these hosts (not granted while learning; add them if it should reach them):\n[network]\nallow_domains = [{}]",
+            entries
+                .iter()
+                .map(|e| format!("\"{e}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if learned.is_empty() && !hosts.is_empty() {
+        let _ = writeln!(out, "# no [runtime] line to propose");
+        return;
+    }
     if learned.is_empty() {
         let _ = writeln!(
             out,
@@ -194,12 +267,16 @@ fn print_policy(learned: &[Learned], home: Option<&Path>, started: bool) {
     }
 }
 
+/// What one launch found: how it ended, the sandbox's denials, and the
+/// hosts the proxy refused because the list does not name them.
+type Attempt = (Outcome, Vec<sandbox::hints::Denial>, Vec<Target>);
+
 /// Launch the server once under `plan` and drive it to `tools/list`.
 fn attempt(
     plan: &crate::plan::SandboxPlan,
     env: &HostEnv,
     timeout: Duration,
-) -> Result<(Outcome, Vec<sandbox::hints::Denial>), String> {
+) -> Result<Attempt, String> {
     let mut child = sandbox::spawn(plan, StdioConfig::all_piped()).map_err(|e| e.to_string())?;
     let mut stdin = child.take_stdin().ok_or("no stdin")?;
     let stdout = child.take_stdout().ok_or("no stdout")?;
@@ -289,6 +366,12 @@ fn attempt(
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
+    let asked: Vec<Target> = child
+        .network_decisions()
+        .into_iter()
+        .filter(|j| j.decision == crate::netproxy::Decision::Refused && j.unlisted)
+        .map(|j| j.target)
+        .collect();
     let (denials, tail) = stderr_thread.join().unwrap_or_default();
     let outcome = match outcome {
         Some(Outcome::Failed { why }) if !tail.is_empty() => Outcome::Failed {
@@ -299,5 +382,5 @@ fn attempt(
             why: "no answer".into(),
         },
     };
-    Ok((outcome, denials))
+    Ok((outcome, denials, asked))
 }

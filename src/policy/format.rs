@@ -332,6 +332,22 @@ pub struct NetworkSection {
     pub udp: bool,
     /// Allow connecting to pathname unix sockets outside the roots.
     pub unix_sockets: bool,
+    /// Hosts the server may reach, through an HTTP proxy rootfence runs
+    /// for it (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` point at it): an
+    /// exact name (`api.github.com`), the subdomains of a name
+    /// (`*.githubusercontent.com`, not the name itself), an IP address
+    /// (reached only when listed itself), each with an optional port
+    /// (`localhost:8080`; without one, 80 and 443). Every other
+    /// connection, UDP and DNS included, is refused by the sandbox.
+    /// Cannot be combined with `tcp_connect`, `tcp_bind` or `udp`.
+    #[schemars(with = "Vec<String>")]
+    pub allow_domains: Vec<Spanned<String>>,
+    /// Names the proxy resolves to a fixed address instead of asking DNS
+    /// (as `/etc/hosts` would, for the proxy only): `{ "dev.internal" =
+    /// "127.0.0.1" }`. Each must be a name `allow_domains` allows; a name
+    /// pinned to a loopback or link-local address may reach it.
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub hosts: BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
 /// `[env]`

@@ -189,6 +189,10 @@ pub struct Policy {
     pub tcp_connect: Vec<u16>,
     /// TCP ports the server may bind.
     pub tcp_bind: Vec<u16>,
+    /// `[network] allow_domains`, read.
+    pub allow_domains: Vec<crate::netproxy::DomainRule>,
+    /// `[network] hosts`, read.
+    pub pins: crate::netproxy::rule::Pins,
     /// Environment variables passed through (`NAME` or `PREFIX*`).
     pub env_pass: Vec<String>,
     /// Environment variables set.
@@ -366,6 +370,88 @@ impl Validator<'_> {
         key_offset(self.text, table, key)
     }
 
+    /// `[network] allow_domains` and `hosts`, read and checked.
+    fn domains(
+        &self,
+        n: &format::NetworkSection,
+    ) -> Result<
+        (
+            Vec<crate::netproxy::DomainRule>,
+            crate::netproxy::rule::Pins,
+        ),
+        PolicyError,
+    > {
+        use crate::netproxy::{DomainRule, TargetHost, rule};
+        let mut rules = Vec::new();
+        for e in &n.allow_domains {
+            let r = DomainRule::parse(e.get_ref()).map_err(|why| {
+                self.err(
+                    e.span().start,
+                    "network.allow_domains",
+                    format!("{:?}: {why}", e.get_ref()),
+                )
+            })?;
+            rules.push(r);
+        }
+        if let Some(first) = n.allow_domains.first() {
+            let at = first.span().start;
+            let clash = |what: &str| {
+                self.err(
+                    at,
+                    "network.allow_domains",
+                    format!(
+                        "allow_domains gives the server the network through rootfence's proxy only, and {what}; drop it, and list \"host:port\" entries instead"
+                    ),
+                )
+            };
+            if !n.tcp_connect.is_empty() {
+                return Err(clash(
+                    "tcp_connect would open its ports to every host (the list exists to close that)",
+                ));
+            }
+            if !n.tcp_bind.is_empty() {
+                return Err(clash(
+                    "tcp_bind would give it listeners nobody outside can reach (it runs in a network of its own)",
+                ));
+            }
+            if n.udp {
+                return Err(clash("udp = true would open UDP (and DNS) to every host"));
+            }
+        }
+        let mut pins = rule::Pins::new();
+        for (name, addr) in &n.hosts {
+            let Some(host) = rule::pin_name(name.get_ref()) else {
+                return Err(self.err(
+                    name.span().start,
+                    "network.hosts",
+                    format!("{:?} is not a host name", name.get_ref()),
+                ));
+            };
+            let Ok(ip) = addr.get_ref().trim().parse::<std::net::IpAddr>() else {
+                return Err(self.err(
+                    addr.span().start,
+                    "network.hosts",
+                    format!(
+                        "{:?} is not an IP address (write \"127.0.0.1\" or \"::1\")",
+                        addr.get_ref()
+                    ),
+                ));
+            };
+            let named = TargetHost::Name(host.clone());
+            if !rules.iter().any(|r| r.names(&named)) {
+                return Err(self.err(
+                    name.span().start,
+                    "network.hosts",
+                    format!(
+                        "{host} is pinned, but no allow_domains entry allows it; add \"{host}\" (or \"{host}:PORT\") to allow_domains, or drop the pin"
+                    ),
+                ));
+            }
+            pins.insert(host, ip);
+        }
+        Ok((rules, pins))
+    }
+
     fn origin(&self, offset: usize) -> Origin {
         match self.file {
             Some(f) => Origin::Policy {
@@ -519,6 +605,7 @@ impl Validator<'_> {
         };
         let tcp_connect = ports(&raw.network.tcp_connect, "network.tcp_connect")?;
         let tcp_bind = ports(&raw.network.tcp_bind, "network.tcp_bind")?;
+        let (allow_domains, pins) = self.domains(&raw.network)?;
 
         let mut env_pass = Vec::new();
         for s in &raw.env.pass {
@@ -659,6 +746,8 @@ impl Validator<'_> {
             extra,
             tcp_connect,
             tcp_bind,
+            allow_domains,
+            pins,
             env_pass,
             env_set,
             env_deny,

@@ -115,7 +115,8 @@ const UV_ONLINE_FLAGS: &[&str] = &[
 /// npm and npx prefer what the cache holds over asking the registry and
 /// skip their update, audit and funding calls. uv stays offline and never
 /// downloads a Python, unless the policy grants TCP connections to ports
-/// 443 or 80 (where package indexes are) or the
+/// 443 or 80 (where package indexes are), or lists domains
+/// (`[network] allow_domains`), or the
 /// command names a uv flag that needs the network (then `UV_OFFLINE` is
 /// not set, and a note says so).
 pub fn settings(
@@ -135,8 +136,11 @@ pub fn settings(
         }
     }
     // The registries are reached over HTTPS (or HTTP): a policy granting
-    // other ports (a local service) still keeps the launchers offline.
-    let network = policy.tcp_connect.iter().any(|p| matches!(p, 443 | 80));
+    // other ports (a local service) still keeps the launchers offline. A
+    // policy listing domains gives the network by name, on whatever port
+    // its entries say (an index of one's own included).
+    let network = policy.tcp_connect.iter().any(|p| matches!(p, 443 | 80))
+        || !policy.allow_domains.is_empty();
     if out.contains_key("npm_config_cache") {
         for (k, v) in [
             ("npm_config_update_notifier", "false"),
@@ -163,7 +167,7 @@ pub fn settings(
                 out.insert("UV_OFFLINE".into(), "1".into());
             }
             (false, Some(flag)) => notes.push(format!(
-                "UV_OFFLINE not set: the command's {} needs the network, which the policy does not grant ([network] tcp_connect), so uv will fail to reach its index",
+                "UV_OFFLINE not set: the command's {} needs the network, which the policy does not grant ([network] allow_domains or tcp_connect), so uv will fail to reach its index",
                 flag.to_string_lossy()
             )),
             (true, _) => {}

@@ -17,8 +17,10 @@
 //! - **With namespaces**: the cloned child is the first process (PID 1) of
 //!   new mount, PID and IPC namespaces (and a user namespace unless
 //!   rootfence is root). It waits until the parent has written its uid and
-//!   gid maps, builds the filesystem view ([`super::mount`]), and becomes
-//!   the namespace's init ([`super::init`]), which starts the server.
+//!   gid maps, with network by domain sets up its network namespace
+//!   ([`super::netns`]: loopback, the proxy's listener sent to rootfence),
+//!   builds the filesystem view ([`super::mount`]), and becomes the
+//!   namespace's init ([`super::init`]), which starts the server.
 //! - **Without namespaces**: the cloned child is the server itself.
 //!
 //! Either way the server process applies, in this order: `setsid` (no
@@ -47,6 +49,7 @@ use std::os::fd::RawFd;
 use super::caps::{DropCaps, drop_capabilities};
 use super::init::{ServerStack, start_and_reap};
 use super::mount::{ViewSetup, build_view};
+use super::netns::{NetChild, setup_in_child};
 use super::protocol::{Step, errno, fail};
 
 /// `struct landlock_path_beneath_attr` (packed, as in the kernel UAPI).
@@ -93,6 +96,9 @@ pub struct NsChild {
     /// The stack the server runs on between the init's `clone` and its
     /// `execve` (it shares the init's memory until then).
     pub server_stack: ServerStack,
+    /// Network by domain: the server's own network namespace, where the
+    /// init makes the proxy's listener (see [`super::netns`]).
+    pub net: Option<NetChild>,
 }
 
 /// The program to execute, with argv and the environment as C arrays.
@@ -240,6 +246,13 @@ impl ChildSetup {
                 fail(err, Step::NoNewPrivs, 0, errno());
             }
             if let Some(ns) = &self.ns {
+                // Network by domain: before the server exists, so it never
+                // holds the proxy's listener.
+                if let Some(net) = &ns.net
+                    && let Err((detail, e)) = setup_in_child(net)
+                {
+                    fail(err, Step::Network, detail, e);
+                }
                 build_view(err, &ns.view);
                 start_and_reap(
                     err,
@@ -383,25 +396,8 @@ unsafe fn load_filter(err: RawFd, filter: &[libc::sock_filter], notify_sock: Opt
         }
         let Some(sock) = notify_sock else { return };
         let listener = r as libc::c_int;
-        // One descriptor as SCM_RIGHTS, in a control buffer on the stack.
-        let mut cbuf = [0u64; 4];
-        let mut byte = 0u8;
-        let mut iov = libc::iovec {
-            iov_base: (&raw mut byte).cast(),
-            iov_len: 1,
-        };
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), listener);
-        if libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) != 1 {
-            fail(err, Step::Seccomp, 1, errno());
+        if let Err(e) = super::fdpass::send(sock, listener) {
+            fail(err, Step::Seccomp, 1, e);
         }
         libc::close(listener);
     }

@@ -14,6 +14,11 @@
 //!   (what bubblewrap gives); by default a kernel without Landlock is
 //!   refused.
 //!
+//! Network by domain (`[network] allow_domains`) takes one of two designs
+//! on each rung ([`domain_rung`]): the server's own network namespace
+//! holding only rootfence's proxy, or supervised `connect()` under
+//! Landlock's TCP rules.
+//!
 //! The words of [`coverage`] are those of the README's table "What the
 //! fence holds"; `rootfence doctor` and `rootfence explain` print them.
 
@@ -62,6 +67,86 @@ impl std::fmt::Display for Rung {
     }
 }
 
+/// How network by domain (`[network] allow_domains`) keeps a server to
+/// rootfence's proxy and to nothing else (see [`super::netns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DomainRung {
+    /// The server's own network namespace holds only loopback and the
+    /// proxy's listener.
+    NetworkNamespace,
+    /// The server shares rootfence's network: Landlock allows it no TCP
+    /// port, and rootfence's seccomp supervisor connects its TCP sockets
+    /// to the proxy's address only (Landlock ABI 4).
+    SupervisedConnect,
+}
+
+impl std::fmt::Display for DomainRung {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DomainRung::NetworkNamespace => {
+                "in the server's own network namespace, which holds nothing else"
+            }
+            DomainRung::SupervisedConnect => {
+                "on rootfence's loopback; the server's connect() judged by rootfence"
+            }
+        })
+    }
+}
+
+/// The design network by domain takes on `rung`, where a network namespace
+/// of the server's own can be had (`Ok`) or not (`Err`, why), on a kernel
+/// with Landlock ABI `abi`; or, when neither design holds here, the
+/// refusal (what is missing and the way out).
+///
+/// # Security
+///
+/// The view + seccomp rung has no Landlock to rule on ports: only the
+/// network namespace keeps its server to the proxy there. The supervised
+/// design needs Landlock to refuse every TCP port (ABI 4), since the
+/// supervisor hands `connect()` on other families back to the kernel.
+pub fn domain_rung(rung: Rung, netns: Result<(), String>, abi: u32) -> Result<DomainRung, String> {
+    match (rung, netns) {
+        (Rung::Full | Rung::ViewSeccomp, Ok(())) => Ok(DomainRung::NetworkNamespace),
+        (Rung::ViewSeccomp, Err(why)) => Err(format!(
+            "[network] allow_domains on the view + seccomp rung (no Landlock) needs a network namespace of the server's own to keep it to rootfence's proxy, and {why}; let rootfence have network namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)"
+        )),
+        (_, _) if abi >= 4 => Ok(DomainRung::SupervisedConnect),
+        (_, Err(why)) => Err(format!(
+            "[network] allow_domains needs a network namespace of the server's own or Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and this machine gives neither: {why}, and {}; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)",
+            if abi == 0 {
+                "there is no Landlock".to_string()
+            } else {
+                format!("Landlock is at ABI {abi}")
+            }
+        )),
+        (_, Ok(())) => Err(format!(
+            "[network] allow_domains without namespaces needs Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and Landlock is at ABI {abi}; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)"
+        )),
+    }
+}
+
+/// Network by domain's design for `plan` on a machine with `caps` (the
+/// rung the plan gets there, and `caps.network_namespace`; unprobed counts
+/// as unavailable), whether or not the plan lists domains.
+pub fn domain_rung_here(plan: &SandboxPlan, caps: &Capabilities) -> Result<DomainRung, String> {
+    let rung = rung(plan, caps).unwrap_or(if caps.abi() > 0 {
+        Rung::LandlockSeccomp
+    } else {
+        Rung::ViewSeccomp
+    });
+    let netns = if !rung.namespaces() {
+        Err("the server runs without namespaces here".to_string())
+    } else {
+        match &caps.network_namespace {
+            Some(n) if n.available => Ok(()),
+            Some(n) => Err(n.why_not()),
+            None => Err("network namespaces were not probed".to_string()),
+        }
+    };
+    domain_rung(rung, netns, caps.abi())
+}
+
 /// Why there is no Landlock here.
 pub fn landlock_missing(caps: &Capabilities) -> String {
     use super::probe::LandlockStatus;
@@ -96,7 +181,8 @@ pub fn neither(caps: &Capabilities, why: &str) -> String {
 
 /// The rung `plan` gets on a machine with `caps` (whose namespaces were
 /// probed: see [`super::probe_with_namespaces`]; unprobed counts as
-/// unavailable), or what is missing for any.
+/// unavailable, but an unprobed network namespace does not stop the view +
+/// seccomp rung), or what is missing for any.
 pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>> {
     let ns = plan.namespaces != NamespaceMode::Off
         && caps
@@ -119,7 +205,19 @@ pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>
         )]),
         (true, false) => Ok(Rung::LandlockSeccomp),
         (false, _) if plan.landlock == LandlockMode::Require => Err(vec![no_landlock(caps)]),
-        (false, true) => Ok(Rung::ViewSeccomp),
+        // The rung's namespaces include a network namespace (it keeps the
+        // host's abstract unix sockets out of reach without Landlock's
+        // scopes): where it was probed and refused, the rung is not had.
+        (false, true) => match &caps.network_namespace {
+            Some(n) if !n.available => Err(vec![neither(
+                caps,
+                &format!(
+                    "a network namespace of the server's own among them, and {}",
+                    n.why_not()
+                ),
+            )]),
+            _ => Ok(Rung::ViewSeccomp),
+        },
         (false, false) => Err(vec![neither(caps, &why_no_ns())]),
     }
 }
@@ -173,6 +271,18 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
         landlock_losses(plan, caps, &mut out);
     }
     socket_losses(plan, caps, &mut out);
+    // Judged where namespaces were probed (doctor, explain); a launch
+    // finds out by trying, and fails closed (`netns::Net::prepare`).
+    if plan.network.domains.is_some()
+        && caps.namespaces.is_some()
+        && let Err(missing) = domain_rung_here(plan, caps)
+    {
+        out.push(loss(
+            "network by domain (allow_domains) kept to rootfence's proxy",
+            missing,
+            true,
+        ));
+    }
     if abi > 0
         && caps.namespaces.as_ref().is_some_and(|n| !n.usable())
         && plan.namespaces != NamespaceMode::Off
@@ -334,6 +444,8 @@ struct Here {
     seccomp: bool,
     overlay: bool,
     machine_root: bool,
+    /// The plan lists domains, and a design holds them here.
+    domains: bool,
 }
 
 /// Every class of escape of the threat model, with the layer that closes it
@@ -352,10 +464,17 @@ pub fn coverage(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Coverage> {
         seccomp: caps.seccomp,
         overlay: rung.namespaces() && ns.is_some_and(|n| n.overlay),
         machine_root: ns.is_some_and(|n| n.root),
+        domains: plan.network.domains.is_some() && domain_rung_here(plan, caps).is_ok(),
     };
     let mut out = filesystem_rows(h);
     out.extend(process_rows(h));
     out.extend(network_rows(h));
+    out.insert(
+        out.iter()
+            .position(|r| r.class == "network")
+            .map_or(out.len(), |i| i + 1),
+        domains_row(plan, caps, h),
+    );
     out.extend(trust_rows(h));
     out.push(resources_row(plan, caps, h));
     out
@@ -498,6 +617,11 @@ fn network_rows(h: Here) -> Vec<Coverage> {
     let net = "network";
     let network = match h.rung {
         _ if !h.seccomp => row(net, No, "seccomp is not available"),
+        _ if h.domains => row(
+            net,
+            Yes,
+            "the policy opens no port: TCP reaches rootfence's proxy only (see network by domain); seccomp refuses UDP, raw and other families and MSG_FASTOPEN",
+        ),
         Rung::ViewSeccomp => row(
             net,
             Partly,
@@ -538,6 +662,54 @@ fn network_rows(h: Here) -> Vec<Coverage> {
         ),
     };
     vec![network, ipc, unix_row]
+}
+
+/// The class of network by domain: on a plan listing domains, the design
+/// it gets here; on one listing none, that it reaches no host by name,
+/// and the design a list would get.
+fn domains_row(plan: &SandboxPlan, caps: &Capabilities, h: Here) -> Coverage {
+    let class =
+        "network by domain (allow_domains): hosts not listed, direct connections, UDP and DNS";
+    let proxy = "the proxy resolves names itself and refuses unlisted hosts (403 naming the rule) and this machine's loopback unless listed; seccomp refuses UDP, raw and other families; what TLS carries inside a tunnel is not seen (a front end serving many names on one address can be asked for an unlisted one)";
+    let (closed, how) = match domain_rung_here(plan, caps) {
+        _ if !h.seccomp => (Closed::No, "seccomp is not available".to_string()),
+        Ok(DomainRung::NetworkNamespace) => (
+            Closed::Partly,
+            format!(
+                "the server's own network namespace holds only loopback and rootfence's proxy: a direct connection, --noproxy or DNS reaches nothing{}; {proxy}",
+                if h.rung.landlock() && h.abi >= 4 {
+                    "; Landlock allows TCP connect to the proxy's port only"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Ok(DomainRung::SupervisedConnect) => (
+            Closed::Partly,
+            format!(
+                "{}Landlock allows the server no TCP port, and rootfence's seccomp supervisor connects its TCP sockets itself, to the proxy's address only (read once from the server, connected on rootfence's copy); {proxy}; other processes of this machine can use the proxy's loopback port too",
+                match (h.rung.namespaces(), &caps.network_namespace) {
+                    (true, Some(n)) =>
+                        format!("no network namespace of its own here ({}): ", n.why_not()),
+                    _ => String::new(),
+                }
+            ),
+        ),
+        Err(missing) => (
+            Closed::No,
+            format!("rootfence refuses to start a server listing domains: {missing}"),
+        ),
+    };
+    if plan.network.domains.is_none() {
+        return Coverage {
+            class,
+            closed: Closed::Yes,
+            how: format!(
+                "the policy lists no domains: no proxy, the server reaches no host by name (see network); with allow_domains here: {how}"
+            ),
+        };
+    }
+    Coverage { class, closed, how }
 }
 
 /// What rootfence and tools outside trust: caches, VCS metadata, its own
@@ -617,6 +789,7 @@ mod tests {
     use super::*;
     use crate::policy::Policy;
     use crate::runtime::{CommandSpec, HostEnv};
+    use crate::sandbox::nsprobe::NetnsSupport;
     use crate::sandbox::probe::LandlockStatus;
 
     fn plan(tcp: bool) -> SandboxPlan {
@@ -650,6 +823,7 @@ mod tests {
             },
             seccomp,
             namespaces: None,
+            network_namespace: None,
         }
     }
 
@@ -731,6 +905,115 @@ mod tests {
         let l = losses(&plan(false), &caps(7, true));
         assert!(fatal(&l).is_empty(), "{l:?}");
         assert!(l.iter().any(|l| l.missing.contains("seccomp")));
+    }
+
+    #[test]
+    fn network_by_domain_takes_the_namespace_where_it_can_and_needs_abi_4_elsewhere() {
+        use DomainRung::*;
+        let no = || Err("refused".to_string());
+        assert_eq!(domain_rung(Rung::Full, Ok(()), 7), Ok(NetworkNamespace));
+        assert_eq!(domain_rung(Rung::Full, Ok(()), 1), Ok(NetworkNamespace));
+        assert_eq!(domain_rung(Rung::Full, no(), 4), Ok(SupervisedConnect));
+        assert_eq!(
+            domain_rung(Rung::LandlockSeccomp, no(), 4),
+            Ok(SupervisedConnect)
+        );
+        // Without Landlock only the namespace holds: never the supervised
+        // design, which needs Landlock to refuse every TCP port.
+        assert_eq!(
+            domain_rung(Rung::ViewSeccomp, Ok(()), 0),
+            Ok(NetworkNamespace)
+        );
+        let e = domain_rung(Rung::ViewSeccomp, no(), 0).unwrap_err();
+        assert!(
+            e.contains("view + seccomp rung") && e.contains("refused"),
+            "{e}"
+        );
+        for (rung, netns) in [(Rung::Full, no()), (Rung::LandlockSeccomp, no())] {
+            let e = domain_rung(rung, netns, 3).unwrap_err();
+            assert!(
+                e.contains("Landlock is at ABI 3") && e.contains("Linux 6.7"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_listing_domains_where_neither_design_holds_cannot_start() {
+        let mut p = plan(false);
+        p.network.domains = Some(Default::default());
+        let netns = |available| NetnsSupport {
+            available,
+            why: (!available).then(|| "refused".into()),
+        };
+        let mut c = caps(3, true);
+        c.namespaces = Some(ns(true));
+        c.network_namespace = Some(netns(true));
+        assert!(fatal(&losses(&p, &c)).is_empty());
+        c.network_namespace = Some(netns(false));
+        assert_eq!(
+            fatal(&losses(&p, &c)),
+            ["network by domain (allow_domains) kept to rootfence's proxy"]
+        );
+        let row = |p: &SandboxPlan, c: &Capabilities| {
+            coverage(p, c)
+                .into_iter()
+                .find(|r| r.class.starts_with("network by domain"))
+                .unwrap()
+        };
+        assert_eq!(row(&p, &c).closed, Closed::No);
+        // A plan listing none loses nothing, and says what a list would get.
+        let none = plan(false);
+        assert!(fatal(&losses(&none, &c)).is_empty());
+        let r = row(&none, &c);
+        assert_eq!(r.closed, Closed::Yes);
+        assert!(
+            r.how.starts_with("the policy lists no domains"),
+            "{}",
+            r.how
+        );
+        // ABI 4: supervised.
+        let mut c4 = caps(4, true);
+        c4.namespaces = Some(ns(true));
+        c4.network_namespace = Some(netns(false));
+        assert!(fatal(&losses(&p, &c4)).is_empty());
+        let network = coverage(&p, &c4)
+            .into_iter()
+            .find(|r| r.class == "network")
+            .unwrap();
+        assert!(
+            network.how.contains("TCP reaches rootfence's proxy only"),
+            "{}",
+            network.how
+        );
+        assert!(
+            row(&p, &c4).how.contains("supervisor connects"),
+            "{}",
+            row(&p, &c4).how
+        );
+        // No Landlock: the view + seccomp rung holds it in the namespace
+        // only.
+        let mut p0 = p.clone();
+        p0.landlock = LandlockMode::Prefer;
+        let mut c0 = caps(0, true);
+        c0.namespaces = Some(ns(true));
+        c0.network_namespace = Some(netns(true));
+        assert!(fatal(&losses(&p0, &c0)).is_empty());
+        assert!(
+            row(&p0, &c0)
+                .how
+                .starts_with("the server's own network namespace")
+        );
+        c0.network_namespace = Some(netns(false));
+        assert!(!fatal(&losses(&p0, &c0)).is_empty());
+        // Nor is that rung had without a network namespace, domains or not.
+        let mut none0 = none.clone();
+        none0.landlock = LandlockMode::Prefer;
+        let e = rung(&none0, &c0).unwrap_err();
+        assert!(
+            e[0].contains("a network namespace of the server's own among them"),
+            "{e:?}"
+        );
     }
 
     #[test]

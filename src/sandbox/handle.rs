@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Mutex, OnceLock};
 
-use super::coverage::Rung;
+use super::coverage::{DomainRung, Rung};
 use super::scratch::Scratch;
 use super::seccomp::{self, FilterPolicy, supervisor};
 
@@ -35,6 +35,8 @@ pub enum Confinement {
         filter: FilterPolicy,
         /// What became of rootfence's capabilities.
         capabilities: CapabilityOutcome,
+        /// Network by domain's design, when the plan lists domains.
+        domains: Option<DomainRung>,
     },
     /// No sandbox (`--unconfined-i-know-this-is-unsafe`).
     Unconfined,
@@ -61,6 +63,7 @@ impl std::fmt::Display for Confinement {
             path_rules,
             filter,
             capabilities,
+            domains,
         } = self
         else {
             return f.write_str("UNCONFINED: no sandbox");
@@ -83,10 +86,13 @@ impl std::fmt::Display for Confinement {
             } else {
                 "allowed"
             },
-            if filter.deny_inet {
-                "refused"
-            } else {
-                "by port"
+            match domains {
+                Some(DomainRung::NetworkNamespace) =>
+                    "to rootfence's network proxy only (the server's own network namespace)",
+                Some(DomainRung::SupervisedConnect) =>
+                    "to rootfence's network proxy only (connect() supervised)",
+                None if filter.deny_inet => "refused",
+                None => "by port",
             },
             match filter.listen {
                 seccomp::Listen::Refused => "refused",
@@ -164,6 +170,8 @@ pub struct SandboxedChild {
     pub(super) supervisor: Option<supervisor::Supervisor>,
     pub(super) watch: crate::roots::planted::Watch,
     pub(super) planted: Vec<crate::roots::planted::Planted>,
+    /// Network by domain: the proxy, stopped with the handle.
+    pub(super) net: Option<crate::netproxy::Proxy>,
 }
 
 impl SandboxedChild {
@@ -200,6 +208,15 @@ impl SandboxedChild {
         self.supervisor
             .as_ref()
             .map(supervisor::Supervisor::refused)
+            .unwrap_or_default()
+    }
+
+    /// What the network proxy decided so far (network by domain), oldest
+    /// first; empty without one.
+    pub fn network_decisions(&self) -> Vec<crate::netproxy::Judged> {
+        self.net
+            .as_ref()
+            .map(crate::netproxy::Proxy::judged)
             .unwrap_or_default()
     }
 

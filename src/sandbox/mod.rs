@@ -11,7 +11,8 @@
 //! - `landlock`: the ruleset a plan describes, built in the parent;
 //! - [`seccomp`]: the system-call allow-list (what Landlock does not rule
 //!   on: socket kinds, ioctls, namespaces, metadata without the view, calls
-//!   a future kernel adds) and its supervisor for `listen()`;
+//!   a future kernel adds) and its supervisor for `listen()` and
+//!   `connect()`;
 //! - `resources`: the bounds of `[resources]` as they apply here;
 //! - `scratch`: the private `TMPDIR`;
 //! - [`view`]: the server's filesystem view: the survey of the grants and
@@ -24,12 +25,17 @@
 //! - `child`: the child's steps between `clone` and `exec`; `init`: the
 //!   PID-1 init of the server's namespace; `caps`: capabilities;
 //!   `protocol`: how a failed step in the child reaches rootfence;
-//! - `handle`: [`SandboxedChild`], the started server.
+//! - `handle`: [`SandboxedChild`], the started server;
+//! - `netns`: network by domain, the sandbox's side (the server's own
+//!   network namespace holding the proxy's listener, or the supervised
+//!   `connect()` without one); `fdpass`: a descriptor from the child to
+//!   rootfence.
 
 mod caps;
 mod child;
 mod clone;
 pub mod coverage;
+mod fdpass;
 mod handle;
 pub mod hints;
 mod ids;
@@ -37,6 +43,7 @@ mod init;
 mod landlock;
 mod launcher;
 mod mount;
+mod netns;
 mod nsprobe;
 mod probe;
 mod protocol;
@@ -51,9 +58,11 @@ pub mod view;
 use std::path::PathBuf;
 
 pub use clone::{CloneCall, found as clone_call};
-pub use coverage::{Closed, Coverage, Loss, Rung, coverage, losses, rung};
+pub use coverage::{
+    Closed, Coverage, DomainRung, Loss, Rung, coverage, domain_rung_here, losses, rung,
+};
 pub use handle::{CapabilityOutcome, Confinement, SandboxedChild, enable_subreaper, sweep_orphans};
-pub use nsprobe::NamespaceSupport;
+pub use nsprobe::{NamespaceSupport, NetnsSupport};
 pub use probe::{Capabilities, LandlockStatus, probe, probe_with_namespaces};
 pub use protocol::Step;
 pub use resources::{Applied, applied as resources_applied};

@@ -50,6 +50,85 @@ impl NamespaceSupport {
     }
 }
 
+/// What a test launch found about a network namespace of the server's own
+/// (network by domain's first design).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetnsSupport {
+    /// A new network namespace (in a new user namespace unless rootfence
+    /// is root) with loopback up and a listener on it works.
+    pub available: bool,
+    /// Why not, when not available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl NetnsSupport {
+    /// Why the server cannot get a network namespace of its own.
+    pub fn why_not(&self) -> String {
+        self.why
+            .clone()
+            .unwrap_or_else(|| "network namespaces are not available".into())
+    }
+}
+
+/// Find out, by a test launch with the flags a launch adds them to (a
+/// network namespace, in a user namespace unless rootfence is root),
+/// whether the server can get a network namespace of its own: loopback
+/// brought up and a listener made in it, as the launch's init does.
+pub fn probe_network_namespace() -> NetnsSupport {
+    let user = if Identity::current().is_root() {
+        0
+    } else {
+        libc::CLONE_NEWUSER
+    };
+    let no = |why: String| NetnsSupport {
+        available: false,
+        why: Some(why),
+    };
+    let child = || {
+        // SAFETY: the fresh child, single-threaded, in its new namespaces:
+        // raw system calls on locals, then `_exit`.
+        unsafe {
+            let code = if super::netns::loopback_up().is_err() {
+                1
+            } else if super::netns::listen_on(super::netns::PROXY_PORT).is_err() {
+                2
+            } else {
+                0
+            };
+            libc::_exit(code)
+        }
+    };
+    // SAFETY: `child` runs only raw system calls on locals, then `_exit`;
+    // it never returns.
+    let started = unsafe { clone::start((user | libc::CLONE_NEWNET) as u64, child) };
+    let started = match started {
+        Ok(s) => s,
+        Err(e) => {
+            return no(format!(
+                "the kernel refused a new network namespace ({e}){}",
+                refusal_hint(e.raw_os_error(), true)
+            ));
+        }
+    };
+    let mut status = 0;
+    // SAFETY: reaping our own child.
+    unsafe {
+        libc::waitpid(started.pid, &mut status, 0);
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => NetnsSupport {
+            available: true,
+            why: None,
+        },
+        Some(1) => no(
+            "loopback cannot be brought up in a new network namespace (a user namespace without capabilities, as under AppArmor's restriction)".into(),
+        ),
+        Some(2) => no("nothing can listen in a new network namespace".into()),
+        _ => no(format!("the probe ended with status {status}")),
+    }
+}
+
 /// Exit codes of the probe child: below 8, the bits of what does not work
 /// although the namespaces do; from 10, the step that failed.
 mod exit {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::nsprobe::NamespaceSupport;
+use super::nsprobe::{NamespaceSupport, NetnsSupport};
 
 /// Landlock availability.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,6 +38,10 @@ pub struct Capabilities {
     /// Whether rootfence can give the server namespaces of its own (found
     /// by a test launch: only [`probe_with_namespaces`] fills it).
     pub namespaces: Option<NamespaceSupport>,
+    /// Whether the server can also get a network namespace of its own
+    /// (network by domain's first design), found by a test launch: only
+    /// [`probe_with_namespaces`] fills it.
+    pub network_namespace: Option<NetnsSupport>,
 }
 
 impl Capabilities {
@@ -109,6 +113,7 @@ pub fn probe() -> Capabilities {
         landlock,
         seccomp: seccomp_errno(),
         namespaces: None,
+        network_namespace: None,
     }
 }
 
@@ -134,12 +139,13 @@ fn seccomp_errno() -> bool {
             .is_ok_and(|s| s.contains("errno"))
 }
 
-/// [`probe`], plus a test launch that finds whether the server can get its
-/// namespaces (a millisecond or two; `doctor` and `explain` use it, a
-/// launch finds out by trying).
+/// [`probe`], plus the test launches that find whether the server can get
+/// its namespaces and a network namespace (a millisecond or two; `doctor`
+/// and `explain` use it, a launch finds out by trying).
 pub fn probe_with_namespaces() -> Capabilities {
     let mut c = probe();
     c.namespaces = Some(namespaces().clone());
+    c.network_namespace = Some(network_namespace().clone());
     c
 }
 
@@ -149,4 +155,12 @@ pub fn probe_with_namespaces() -> Capabilities {
 pub fn namespaces() -> &'static NamespaceSupport {
     static ONCE: std::sync::OnceLock<NamespaceSupport> = std::sync::OnceLock::new();
     ONCE.get_or_init(super::nsprobe::probe_namespaces)
+}
+
+/// Network namespace support, found once per process by a test launch
+/// (asked only where network by domain needs it, and by `doctor` and
+/// `explain`).
+pub fn network_namespace() -> &'static NetnsSupport {
+    static ONCE: std::sync::OnceLock<NetnsSupport> = std::sync::OnceLock::new();
+    ONCE.get_or_init(super::nsprobe::probe_network_namespace)
 }

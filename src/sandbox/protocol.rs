@@ -59,11 +59,15 @@ pub enum Step {
     Exec = 21,
     /// Setting a resource limit of `[resources]` (the detail is its index).
     Rlimit = 22,
+    /// Network by domain: loopback and the proxy's listener in the
+    /// server's own network namespace (the detail: 0 loopback, 1 the
+    /// listener, 2 sending it to rootfence).
+    Network = 23,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 22] = [
+    const ALL: [Step; 23] = [
         Step::Stdio,
         Step::Setsid,
         Step::Pdeathsig,
@@ -86,6 +90,7 @@ impl Step {
         Step::CloseFds,
         Step::Exec,
         Step::Rlimit,
+        Step::Network,
     ];
 
     /// The step a number names.
@@ -123,6 +128,9 @@ impl std::fmt::Display for Step {
             Step::CloseFds => "close inherited descriptors",
             Step::Exec => "execute the server",
             Step::Rlimit => "set a resource limit of [resources]",
+            Step::Network => {
+                "set up its own network (loopback, and the listener of rootfence's network proxy)"
+            }
         })
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! 1. the rung: a kernel without Landlock needs namespaces (the view
 //!    confines instead), and what earlier launches of this process learned
-//!    about namespaces and overlays is tried first ([`launch`]);
+//!    about namespaces and overlays is tried first ([`launch`]); with
+//!    `[network] allow_domains`, network by domain's design on that rung
+//!    (`netns::Net::prepare`);
 //! 2. the scratch directory, the environment and the private layers'
 //!    directories ([`Layout`]);
 //! 3. the confinement: the Landlock ruleset, the seccomp program, the
@@ -13,7 +15,8 @@
 //!    them, the pipes of the error protocol and the namespaces;
 //! 5. the clone on the launcher thread, the id maps, the go-ahead, and the
 //!    child's report ([`clone_and_start`]);
-//! 6. the supervisor of the filter's listener, and the handle.
+//! 6. the supervisor of the filter's listener, the network proxy (with
+//!    `[network] allow_domains`, see `netns`), and the handle.
 //!
 //! A start the kernel refuses in a way a weaker mode does without (no
 //! namespaces, no overlays) is retried in that mode when the policy allows
@@ -28,13 +31,13 @@ use std::sync::Mutex;
 
 use super::caps::{DropCaps, cap_state};
 use super::child::{ChildRule, ChildSetup, ExecImage, LandlockChild, NsChild, Rlimit};
-use super::clone;
-use super::coverage::{Loss, Rung, losses};
+use super::coverage::{DomainRung, Loss, Rung, losses};
 use super::handle::{CapabilityOutcome, Confinement, SandboxedChild, live_add};
 use super::ids::{IdMaps, Identity, namespace_flags};
 use super::init::ServerStack;
 use super::launcher::on_launcher;
 use super::mount::{ViewOp, ViewSetup};
+use super::netns::{self, Net};
 use super::nsprobe::{kernel_release, refusal_hint};
 use super::protocol::{self, Step};
 use super::resources::{self, Bounds};
@@ -43,6 +46,7 @@ use super::seccomp::{self, FilterPolicy, supervisor};
 use super::stdio::{StdioConfig, Streams, above_stdio, pipe};
 use super::translate::{self, Layer, OpKind, ScratchView, Target, cpath, cstring};
 use super::{SandboxError, landlock, probe};
+use super::{clone, fdpass};
 use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
 
 /// Start the server `plan` describes, confined.
@@ -319,6 +323,8 @@ impl Layout {
 /// The confinement of one launch, ready for the child.
 struct Prepared {
     rung: Rung,
+    /// Network by domain's design, with `[network] allow_domains`.
+    domains: Option<DomainRung>,
     /// The ruleset (its descriptor must outlive the clone).
     ruleset: Option<landlock::PreparedRuleset>,
     landlock: Option<LandlockChild>,
@@ -341,17 +347,29 @@ impl Prepared {
                 + self.landlock.as_ref().map_or(0, |l| l.rules.len()),
             filter: self.filter,
             capabilities: self.capabilities,
+            domains: self.domains,
         }
     }
 }
 
-/// Prepare the confinement of `plan` in `mode` on a kernel with `caps`.
+/// The rung a launch in `mode` takes on a kernel with `caps`.
+fn launch_rung(caps: &probe::Capabilities, mode: Mode) -> Rung {
+    match (caps.abi() > 0, mode.namespaces) {
+        (true, true) => Rung::Full,
+        (true, false) => Rung::LandlockSeccomp,
+        (false, _) => Rung::ViewSeccomp,
+    }
+}
+
+/// Prepare the confinement of `plan` in `mode` on a kernel with `caps`
+/// (with `net`, network by domain's part of the filter).
 fn prepare(
     plan: &SandboxPlan,
     caps: &probe::Capabilities,
     mode: Mode,
     layout: &Layout,
     bounds: &Bounds,
+    net: Option<&Net>,
 ) -> Result<Prepared, SandboxError> {
     let fatal: Vec<String> = losses(plan, caps)
         .iter()
@@ -362,11 +380,7 @@ fn prepare(
         return Err(SandboxError::CannotEnforce { missing: fatal });
     }
     let namespaces = mode.namespaces;
-    let rung = match (caps.abi() > 0, namespaces) {
-        (true, true) => Rung::Full,
-        (true, false) => Rung::LandlockSeccomp,
-        (false, _) => Rung::ViewSeccomp,
-    };
+    let rung = launch_rung(caps, mode);
     let sized = bounds.scratch.is_some();
     let ruleset = if rung.landlock() {
         // A sized scratch is a filesystem of the view's own: its rule is
@@ -384,10 +398,14 @@ fn prepare(
     let abi = ruleset.as_ref().map_or(0, |r| r.abi);
     let mut filter = FilterPolicy::for_plan(&plan.network, abi, namespaces);
     filter.report = plan.report_refusals;
+    if let Some(n) = net {
+        n.adjust_filter(&mut filter);
+    }
     let seccomp = seccomp::compile(filter)?;
     let supervised = filter.needs_supervisor().then(|| supervisor::Rules {
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
+        proxy: net.and_then(Net::supervised_address),
     });
     let view = if namespaces {
         let no_fds = std::collections::HashMap::new();
@@ -421,6 +439,7 @@ fn prepare(
     let (drop_caps, capabilities) = capabilities_to_drop(namespaces);
     Ok(Prepared {
         rung,
+        domains: net.map(Net::rung),
         ruleset,
         landlock,
         rule_paths,
@@ -582,6 +601,7 @@ fn namespace_setup(
     plan: &SandboxPlan,
     ops: Vec<ViewOp>,
     bounds: &Bounds,
+    net: Option<&Net>,
     child_ends: &mut Vec<OwnedFd>,
 ) -> Result<(NsChild, OwnedFd, OwnedFd), SandboxError> {
     let (sync_r, sync_w) = pipe()?;
@@ -609,6 +629,7 @@ fn namespace_setup(
             tree_fds: (0..n_ops).map(|_| std::cell::Cell::new(-1)).collect(),
         },
         server_stack: ServerStack::new().map_err(SandboxError::Launcher)?,
+        net: net.and_then(Net::child),
     };
     child_ends.push(sync_r);
     child_ends.push(status_w);
@@ -622,14 +643,22 @@ fn attempt(
     mode: Mode,
     caps: &probe::Capabilities,
 ) -> Result<SandboxedChild, AttemptError> {
+    // Network by domain: its design on this rung, its variables, and the
+    // network Landlock and seccomp apply.
+    let net = Net::prepare(plan, confine.then(|| launch_rung(caps, mode)), caps.abi())?;
+    let launched = netns::launch_plan(net.as_ref(), plan, caps.abi());
+    let plan: &SandboxPlan = &launched;
     let bounds = if confine {
         bounds_for(plan, mode)
     } else {
         Bounds::default()
     };
-    let layout = Layout::new(plan, mode, bounds.scratch)?;
+    let mut layout = Layout::new(plan, mode, bounds.scratch)?;
+    if let Some(n) = &net {
+        n.set_env(&mut layout.env);
+    }
     let mut prepared = match confine {
-        true => Some(prepare(plan, caps, mode, &layout, &bounds)?),
+        true => Some(prepare(plan, caps, mode, &layout, &bounds, net.as_ref())?),
         false => None,
     };
     let confinement = prepared
@@ -651,7 +680,7 @@ fn attempt(
     let mut sync_w = None;
     let mut status_r = None;
     if mode.namespaces && confine {
-        let (n, w, r) = namespace_setup(plan, ops, &bounds, &mut child_ends)?;
+        let (n, w, r) = namespace_setup(plan, ops, &bounds, net.as_ref(), &mut child_ends)?;
         ns = Some(n);
         sync_w = Some(w);
         status_r = Some(r);
@@ -679,7 +708,8 @@ fn attempt(
         sync_w,
         err_r,
     };
-    let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung));
+    let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung))
+        | net.as_ref().map_or(0, Net::clone_flags);
     let ruleset = prepared.as_mut().and_then(|p| p.ruleset.take());
     let started = on_launcher(move || {
         let r = clone_and_start(&setup, flags, parent);
@@ -713,20 +743,29 @@ fn attempt(
             crate::roots::planted::Watch::default()
         },
         planted: Vec::new(),
+        net: None,
     };
     let supervised = prepared.and_then(|p| p.supervised);
-    Ok(finish(child, notify_r.zip(supervised), streams.parent)?)
+    Ok(finish(
+        child,
+        notify_r.zip(supervised),
+        net,
+        streams.parent,
+    )?)
 }
 
-/// The started server's handle, with its standard streams and the
-/// supervisor of its filter's listener.
+/// The started server's handle, with its standard streams, the supervisor
+/// of its filter's listener and its network proxy.
 fn finish(
     mut child: SandboxedChild,
     supervise: Option<(OwnedFd, supervisor::Rules)>,
+    net: Option<Net>,
     [stdin, stdout, stderr]: [Option<OwnedFd>; 3],
 ) -> Result<SandboxedChild, SandboxError> {
     if let Some((sock, rules)) = supervise {
-        match receive_fd(&sock).and_then(|l| supervisor::Supervisor::start(l, rules)) {
+        match fdpass::receive(&sock, "the seccomp filter's listener")
+            .and_then(|l| supervisor::Supervisor::start(l, rules))
+        {
             Ok(s) => child.supervisor = Some(s),
             Err(e) => {
                 // The server runs with calls nobody answers: end it.
@@ -735,6 +774,21 @@ fn finish(
                 return Err(SandboxError::Launcher(io::Error::new(
                     e.kind(),
                     format!("cannot supervise the server's seccomp filter: {e}"),
+                )));
+            }
+        }
+    }
+    // Network by domain: the proxy starts on its listener; if it cannot,
+    // the server is ended (its handle dropped).
+    if let Some(n) = net {
+        match n.start() {
+            Ok(p) => child.net = Some(p),
+            Err(e) => {
+                let _ = child.kill();
+                drop(child);
+                return Err(SandboxError::Launcher(io::Error::new(
+                    e.kind(),
+                    format!("cannot start the network proxy: {e}"),
                 )));
             }
         }
@@ -793,30 +847,6 @@ fn rlimits(bounds: &Bounds) -> Vec<Rlimit> {
             )
         })
         .collect()
-}
-
-/// The one descriptor the child sent on `sock` (already there: the child
-/// sends it before `execve`).
-fn receive_fd(sock: &OwnedFd) -> io::Result<OwnedFd> {
-    let mut byte = [0u8; 1];
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
-    let mut iov = [io::IoSliceMut::new(&mut byte)];
-    rustix::net::recvmsg(
-        sock,
-        &mut iov,
-        &mut control,
-        rustix::net::RecvFlags::DONTWAIT | rustix::net::RecvFlags::CMSG_CLOEXEC,
-    )
-    .map_err(io::Error::from)?;
-    for m in control.drain() {
-        if let rustix::net::RecvAncillaryMessage::ScmRights(mut fds) = m
-            && let Some(fd) = fds.next()
-        {
-            return Ok(fd);
-        }
-    }
-    Err(io::Error::other("the child sent no seccomp listener"))
 }
 
 /// Why a start failed: a system call of the parent's, or a step of the

@@ -19,6 +19,10 @@
  *   no-userns   user.max_user_namespaces = 0: a new user namespace is
  *               refused (ENOSPC), other namespaces are not (clone3, whose
  *               flags a filter cannot read, answers ENOSYS).
+ *   no-netns    a kernel or sandbox that refuses network namespaces
+ *               (net.* namespaces disabled, a profile that lists
+ *               CLONE_NEWNET) while it grants the others: clone and
+ *               unshare with CLONE_NEWNET answer EPERM (clone3 ENOSYS).
  *
  * The filter is inherited by everything COMMAND starts, and stacks under
  * any filter those install. Sets no_new_privs (needed to install a filter
@@ -71,6 +75,7 @@
 #define NEW_NAMESPACES 0x7E020000u
 #define CLONE_NEWTIME_FLAG 0x00000080u
 #define CLONE_NEWUSER_FLAG 0x10000000u
+#define CLONE_NEWNET_FLAG 0x40000000u
 
 #define MAX_INSNS 256
 static struct sock_filter prog[MAX_INSNS];
@@ -128,12 +133,16 @@ static void mode(const char *m)
 		refuse(__NR_clone3, ENOSYS);
 		refuse_flags(__NR_clone, CLONE_NEWUSER_FLAG, ENOSPC);
 		refuse_flags(__NR_unshare, CLONE_NEWUSER_FLAG, ENOSPC);
+	} else if (strcmp(m, "no-netns") == 0) {
+		refuse(__NR_clone3, ENOSYS);
+		refuse_flags(__NR_clone, CLONE_NEWNET_FLAG, EPERM);
+		refuse_flags(__NR_unshare, CLONE_NEWNET_FLAG, EPERM);
 	} else if (strcmp(m, "no-landlock") == 0) {
 		refuse(__NR_landlock_create_ruleset, ENOSYS);
 		refuse(__NR_landlock_add_rule, ENOSYS);
 		refuse(__NR_landlock_restrict_self, ENOSYS);
 	} else {
-		fprintf(stderr, "rootfence-envfilter: unknown mode %s (docker, apparmor, no-landlock, no-userns)\n", m);
+		fprintf(stderr, "rootfence-envfilter: unknown mode %s (docker, apparmor, no-landlock, no-userns, no-netns)\n", m);
 		exit(125);
 	}
 }

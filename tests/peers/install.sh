@@ -4,10 +4,12 @@
 # version>` and `uvx <tool>` run with no network (the sandbox's default
 # policy has none):
 #
-#   node_modules/       npm servers (package-lock.json)
+#   node_modules/       npm servers, and undici (node's proxy agent before
+#                       node 24) (package-lock.json)
 #   .npm-cache/         npm cache; _npx/<hash> holds each npx-launched server
 #   .venv/              the Python SDK host and uv (requirements.lock)
-#   .venv-servers/      mcp-server-time and mcp-server-git (servers.lock)
+#   .venv-servers/      mcp-server-time, mcp-server-git and mcp-server-fetch
+#                       (servers.lock)
 #   fastmcp/.venv/      the FastMCP server project's environment (fastmcp/uv.lock)
 #   .uv-cache/          uv cache holding the `uvx` environments of
 #                       mcp-server-time and mcp-server-git (servers.lock)

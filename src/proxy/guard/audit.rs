@@ -157,8 +157,15 @@ impl AuditLog {
                 r.decision.as_str(),
             ),
         }
+        self.append(r);
+    }
+
+    /// Append `record` to the file as one JSON line, when there is a file
+    /// (no log event: for records of other kinds, such as the network
+    /// proxy's, which log their own).
+    pub fn append(&mut self, record: &impl serde::Serialize) {
         if let Some((path, f)) = self.file.as_mut() {
-            let line = match serde_json::to_string(r) {
+            let line = match serde_json::to_string(record) {
                 Ok(mut l) => {
                     l.push('\n');
                     l

@@ -11,8 +11,9 @@
 //! Rights are everything a plan grants that matters for security: each
 //! path with its read, write and execute rights (and, for roots, the very
 //! directory the sandbox opened, so a directory replaced under the same
-//! name is another right), TCP ports, UDP and unix sockets, the Landlock
-//! scopes, the environment and the scratch directory.
+//! name is another right), TCP ports, UDP and unix sockets, the hosts the
+//! network proxy reaches (and the names pinned to an address), the
+//! Landlock scopes, the environment and the scratch directory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsFd;
@@ -40,6 +41,10 @@ pub struct Rights {
     tcp_bind: BTreeSet<u16>,
     udp: bool,
     unix_sockets: bool,
+    /// Network by domain: each entry as host and ports.
+    domains: BTreeSet<String>,
+    /// Names pinned to an address (`name=address`).
+    pins: BTreeSet<String>,
     /// Signals to processes outside the sandbox allowed (not scoped).
     signals_out: bool,
     /// Abstract unix sockets outside the sandbox allowed (not scoped).
@@ -69,6 +74,10 @@ pub enum Excess {
     Udp,
     /// Pathname unix sockets outside the sandbox.
     UnixSockets,
+    /// A host (and its ports) through the network proxy.
+    Domain(String),
+    /// A name the proxy resolves to a fixed address.
+    Pin(String),
     /// Signals to processes outside the sandbox.
     Signals,
     /// Abstract unix sockets outside the sandbox.
@@ -98,6 +107,8 @@ impl std::fmt::Display for Excess {
             Excess::TcpBind(p) => write!(f, "TCP bind on port {p}"),
             Excess::Udp => f.write_str("UDP sockets"),
             Excess::UnixSockets => f.write_str("unix sockets"),
+            Excess::Domain(d) => write!(f, "network access to {d}"),
+            Excess::Pin(p) => write!(f, "the name {p}"),
             Excess::Signals => f.write_str("signals outside the sandbox"),
             Excess::AbstractSockets => f.write_str("abstract unix sockets outside the sandbox"),
             Excess::Env(k) => write!(f, "environment variable {k}"),
@@ -119,6 +130,27 @@ pub fn describe(excess: &[Excess]) -> String {
         s.push_str(&format!(" and {} more", excess.len() - SHOWN));
     }
     s
+}
+
+/// An `allow_domains` entry as what it reaches: its host pattern on each
+/// of its ports (`*.example.com:80`, `*.example.com:443`), so that two
+/// spellings of one reach are one right, and a narrower entry is within a
+/// wider one.
+fn domain_keys(r: &crate::netproxy::DomainRule) -> Vec<String> {
+    use crate::netproxy::rule::{DEFAULT_PORTS, HostPattern};
+    let host = match &r.host {
+        HostPattern::Name(n) => n.clone(),
+        HostPattern::Subdomains(b) => format!("*.{b}"),
+        HostPattern::Ip(std::net::IpAddr::V6(a)) => format!("[{a}]"),
+        HostPattern::Ip(a) => a.to_string(),
+    };
+    match r.port {
+        Some(p) => vec![format!("{host}:{p}")],
+        None => DEFAULT_PORTS
+            .iter()
+            .map(|p| format!("{host}:{p}"))
+            .collect(),
+    }
 }
 
 fn object_of(h: &impl AsFd) -> Option<(u64, u64)> {
@@ -145,6 +177,18 @@ impl Rights {
             tcp_bind: plan.network.tcp_bind.iter().copied().collect(),
             udp: plan.network.udp,
             unix_sockets: plan.network.unix_sockets,
+            domains: plan
+                .network
+                .domains
+                .iter()
+                .flat_map(|d| d.allow.iter().flat_map(domain_keys))
+                .collect(),
+            pins: plan
+                .network
+                .domains
+                .iter()
+                .flat_map(|d| d.hosts.iter().map(|(n, a)| format!("{n}={a}")))
+                .collect(),
             signals_out: !plan.scopes.signal,
             abstract_out: !plan.scopes.abstract_unix_socket,
             env: plan
@@ -195,6 +239,16 @@ impl Rights {
             self.tcp_bind
                 .difference(&ceiling.tcp_bind)
                 .map(|p| Excess::TcpBind(*p)),
+        );
+        out.extend(
+            self.domains
+                .difference(&ceiling.domains)
+                .map(|d| Excess::Domain(d.clone())),
+        );
+        out.extend(
+            self.pins
+                .difference(&ceiling.pins)
+                .map(|p| Excess::Pin(p.clone())),
         );
         for (mine, theirs, e) in [
             (self.udp, ceiling.udp, Excess::Udp),
@@ -307,6 +361,8 @@ mod tests {
             tcp_bind: BTreeSet::new(),
             udp: false,
             unix_sockets: false,
+            domains: BTreeSet::new(),
+            pins: BTreeSet::new(),
             signals_out: false,
             abstract_out: false,
             env: BTreeMap::new(),
@@ -450,5 +506,29 @@ mod tests {
             describe(&more.excess(&base)),
             "TCP connect to port 443, signals outside the sandbox, environment variable TOKEN"
         );
+    }
+
+    #[test]
+    fn domains_and_pins_are_rights_whatever_their_spelling() {
+        let rule = |s: &str| crate::netproxy::DomainRule::parse(s).unwrap();
+        let with = |entries: &[&str]| {
+            let mut r = rights(&[]);
+            r.domains = entries.iter().flat_map(|e| domain_keys(&rule(e))).collect();
+            r
+        };
+        let base = rights(&[]);
+        assert!(with(&["api.github.com"]).same(&with(&["API.GitHub.com."])));
+        assert!(with(&["api.github.com:443"]).within(&with(&["api.github.com"])));
+        assert_eq!(
+            with(&["api.github.com:8443"]).excess(&with(&["api.github.com"])),
+            vec![Excess::Domain("api.github.com:8443".into())]
+        );
+        let mut pinned = with(&["*.example.com"]);
+        pinned.pins.insert("site.test=127.0.0.2".into());
+        assert_eq!(
+            describe(&pinned.excess(&base)),
+            "network access to *.example.com:443, network access to *.example.com:80, the name site.test=127.0.0.2"
+        );
+        assert!(base.within(&pinned));
     }
 }

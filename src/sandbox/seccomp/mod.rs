@@ -22,6 +22,9 @@
 //! - `listen()`, when the plan binds a TCP port or allows unix sockets, goes
 //!   to rootfence's supervisor ([`supervisor`]), which lets it through only
 //!   on a socket bound to a granted port (or a unix socket);
+//! - `connect()`, for network by domain without a network namespace of the
+//!   server's own, goes to the supervisor too, which connects a TCP socket
+//!   only to rootfence's network proxy;
 //! - x32 system calls answer `ENOSYS`, and a process of another
 //!   architecture (i386 through `int 0x80`) is killed.
 //!
@@ -82,6 +85,10 @@ pub struct FilterPolicy {
     /// Every refusal (but the quiet ones, see [`Entry::quiet`]) goes to the
     /// supervisor, which reports it, then answers as the filter would.
     pub report: bool,
+    /// `connect()` goes to the supervisor, which connects TCP sockets only
+    /// to rootfence's network proxy (network by domain without a network
+    /// namespace of the server's own).
+    pub supervise_connect: bool,
 }
 
 impl FilterPolicy {
@@ -99,13 +106,14 @@ impl FilterPolicy {
             },
             namespaces,
             report: false,
+            supervise_connect: false,
         }
     }
 
     /// Whether a launch under this policy needs the supervisor (a listener
     /// for the filter's notifications).
     pub fn needs_supervisor(&self) -> bool {
-        self.report || self.listen == Listen::Supervised
+        self.report || self.listen == Listen::Supervised || self.supervise_connect
     }
 }
 

@@ -8,6 +8,16 @@
 //!   descriptor between the check and the call. An unbound TCP socket
 //!   (whose `listen()` would bind an ephemeral port on every address) is
 //!   refused with `EPERM`.
+//! - `connect()` (network by domain without a network namespace of the
+//!   server's own): the supervisor takes a copy of the socket. A TCP
+//!   socket is connected by the supervisor itself, to its own copy of the
+//!   address read once from the server's memory, and only when that is
+//!   rootfence's network proxy; any other address is refused with
+//!   `EACCES`. The server can change neither the address after the check
+//!   nor the socket. A socket of another family (unix, netlink) is let
+//!   through to the kernel: were a TCP socket swapped in under its number
+//!   meanwhile, Landlock refuses its connect (it allows the server no TCP
+//!   port on this rung).
 //! - In report mode, every refusal: recorded (the call, its reason, how
 //!   often) and answered with the filter's own errno.
 //!
@@ -46,6 +56,9 @@ pub struct Rules {
     pub table: Vec<Entry>,
     /// TCP ports the server may listen on.
     pub tcp_bind: Vec<u16>,
+    /// The only address a supervised `connect()` reaches: rootfence's
+    /// network proxy.
+    pub proxy: Option<std::net::SocketAddr>,
 }
 
 /// A running supervisor.
@@ -116,12 +129,15 @@ fn serve(
                 // ENOENT: the caller went away (a signal) before we read it.
                 continue;
             }
-            let (val, error) = answer(fd, &notif, rules, refused);
+            let (val, error, flags) = match answer(fd, &notif, rules, refused) {
+                Answer::Done(val, error) => (val, error, 0),
+                Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+            };
             let mut resp = libc::seccomp_notif_resp {
                 id: notif.id,
                 val,
                 error,
-                flags: 0,
+                flags,
             };
             // SAFETY: the ioctl reads the struct on the stack. A failure
             // (ENOENT) means the caller is gone.
@@ -134,24 +150,40 @@ fn serve(
     }
 }
 
-/// The return value and negative errno for one notification.
+/// The answer to one notification.
+enum Answer {
+    /// The return value and negative errno.
+    Done(i64, i32),
+    /// Let the kernel run the call (only where the call cannot reach what
+    /// the check was about: see `supervised_connect`).
+    Continue,
+}
+
+/// The answer to one notification.
 fn answer(
     listener: RawFd,
     n: &libc::seccomp_notif,
     rules: &Rules,
     refused: &Mutex<BTreeMap<String, Refused>>,
-) -> (i64, i32) {
+) -> Answer {
     let nr = i64::from(n.data.nr);
     let args = n.data.args;
     let d = decide(&rules.table, nr, &args);
     match d.action {
         Action::Supervise if nr == libc::SYS_listen => {
             match supervised_listen(listener, n, rules) {
-                Ok(()) => (0, 0),
-                Err(e) => (0, -e),
+                Ok(()) => Answer::Done(0, 0),
+                Err(e) => Answer::Done(0, -e),
             }
         }
-        Action::Supervise | Action::Allow => (0, -libc::EPERM),
+        Action::Supervise if nr == libc::SYS_connect => {
+            match supervised_connect(listener, n, rules) {
+                Connect::Connected => Answer::Done(0, 0),
+                Connect::Kernel => Answer::Continue,
+                Connect::Errno(e) => Answer::Done(0, -e),
+            }
+        }
+        Action::Supervise | Action::Allow => Answer::Done(0, -libc::EPERM),
         Action::Errno(errno) => {
             let name = d
                 .entry
@@ -176,9 +208,196 @@ fn answer(
                 });
                 r.count += 1;
             }
-            (0, -errno)
+            Answer::Done(0, -errno)
         }
     }
+}
+
+/// What became of a supervised `connect()`.
+enum Connect {
+    /// The supervisor connected the socket (or started to: a non-blocking
+    /// socket answers `EINPROGRESS` as an errno).
+    Connected,
+    /// Not a TCP socket: the kernel decides.
+    Kernel,
+    /// Refused or failed.
+    Errno(i32),
+}
+
+/// A copy of the descriptor `target` of the process `pid`, made only
+/// while notification `id` is still pending (so `pid` still names the
+/// caller): `Err` with the errno to answer.
+fn take_fd(listener: RawFd, pid: u32, target: RawFd, id: u64) -> Result<OwnedFd, i32> {
+    // SAFETY: pidfd_open with integer arguments; the result is checked.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if pidfd < 0 {
+        return Err(libc::EPERM);
+    }
+    // SAFETY: a new descriptor we own.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    // SAFETY: pidfd_getfd with integer arguments; the result is checked.
+    let sock = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
+    if sock < 0 {
+        let e = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EPERM);
+        return Err(if e == libc::EBADF {
+            libc::EBADF
+        } else {
+            libc::EPERM
+        });
+    }
+    // SAFETY: a new descriptor we own.
+    let sock = unsafe { OwnedFd::from_raw_fd(sock as RawFd) };
+    still_pending(listener, id)?;
+    Ok(sock)
+}
+
+/// `Ok` while notification `id` is pending (its process has not gone, and
+/// its pid not been reused).
+fn still_pending(listener: RawFd, id: u64) -> Result<(), i32> {
+    let mut id = id;
+    // SAFETY: the ioctl reads a u64 on the stack.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) } < 0 {
+        return Err(libc::EPERM);
+    }
+    Ok(())
+}
+
+/// The family of a socket (`getsockname`).
+fn family(sock: &OwnedFd) -> Result<i32, i32> {
+    // SAFETY: sockaddr_storage is plain data; getsockname fills it.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: valid pointers to the storage and its length.
+    if unsafe { libc::getsockname(sock.as_raw_fd(), (&raw mut addr).cast(), &mut len) } < 0 {
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EPERM));
+    }
+    Ok(i32::from(addr.ss_family))
+}
+
+/// The address bytes `connect(fd, addr, len)` names, read once from the
+/// caller's memory; `Err` with the errno to answer.
+fn read_address(pid: u32, ptr: u64, len: u64) -> Result<Vec<u8>, i32> {
+    let max = std::mem::size_of::<libc::sockaddr_storage>() as u64;
+    if len < 2 || len > max {
+        return Err(libc::EINVAL);
+    }
+    let mut buf = vec![0u8; len as usize];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: ptr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: reads at most `buf.len()` bytes into `buf`; the remote range
+    // is the caller's, checked by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if n < 0 || n as usize != buf.len() {
+        return Err(libc::EFAULT);
+    }
+    Ok(buf)
+}
+
+/// Whether the address bytes name exactly `proxy` (an IPv4-mapped IPv6
+/// address of it too).
+pub fn is_proxy(bytes: &[u8], proxy: std::net::SocketAddr) -> bool {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    if bytes.len() < 2 {
+        return false;
+    }
+    let family = u16::from_ne_bytes([bytes[0], bytes[1]]);
+    let got = match i32::from(family) {
+        libc::AF_INET if bytes.len() >= 8 => {
+            let port = u16::from_be_bytes([bytes[2], bytes[3]]);
+            let ip = Ipv4Addr::new(bytes[4], bytes[5], bytes[6], bytes[7]);
+            SocketAddr::new(IpAddr::V4(ip), port)
+        }
+        libc::AF_INET6 if bytes.len() >= 24 => {
+            let port = u16::from_be_bytes([bytes[2], bytes[3]]);
+            let mut o = [0u8; 16];
+            o.copy_from_slice(&bytes[8..24]);
+            let ip = Ipv6Addr::from(o);
+            // A scope (link-local) is never the proxy's.
+            if bytes.len() >= 28 && bytes[24..28] != [0, 0, 0, 0] {
+                return false;
+            }
+            match ip.to_ipv4_mapped() {
+                Some(v4) => SocketAddr::new(IpAddr::V4(v4), port),
+                None => SocketAddr::new(IpAddr::V6(ip), port),
+            }
+        }
+        _ => return false,
+    };
+    got == proxy
+}
+
+/// Judge a `connect()`: see the module's documentation.
+fn supervised_connect(listener: RawFd, n: &libc::seccomp_notif, rules: &Rules) -> Connect {
+    let target = n.data.args[0] as RawFd;
+    let sock = match take_fd(listener, n.pid, target, n.id) {
+        Ok(s) => s,
+        Err(e) => return Connect::Errno(e),
+    };
+    match family(&sock) {
+        Ok(libc::AF_INET | libc::AF_INET6) => {}
+        Ok(_) => return Connect::Kernel,
+        Err(e) => return Connect::Errno(e),
+    }
+    let Some(proxy) = rules.proxy else {
+        return Connect::Errno(libc::EACCES);
+    };
+    let bytes = match read_address(n.pid, n.data.args[1], n.data.args[2]) {
+        Ok(b) => b,
+        Err(e) => return Connect::Errno(e),
+    };
+    // The memory read was the caller's (its pid not reused meanwhile).
+    if let Err(e) = still_pending(listener, n.id) {
+        return Connect::Errno(e);
+    }
+    let unspec = u16::from_ne_bytes([bytes[0], bytes[1]]) == libc::AF_UNSPEC as u16;
+    if !unspec && !is_proxy(&bytes, proxy) {
+        return Connect::Errno(libc::EACCES);
+    }
+    // SAFETY: connect on a socket we hold a copy of, to our own copy of
+    // the address (its length is the buffer's).
+    let r = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        // The same connect() restarted after a signal, on a socket the
+        // first notification connected: that is its answer.
+        if e == libc::EISCONN && !unspec && peer_is(&sock, proxy) {
+            return Connect::Connected;
+        }
+        return Connect::Errno(e);
+    }
+    Connect::Connected
+}
+
+/// Whether `sock` is connected to `addr`.
+fn peer_is(sock: &OwnedFd, addr: std::net::SocketAddr) -> bool {
+    // SAFETY: sockaddr_storage is plain data; getpeername fills it.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: valid pointers to the storage and its length.
+    if unsafe { libc::getpeername(sock.as_raw_fd(), (&raw mut st).cast(), &mut len) } < 0 {
+        return false;
+    }
+    // SAFETY: `len` bytes of the storage were written by the kernel.
+    let bytes = unsafe { std::slice::from_raw_parts((&raw const st).cast::<u8>(), len as usize) };
+    is_proxy(bytes, addr)
 }
 
 /// Take the socket the caller names, check it, and listen on it: `Ok`, or
@@ -189,32 +408,8 @@ fn supervised_listen(listener: RawFd, n: &libc::seccomp_notif, rules: &Rules) ->
             .raw_os_error()
             .unwrap_or(libc::EPERM)
     };
-    // SAFETY: pidfd_open with integer arguments; the result is checked.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, n.pid as libc::pid_t, 0) };
-    if pidfd < 0 {
-        return Err(libc::EPERM);
-    }
-    // SAFETY: a new descriptor we own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
-    let target = n.data.args[0] as RawFd;
-    // SAFETY: pidfd_getfd with integer arguments; the result is checked.
-    let sock = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
-    if sock < 0 {
-        let e = last();
-        return Err(if e == libc::EBADF {
-            libc::EBADF
-        } else {
-            libc::EPERM
-        });
-    }
-    // SAFETY: a new descriptor we own.
-    let sock = unsafe { OwnedFd::from_raw_fd(sock as RawFd) };
     // The pid still names the caller (it was not reused in between).
-    let mut id = n.id;
-    // SAFETY: the ioctl reads a u64 on the stack.
-    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) } < 0 {
-        return Err(libc::EPERM);
-    }
+    let sock = take_fd(listener, n.pid, n.data.args[0] as RawFd, n.id)?;
     // SAFETY: sockaddr_storage is plain data; getsockname fills it.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -307,4 +502,46 @@ fn describe(name: &str, nr: i64, args: &[u64; 6], entry: Option<&Entry>) -> Stri
         })
         .collect();
     format!("{name}({})", shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_proxy;
+
+    fn v4(ip: [u8; 4], port: u16) -> Vec<u8> {
+        let mut b = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        b.extend_from_slice(&port.to_be_bytes());
+        b.extend_from_slice(&ip);
+        b.extend_from_slice(&[0; 8]);
+        b
+    }
+
+    fn v6(ip: std::net::Ipv6Addr, port: u16, scope: u32) -> Vec<u8> {
+        let mut b = (libc::AF_INET6 as u16).to_ne_bytes().to_vec();
+        b.extend_from_slice(&port.to_be_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&ip.octets());
+        b.extend_from_slice(&scope.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn only_the_proxys_own_address_is_the_proxy() {
+        let proxy: std::net::SocketAddr = "127.0.0.1:3128".parse().unwrap();
+        assert!(is_proxy(&v4([127, 0, 0, 1], 3128), proxy));
+        let mapped = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(is_proxy(&v6(mapped, 3128, 0), proxy));
+        // The same port elsewhere, another port, a scope, IPv6 loopback
+        // (another socket may listen there), a short or foreign address.
+        assert!(!is_proxy(&v4([127, 0, 0, 2], 3128), proxy));
+        assert!(!is_proxy(&v4([93, 184, 216, 34], 3128), proxy));
+        assert!(!is_proxy(&v4([127, 0, 0, 1], 3129), proxy));
+        assert!(!is_proxy(&v6(mapped, 3128, 2), proxy));
+        assert!(!is_proxy(&v6("::1".parse().unwrap(), 3128, 0), proxy));
+        assert!(!is_proxy(&v4([127, 0, 0, 1], 3128)[..6], proxy));
+        assert!(!is_proxy(&[1], proxy));
+        let mut unix = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        unix.extend_from_slice(b"/tmp/x\0");
+        assert!(!is_proxy(&unix, proxy));
+    }
 }

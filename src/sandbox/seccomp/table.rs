@@ -430,7 +430,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         libc::SYS_io_getevents, libc::SYS_io_cancel,
     ));
     t.extend(calls!(Allow, "sockets it holds (which sockets it may make is socket()'s rule; TCP ports are Landlock's)";
-        libc::SYS_bind, libc::SYS_connect, libc::SYS_accept, libc::SYS_accept4,
+        libc::SYS_bind, libc::SYS_accept, libc::SYS_accept4,
         libc::SYS_getsockname, libc::SYS_getpeername, libc::SYS_getsockopt,
         libc::SYS_setsockopt, libc::SYS_recvfrom, libc::SYS_recvmsg,
         libc::SYS_recvmmsg, libc::SYS_shutdown,
@@ -554,6 +554,16 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         "sendmmsg",
         "send on its sockets; no TCP Fast Open",
         no_fastopen(3),
+    ));
+    t.push(one(
+        libc::SYS_connect,
+        "connect",
+        "to what Landlock allows (TCP by port, unix sockets by path); with network by domain and no namespaces of its own, to rootfence's proxy only, judged by the supervisor on the socket itself",
+        if p.supervise_connect {
+            args(Vec::new(), Action::Supervise)
+        } else {
+            Rule::Allow
+        },
     ));
     t.push(one(
         libc::SYS_listen,

@@ -2,7 +2,7 @@ use super::*;
 
 fn policies() -> Vec<FilterPolicy> {
     let mut out = Vec::new();
-    for bits in 0..64u32 {
+    for bits in 0..128u32 {
         let b = |i: u32| bits & (1 << i) != 0;
         out.push(FilterPolicy {
             udp: b(0),
@@ -15,6 +15,7 @@ fn policies() -> Vec<FilterPolicy> {
             },
             namespaces: b(4),
             report: b(5),
+            supervise_connect: b(6),
         });
     }
     out
@@ -146,6 +147,7 @@ fn strict() -> FilterPolicy {
         listen: Listen::Refused,
         namespaces: false,
         report: false,
+        supervise_connect: false,
     }
 }
 

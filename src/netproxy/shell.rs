@@ -1,0 +1,363 @@
+//! The proxy's shell: accepts connections on a listener, runs each one's
+//! [`Conn`] and carries out its actions with tokio sockets.
+//!
+//! Every proxy runs on one process-wide runtime (one worker thread, and
+//! the blocking pool for name resolution). A [`Proxy`] handle stops its
+//! listener and every connection it opened when dropped.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use super::conn::{Action, Config, Conn, Decision, Event, Judged};
+use crate::proxy::guard::audit::{AuditLog, now_rfc3339};
+
+/// How long a client has to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a name may take to resolve.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one address may take to answer a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Bytes copied at once each way through a tunnel.
+const SPLICE_BUF: usize = 64 * 1024;
+/// Connections one proxy serves at once (each holds two of rootfence's
+/// descriptors); more wait in the listener's backlog.
+const MAX_CONNECTIONS: usize = 256;
+
+/// The runtime every proxy runs on.
+fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("rootfence-netproxy")
+        .enable_io()
+        .enable_time()
+        .build()?;
+    // Another thread may have won the race: its runtime is kept, ours
+    // dropped.
+    let _ = RT.set(rt);
+    RT.get()
+        .ok_or_else(|| std::io::Error::other("the proxy runtime is gone"))
+}
+
+/// Where decisions go: the log (target `audit`), the audit file, and the
+/// list of what was asked for (for `learn`).
+#[derive(Debug)]
+struct Sink {
+    audit: Mutex<AuditLog>,
+    judged: Mutex<Vec<Judged>>,
+}
+
+/// One audit file line.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    ts: String,
+    kind: &'static str,
+    #[serde(flatten)]
+    judged: &'a Judged,
+}
+
+impl Sink {
+    fn record(&self, j: Judged) {
+        match j.decision {
+            Decision::Allowed => tracing::info!(
+                target: "audit",
+                "network: {} {} allowed ({}), connected to {}",
+                j.method,
+                j.target,
+                j.rule.as_deref().unwrap_or("-"),
+                j.address.map(|a| a.to_string()).unwrap_or_default()
+            ),
+            Decision::Refused => tracing::warn!(
+                target: "audit",
+                "network: {} {} refused: {}",
+                j.method,
+                j.target,
+                j.reason.as_deref().unwrap_or("-")
+            ),
+            Decision::Failed => tracing::warn!(
+                target: "audit",
+                "network: {} {} failed: {}",
+                j.method,
+                j.target,
+                j.reason.as_deref().unwrap_or("-")
+            ),
+        }
+        if let Ok(mut a) = self.audit.lock() {
+            a.append(&Line {
+                ts: now_rfc3339(),
+                kind: "network",
+                judged: &j,
+            });
+        }
+        if let Ok(mut l) = self.judged.lock()
+            && l.len() < 10_000
+        {
+            l.push(j);
+        }
+    }
+}
+
+/// A running proxy. Dropping it stops the listener and every connection.
+#[derive(Debug)]
+pub struct Proxy {
+    task: JoinHandle<()>,
+    sink: Arc<Sink>,
+    local: SocketAddr,
+}
+
+impl Proxy {
+    /// Serve `listener` (already listening; any network namespace) under
+    /// `config`, appending decisions to `audit` when set.
+    pub fn start(
+        listener: std::net::TcpListener,
+        config: Config,
+        audit: Option<PathBuf>,
+    ) -> std::io::Result<Proxy> {
+        let rt = runtime()?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
+        let log = match &audit {
+            None => AuditLog::tracing_only(),
+            Some(p) => AuditLog::with_file(p).unwrap_or_else(|e| {
+                tracing::warn!("{e}; network decisions go to the log only");
+                AuditLog::tracing_only()
+            }),
+        };
+        let sink = Arc::new(Sink {
+            audit: Mutex::new(log),
+            judged: Mutex::new(Vec::new()),
+        });
+        let config = Arc::new(config);
+        let s = sink.clone();
+        let task = {
+            let _guard = rt.enter();
+            let listener = TcpListener::from_std(listener)?;
+            rt.spawn(accept(listener, config, s))
+        };
+        Ok(Proxy { task, sink, local })
+    }
+
+    /// The address it listens on (in its network namespace).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Every decision so far.
+    pub fn judged(&self) -> Vec<Judged> {
+        self.sink
+            .judged
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        // The accept task owns the connections' set: aborting it aborts
+        // them all.
+        self.task.abort();
+    }
+}
+
+async fn accept(listener: TcpListener, config: Arc<Config>, sink: Arc<Sink>) {
+    let mut conns = tokio::task::JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => {
+                    let _ = s.set_nodelay(true);
+                    let (config, sink) = (config.clone(), sink.clone());
+                    conns.spawn(async move {
+                        serve(s, config, sink).await;
+                        drop(slot);
+                    });
+                }
+                Err(e) => {
+                    // Out of descriptors, or the namespace torn down:
+                    // wait a moment rather than spin.
+                    tracing::debug!("the network proxy cannot accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn resolve(name: String) -> Result<Vec<IpAddr>, String> {
+    let lookup = tokio::net::lookup_host((name.as_str(), 0));
+    match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {
+        Ok(Ok(addrs)) => Ok(addrs.map(|a| a.ip()).collect()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", RESOLVE_TIMEOUT.as_secs())),
+    }
+}
+
+async fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
+    }
+}
+
+/// The two sockets of a connection: whole, or (once the client's request
+/// body streams to the upstream on its own) the halves still in use.
+enum Sockets {
+    Whole {
+        client: TcpStream,
+        upstream: Option<TcpStream>,
+    },
+    Streaming {
+        client: OwnedWriteHalf,
+        upstream: OwnedReadHalf,
+        /// The body's copy; aborted when dropped.
+        _body: tokio::task::JoinSet<()>,
+    },
+}
+
+/// Run one connection: feed its [`Conn`] and carry out what it asks.
+async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
+    let mut conn = Conn::new(config);
+    let mut socks = Sockets::Whole {
+        client,
+        upstream: None,
+    };
+    let mut todo: VecDeque<Action> = VecDeque::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    let deadline = tokio::time::Instant::now() + HEAD_TIMEOUT;
+    loop {
+        while let Some(a) = todo.pop_front() {
+            match a {
+                Action::Resolve(name) => {
+                    let r = resolve(name).await;
+                    todo.extend(conn.on(Event::Resolved(r)));
+                }
+                Action::Connect(addr) => match connect(addr).await {
+                    Ok(s) => {
+                        if let Sockets::Whole { upstream, .. } = &mut socks {
+                            *upstream = Some(s);
+                        }
+                        todo.extend(conn.on(Event::Connected));
+                    }
+                    Err(e) => todo.extend(conn.on(Event::ConnectFailed(e))),
+                },
+                Action::ToClient(b) => {
+                    let w = match &mut socks {
+                        Sockets::Whole { client, .. } => client.write_all(&b).await,
+                        Sockets::Streaming { client, .. } => client.write_all(&b).await,
+                    };
+                    if w.is_err() {
+                        return;
+                    }
+                }
+                Action::ToUpstream(b) => {
+                    let Sockets::Whole {
+                        upstream: Some(up), ..
+                    } = &mut socks
+                    else {
+                        return;
+                    };
+                    if up.write_all(&b).await.is_err() {
+                        todo.extend(conn.on(Event::UpstreamGone));
+                    }
+                }
+                Action::StreamBody => {
+                    let Sockets::Whole {
+                        client,
+                        upstream: Some(up),
+                    } = socks
+                    else {
+                        return;
+                    };
+                    let (mut from, to) = client.into_split();
+                    let (up_r, mut up_w) = up.into_split();
+                    let mut body = tokio::task::JoinSet::new();
+                    body.spawn(async move {
+                        let _ = tokio::io::copy(&mut from, &mut up_w).await;
+                        let _ = up_w.shutdown().await;
+                    });
+                    socks = Sockets::Streaming {
+                        client: to,
+                        upstream: up_r,
+                        _body: body,
+                    };
+                }
+                Action::ReadUpstream => {
+                    let r = match &mut socks {
+                        Sockets::Whole {
+                            upstream: Some(up), ..
+                        } => up.read(&mut buf).await,
+                        Sockets::Streaming { upstream, .. } => upstream.read(&mut buf).await,
+                        Sockets::Whole { upstream: None, .. } => return,
+                    };
+                    match r {
+                        Ok(0) | Err(_) => todo.extend(conn.on(Event::UpstreamGone)),
+                        Ok(n) => todo.extend(conn.on(Event::Upstream(&buf[..n]))),
+                    }
+                }
+                Action::Splice => {
+                    match &mut socks {
+                        Sockets::Whole {
+                            client,
+                            upstream: Some(up),
+                        } => {
+                            let _ = tokio::io::copy_bidirectional_with_sizes(
+                                client, up, SPLICE_BUF, SPLICE_BUF,
+                            )
+                            .await;
+                        }
+                        Sockets::Streaming {
+                            client, upstream, ..
+                        } => {
+                            // The response, until the upstream closes (it
+                            // was asked to); then the body's copy ends too.
+                            let mut r = tokio::io::BufReader::with_capacity(SPLICE_BUF, upstream);
+                            let _ = tokio::io::copy_buf(&mut r, client).await;
+                            let _ = client.shutdown().await;
+                        }
+                        Sockets::Whole { upstream: None, .. } => {}
+                    }
+                    return;
+                }
+                Action::Close => {
+                    let _ = match &mut socks {
+                        Sockets::Whole { client, .. } => client.shutdown().await,
+                        Sockets::Streaming { client, .. } => client.shutdown().await,
+                    };
+                    return;
+                }
+                Action::Audit(j) => sink.record(j),
+            }
+        }
+        if !conn.wants_client() {
+            return;
+        }
+        let Sockets::Whole { client, .. } = &mut socks else {
+            return;
+        };
+        match tokio::time::timeout_at(deadline, client.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+            Ok(Ok(n)) => todo.extend(conn.on(Event::Client(&buf[..n]))),
+        }
+    }
+}
