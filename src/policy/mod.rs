@@ -477,45 +477,88 @@ impl Validator<'_> {
                 format!("version {v} is not supported (only 1)"),
             ));
         }
-
         let sources: Vec<RootSource> = raw
             .roots
             .sources
             .iter()
             .map(|s| (*s.get_ref()).into())
             .collect();
-
-        let allow_under = match &raw.roots.allow_under {
-            None => None,
-            Some(list) => Some(
-                list.iter()
-                    .map(|s| {
-                        let p = self.path(s, "roots.allow_under")?;
-                        Ok(PathRule::new(
-                            s.get_ref().clone(),
-                            p,
-                            self.origin(s.span().start),
-                        ))
-                    })
-                    .collect::<Result<Vec<_>, PolicyError>>()?,
-            ),
-        };
-
+        let allow_under = self.allow_under(&raw.roots)?;
         if raw.roots.max_roots == 0 {
             let at = self.at("roots", "max_roots");
             return Err(self.err(at, "roots.max_roots", "must be at least 1"));
         }
+        let mut deny = self.deny_list(&raw.deny)?;
+        let static_roots = self.static_roots(&raw.roots)?;
+        let extra = self.extra_paths(&raw.runtime, &deny)?;
+        let tcp_connect = self.ports(&raw.network.tcp_connect, "network.tcp_connect")?;
+        let tcp_bind = self.ports(&raw.network.tcp_bind, "network.tcp_bind")?;
+        let (allow_domains, pins) = self.domains(&raw.network)?;
+        let (env_pass, env_set, env_deny) = self.environment(&raw.env)?;
+        self.check_limits(&raw)?;
+        let audit_file = match &raw.audit.file {
+            Some(f) => Some(self.path(f, "audit.file")?),
+            None => None,
+        };
+        if let Some(a) = &audit_file {
+            // rootfence appends to it: no root may contain it.
+            deny.push(PathRule::new(
+                a.display().to_string(),
+                a.clone(),
+                Origin::AuditFile,
+            ));
+        }
+        Ok(Policy {
+            file: self.file.map(Path::to_path_buf),
+            sources,
+            allow_under,
+            deny,
+            static_roots,
+            extra,
+            tcp_connect,
+            tcp_bind,
+            allow_domains,
+            pins,
+            env_pass,
+            env_set,
+            env_deny,
+            env_flags: Vec::new(),
+            audit_file,
+            home: self.home.map(Path::to_path_buf),
+            raw,
+        })
+    }
 
+    /// `[roots] allow_under`, expanded.
+    fn allow_under(&self, roots: &RootsSection) -> Result<Option<Vec<PathRule>>, PolicyError> {
+        let Some(list) = &roots.allow_under else {
+            return Ok(None);
+        };
+        list.iter()
+            .map(|s| {
+                let p = self.path(s, "roots.allow_under")?;
+                Ok(PathRule::new(
+                    s.get_ref().clone(),
+                    p,
+                    self.origin(s.span().start),
+                ))
+            })
+            .collect::<Result<Vec<_>, PolicyError>>()
+            .map(Some)
+    }
+
+    /// The deny list: the built-in one (unless turned off knowingly), the
+    /// file's own paths, and the policy file itself.
+    fn deny_list(&self, d: &DenySection) -> Result<Vec<PathRule>, PolicyError> {
         let mut deny = Vec::new();
-        if raw.deny.builtin {
-            for d in BUILTIN_DENY {
-                match expand(d, self.home) {
-                    Ok(p) => deny.push(PathRule::new(*d, p, Origin::Builtin)),
-                    // No home directory: the `~` entries name nothing.
-                    Err(_) => continue,
+        if d.builtin {
+            for b in BUILTIN_DENY {
+                // No home directory: the `~` entries name nothing.
+                if let Ok(p) = expand(b, self.home) {
+                    deny.push(PathRule::new(*b, p, Origin::Builtin));
                 }
             }
-        } else if !raw.deny.i_know {
+        } else if !d.i_know {
             let at = self.at("deny", "builtin");
             return Err(self.err(
                 at,
@@ -523,7 +566,7 @@ impl Validator<'_> {
                 "turning off the built-in deny list (~/.ssh, ~/.aws, ...) also needs `i_know = true` in [deny]",
             ));
         }
-        for s in &raw.deny.paths {
+        for s in &d.paths {
             let p = self.path(s, "deny.paths")?;
             deny.push(PathRule::new(
                 s.get_ref().clone(),
@@ -540,9 +583,13 @@ impl Validator<'_> {
                 Origin::PolicyFile,
             ));
         }
+        Ok(deny)
+    }
 
-        let mut static_roots = Vec::new();
-        for s in &raw.roots.static_roots {
+    /// `[[roots.static]]`, paths expanded (URIs as written).
+    fn static_roots(&self, roots: &RootsSection) -> Result<Vec<RootInput>, PolicyError> {
+        let mut out = Vec::new();
+        for s in &roots.static_roots {
             let r = s.get_ref();
             let text = if crate::roots::looks_like_uri(&r.path) {
                 r.path.clone()
@@ -551,18 +598,26 @@ impl Validator<'_> {
                     .map_err(|m| self.err(s.span().start, "roots.static.path", m))?;
                 p.to_string_lossy().into_owned()
             };
-            static_roots.push(RootInput::policy(text, r.name.clone(), r.access.into()));
+            out.push(RootInput::policy(text, r.name.clone(), r.access.into()));
         }
+        Ok(out)
+    }
 
+    /// `[runtime] read`, `exec`, `write`: none may touch a denied path.
+    fn extra_paths(
+        &self,
+        runtime: &RuntimeSection,
+        deny: &[PathRule],
+    ) -> Result<Vec<ExtraPath>, PolicyError> {
         let mut extra = Vec::new();
         for (list, kind, key) in [
-            (&raw.runtime.read, ExtraKind::Read, "runtime.read"),
-            (&raw.runtime.exec, ExtraKind::Exec, "runtime.exec"),
-            (&raw.runtime.write, ExtraKind::Write, "runtime.write"),
+            (&runtime.read, ExtraKind::Read, "runtime.read"),
+            (&runtime.exec, ExtraKind::Exec, "runtime.exec"),
+            (&runtime.write, ExtraKind::Write, "runtime.write"),
         ] {
             for s in list {
                 let path = self.path(s, key)?;
-                if let Some((rule, inside)) = deny_conflict(&path, &deny) {
+                if let Some((rule, inside)) = deny_conflict(&path, deny) {
                     let how = if inside { "is inside" } else { "contains" };
                     return Err(self.err(
                         s.span().start,
@@ -583,32 +638,38 @@ impl Validator<'_> {
                 });
             }
         }
+        Ok(extra)
+    }
 
-        let ports = |list: &Vec<Spanned<i64>>, key: &str| -> Result<Vec<u16>, PolicyError> {
-            let mut out = Vec::new();
-            for p in list {
-                let v = *p.get_ref();
-                match u16::try_from(v) {
-                    Ok(port) if port != 0 => out.push(port),
-                    _ => {
-                        return Err(self.err(
-                            p.span().start,
-                            key,
-                            format!("port {v} is not a TCP port (1-65535)"),
-                        ));
-                    }
+    /// A list of TCP ports, sorted, each once.
+    fn ports(&self, list: &[Spanned<i64>], key: &str) -> Result<Vec<u16>, PolicyError> {
+        let mut out = Vec::new();
+        for p in list {
+            let v = *p.get_ref();
+            match u16::try_from(v) {
+                Ok(port) if port != 0 => out.push(port),
+                _ => {
+                    return Err(self.err(
+                        p.span().start,
+                        key,
+                        format!("port {v} is not a TCP port (1-65535)"),
+                    ));
                 }
             }
-            out.sort_unstable();
-            out.dedup();
-            Ok(out)
-        };
-        let tcp_connect = ports(&raw.network.tcp_connect, "network.tcp_connect")?;
-        let tcp_bind = ports(&raw.network.tcp_bind, "network.tcp_bind")?;
-        let (allow_domains, pins) = self.domains(&raw.network)?;
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
 
+    /// `[env]`: what is passed, what is set, and what is refused (the
+    /// built-in list and the file's own).
+    fn environment(
+        &self,
+        env: &EnvSection,
+    ) -> Result<(Vec<String>, BTreeMap<String, String>, Vec<EnvRule>), PolicyError> {
         let mut env_pass = Vec::new();
-        for s in &raw.env.pass {
+        for s in &env.pass {
             let v = s.get_ref();
             let name = v.strip_suffix('*').unwrap_or(v);
             if v == "*" {
@@ -628,7 +689,7 @@ impl Validator<'_> {
             env_pass.push(v.clone());
         }
         let mut env_set = BTreeMap::new();
-        for (k, v) in &raw.env.set {
+        for (k, v) in &env.set {
             if !crate::envvars::valid_name(k.get_ref()) {
                 return Err(self.err(
                     k.span().start,
@@ -638,6 +699,12 @@ impl Validator<'_> {
             }
             env_set.insert(k.get_ref().clone(), v.clone());
         }
+        let env_deny = self.env_deny(env)?;
+        Ok((env_pass, env_set, env_deny))
+    }
+
+    /// The variables refused to `--env` and to `pass` patterns.
+    fn env_deny(&self, env: &EnvSection) -> Result<Vec<EnvRule>, PolicyError> {
         let mut env_deny: Vec<EnvRule> = crate::envvars::REFUSED
             .iter()
             .map(|(pattern, why)| EnvRule {
@@ -645,7 +712,7 @@ impl Validator<'_> {
                 why: format!("{why} (built-in)"),
             })
             .collect();
-        for s in &raw.env.deny {
+        for s in &env.deny {
             let v = s.get_ref();
             let name = v.strip_suffix('*').unwrap_or(v);
             if !crate::envvars::valid_name(name) {
@@ -655,12 +722,11 @@ impl Validator<'_> {
                     format!("{v:?} is not a variable name (NAME or PREFIX*)"),
                 ));
             }
-            let named = raw
-                .env
+            let named = env
                 .pass
                 .iter()
                 .map(|p| p.get_ref().as_str())
-                .chain(raw.env.set.keys().map(|k| k.get_ref().as_str()))
+                .chain(env.set.keys().map(|k| k.get_ref().as_str()))
                 .find(|n| !n.ends_with('*') && crate::envvars::matches(v, n));
             if let Some(n) = named {
                 return Err(self.err(
@@ -676,9 +742,13 @@ impl Validator<'_> {
                 why: format!("is denied by [env] deny ({})", self.origin(s.span().start)),
             });
         }
+        Ok(env_deny)
+    }
 
-        let l = &raw.limits;
-        if !(1024..=(1 << 30)).contains(&l.max_message_bytes) {
+    /// `[limits]`, `[sampling]` and `[elicitation]` values that would make
+    /// no sense.
+    fn check_limits(&self, raw: &PolicyFile) -> Result<(), PolicyError> {
+        if !(1024..=(1 << 30)).contains(&raw.limits.max_message_bytes) {
             let at = self.at("limits", "max_message_bytes");
             return Err(self.err(
                 at,
@@ -686,7 +756,6 @@ impl Validator<'_> {
                 "must be between 1024 and 1073741824",
             ));
         }
-
         let s = &raw.sampling;
         if s.allow {
             if s.per_minute == 0 {
@@ -723,39 +792,7 @@ impl Validator<'_> {
                 "allow = true but neither form nor url mode is enabled",
             ));
         }
-
-        let audit_file = match &raw.audit.file {
-            Some(f) => Some(self.path(f, "audit.file")?),
-            None => None,
-        };
-        if let Some(a) = &audit_file {
-            // rootfence appends to it: no root may contain it.
-            deny.push(PathRule::new(
-                a.display().to_string(),
-                a.clone(),
-                Origin::AuditFile,
-            ));
-        }
-
-        Ok(Policy {
-            file: self.file.map(Path::to_path_buf),
-            sources,
-            allow_under,
-            deny,
-            static_roots,
-            extra,
-            tcp_connect,
-            tcp_bind,
-            allow_domains,
-            pins,
-            env_pass,
-            env_set,
-            env_deny,
-            env_flags: Vec::new(),
-            audit_file,
-            home: self.home.map(Path::to_path_buf),
-            raw,
-        })
+        Ok(())
     }
 }
 
