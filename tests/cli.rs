@@ -480,3 +480,29 @@ fn the_readme_table_and_doctor_name_the_same_classes() {
         .collect();
     assert_eq!(table, doctor);
 }
+
+#[test]
+fn a_reader_that_stops_reading_ends_explain_quietly() {
+    // `rootfence explain | head -1`: no panic on the closed pipe.
+    use std::io::BufRead as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .args(["explain", "--", "/bin/true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("policy:"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}",
+        out.status
+    );
+}

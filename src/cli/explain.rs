@@ -155,6 +155,33 @@ pub fn render(plan: &SandboxPlan) -> String {
     if let Some(i) = &plan.command.interpreter {
         let _ = writeln!(s, "interpreter: {}", i.display());
     }
+    render_roots(&mut s, plan);
+    render_paths(&mut s, plan);
+    render_isolation_and_network(&mut s, plan);
+    render_environment(&mut s, plan);
+    for line in withheld(&plan.capabilities) {
+        let _ = writeln!(s, "{line}");
+    }
+    let l = &plan.limits;
+    let _ = writeln!(
+        s,
+        "\nlimits:   max message {} bytes; restart {:?} (max {}, backoff {} ms); drain {} ms; debounce {} ms; shutdown grace {} ms",
+        l.max_message_bytes,
+        l.restart,
+        l.max_restarts,
+        l.restart_backoff_ms,
+        l.drain_timeout_ms,
+        l.rebuild_debounce_ms,
+        l.shutdown_grace_ms
+    );
+    for w in &plan.warnings {
+        let _ = writeln!(s, "warning:  {w}");
+    }
+    s
+}
+
+/// The enforced, folded and refused roots.
+fn render_roots(s: &mut String, plan: &SandboxPlan) {
     let _ = writeln!(s, "\nroots ({} enforced):", plan.roots.len());
     if plan.roots.is_empty() {
         let _ = writeln!(s, "  (none)");
@@ -186,6 +213,10 @@ pub fn render(plan: &SandboxPlan) -> String {
             let _ = writeln!(s, "  {} (from {}): {}", r.input, r.from, r.reason);
         }
     }
+}
+
+/// The rules, and every path with its rights and the rule that grants it.
+fn render_paths(s: &mut String, plan: &SandboxPlan) {
     let _ = writeln!(
         s,
         "\nrules (what every server gets besides its roots; each path below names its rule):"
@@ -254,6 +285,10 @@ pub fn render(plan: &SandboxPlan) -> String {
             p.why
         );
     }
+}
+
+/// The isolation, the network and the scopes.
+fn render_isolation_and_network(s: &mut String, plan: &SandboxPlan) {
     let _ = writeln!(
         s,
         "\nisolation: namespaces {}",
@@ -286,7 +321,7 @@ pub fn render(plan: &SandboxPlan) -> String {
         "  unix socket connect outside the sandbox: {}",
         if n.unix_sockets { "allowed" } else { "denied" }
     );
-    render_domains(&mut s, n.domains.as_ref());
+    render_domains(s, n.domains.as_ref());
     let _ = writeln!(
         s,
         "scopes:   signals {}, abstract unix sockets {}",
@@ -297,6 +332,11 @@ pub fn render(plan: &SandboxPlan) -> String {
             "open"
         }
     );
+}
+
+/// The server's environment, and what of rootfence's does not reach it.
+fn render_environment(s: &mut String, plan: &SandboxPlan) {
+    let n = &plan.network;
     let _ = writeln!(
         s,
         "\nenvironment ({} variables; nothing else is passed):",
@@ -342,25 +382,6 @@ pub fn render(plan: &SandboxPlan) -> String {
         );
         let _ = writeln!(s, "  {}", plan.env_dropped.join(" "));
     }
-    for line in withheld(&plan.capabilities) {
-        let _ = writeln!(s, "{line}");
-    }
-    let l = &plan.limits;
-    let _ = writeln!(
-        s,
-        "\nlimits:   max message {} bytes; restart {:?} (max {}, backoff {} ms); drain {} ms; debounce {} ms; shutdown grace {} ms",
-        l.max_message_bytes,
-        l.restart,
-        l.max_restarts,
-        l.restart_backoff_ms,
-        l.drain_timeout_ms,
-        l.rebuild_debounce_ms,
-        l.shutdown_grace_ms
-    );
-    for w in &plan.warnings {
-        let _ = writeln!(s, "warning:  {w}");
-    }
-    s
 }
 
 pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {

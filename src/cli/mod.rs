@@ -136,6 +136,23 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.log);
+    if matches!(
+        cli.command,
+        Command::Check { .. }
+            | Command::Explain { .. }
+            | Command::Doctor { .. }
+            | Command::Schema
+            | Command::Wrap(_)
+    ) {
+        // Commands that only print: a reader that stops reading
+        // (`rootfence explain | head`) ends them quietly, as it ends other
+        // tools, instead of a panic on the failed write.
+        // SAFETY: restoring the default disposition of SIGPIPE, before any
+        // other thread exists; no handler is installed.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli.command {
         Command::Check { files } => check(&files),
         Command::Explain { launch, json } => explain::explain(&launch, json),

@@ -347,6 +347,13 @@ impl Policy {
     }
 }
 
+/// `[env]` as validated.
+struct EnvRules {
+    pass: Vec<String>,
+    set: BTreeMap<String, String>,
+    deny: Vec<EnvRule>,
+}
+
 struct Validator<'a> {
     text: &'a str,
     shown: &'a str,
@@ -494,7 +501,11 @@ impl Validator<'_> {
         let tcp_connect = self.ports(&raw.network.tcp_connect, "network.tcp_connect")?;
         let tcp_bind = self.ports(&raw.network.tcp_bind, "network.tcp_bind")?;
         let (allow_domains, pins) = self.domains(&raw.network)?;
-        let (env_pass, env_set, env_deny) = self.environment(&raw.env)?;
+        let EnvRules {
+            pass: env_pass,
+            set: env_set,
+            deny: env_deny,
+        } = self.environment(&raw.env)?;
         self.check_limits(&raw)?;
         let audit_file = match &raw.audit.file {
             Some(f) => Some(self.path(f, "audit.file")?),
@@ -664,10 +675,7 @@ impl Validator<'_> {
 
     /// `[env]`: what is passed, what is set, and what is refused (the
     /// built-in list and the file's own).
-    fn environment(
-        &self,
-        env: &EnvSection,
-    ) -> Result<(Vec<String>, BTreeMap<String, String>, Vec<EnvRule>), PolicyError> {
+    fn environment(&self, env: &EnvSection) -> Result<EnvRules, PolicyError> {
         let mut env_pass = Vec::new();
         for s in &env.pass {
             let v = s.get_ref();
@@ -699,8 +707,11 @@ impl Validator<'_> {
             }
             env_set.insert(k.get_ref().clone(), v.clone());
         }
-        let env_deny = self.env_deny(env)?;
-        Ok((env_pass, env_set, env_deny))
+        Ok(EnvRules {
+            pass: env_pass,
+            set: env_set,
+            deny: self.env_deny(env)?,
+        })
     }
 
     /// The variables refused to `--env` and to `pass` patterns.
