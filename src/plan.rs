@@ -401,104 +401,15 @@ pub fn build(
     }
 
     let (enforced, protected) = control_files(policy, enforced, &mut refused, &mut warnings);
-
-    let mut grants: Vec<Grant> = Vec::new();
     let exec_in_roots = policy.raw.runtime.exec_in_roots;
-    for r in &enforced {
-        let mut rights = match r.access {
-            Access::ReadWrite => Rights::RW,
-            Access::ReadOnly => Rights::R,
-        };
-        rights.exec = exec_in_roots;
-        grants.push(Grant {
-            path: r.path.clone(),
-            rights,
-            reasons: vec![GrantReason::Root { uri: r.uri.clone() }],
-            optional: false,
-            handle: Some(r.handle.clone()),
-        });
-    }
-    let mut private_layers = Vec::new();
-    for n in &command.needs {
-        if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
-            // Discovery narrows grants around denied paths; this is the
-            // last line, never expected to be reached.
-            warnings.push(format!(
-                "runtime path {} ({}) not granted: it touches denied path {} ({})",
-                n.path.display(),
-                n.why,
-                rule.shown,
-                rule.origin
-            ));
-            continue;
-        }
-        if n.private {
-            private_layers.push(PrivateLayer {
-                path: n.path.clone(),
-                env: n.private_env.clone(),
-                why: n.why.clone(),
-            });
-        }
-        grants.push(Grant {
-            path: n.path.clone(),
-            rights: n.rights,
-            reasons: vec![GrantReason::Runtime {
-                rule: n.rule,
-                why: n.why.clone(),
-            }],
-            optional: n.optional,
-            handle: None,
-        });
-    }
-    for e in &policy.extra {
-        let rights = match e.kind {
-            ExtraKind::Read => Rights::R,
-            ExtraKind::Exec => Rights::RX,
-            ExtraKind::Write => Rights::RW,
-        };
-        grants.push(Grant {
-            path: e.path.clone(),
-            rights,
-            reasons: vec![GrantReason::Policy {
-                origin: e.origin.clone(),
-            }],
-            optional: false,
-            handle: None,
-        });
-    }
+    let mut grants = root_grants(&enforced, exec_in_roots);
+    let private_layers = runtime_grants(policy, &command, &mut grants, &mut warnings);
+    grants.extend(policy_grants(policy));
     let grants = combine(grants);
 
     warnings.extend(command.notes.iter().cloned());
-    let mut scratch_files = Vec::new();
     let (mut out_env, env_dropped) = environment(policy, &command, env, &mut warnings);
-    // git's global configuration: the sanitized copy, or an empty one (git
-    // fails on a global configuration it may not read); a value the policy
-    // or a --env flag gives wins.
-    let given = out_env
-        .get("GIT_CONFIG_GLOBAL")
-        .is_some_and(|(_, src)| matches!(src, EnvSource::Set | EnvSource::Flag));
-    if !given {
-        match (&command.git_config, policy.raw.runtime.scratch) {
-            (Some(content), true) => {
-                out_env.remove("GIT_CONFIG_GLOBAL");
-                scratch_files.push(ScratchFile {
-                    name: "gitconfig".into(),
-                    content: content.clone(),
-                    env: "GIT_CONFIG_GLOBAL".into(),
-                    // GitPython reads ~/.gitconfig whatever the variable.
-                    home: Some(".gitconfig".into()),
-                    why: "git's global configuration, sanitized (identity and safe settings only)"
-                        .into(),
-                });
-            }
-            _ => {
-                out_env.insert(
-                    "GIT_CONFIG_GLOBAL".into(),
-                    ("/dev/null".into(), EnvSource::Rule),
-                );
-            }
-        }
-    }
+    let scratch_files = git_config(policy, &command, &mut out_env);
     let domains = (!policy.allow_domains.is_empty()).then(|| DomainPlan {
         allow: policy.allow_domains.clone(),
         hosts: policy.pins.clone(),
@@ -576,6 +487,125 @@ pub fn proxied_env(env: &mut BTreeMap<String, (String, EnvSource)>, warnings: &m
     }
     env.entry("NODE_USE_ENV_PROXY".into())
         .or_insert_with(|| ("1".into(), EnvSource::Rule));
+}
+
+/// The grants of the enforced roots, each from its handle.
+fn root_grants(enforced: &[CanonicalRoot], exec_in_roots: bool) -> Vec<Grant> {
+    enforced
+        .iter()
+        .map(|r| {
+            let mut rights = match r.access {
+                Access::ReadWrite => Rights::RW,
+                Access::ReadOnly => Rights::R,
+            };
+            rights.exec = exec_in_roots;
+            Grant {
+                path: r.path.clone(),
+                rights,
+                reasons: vec![GrantReason::Root { uri: r.uri.clone() }],
+                optional: false,
+                handle: Some(r.handle.clone()),
+            }
+        })
+        .collect()
+}
+
+/// The grants of the runtime's general rules (added to `grants`), and the
+/// private layers among them.
+fn runtime_grants(
+    policy: &Policy,
+    command: &CommandSpec,
+    grants: &mut Vec<Grant>,
+    warnings: &mut Vec<String>,
+) -> Vec<PrivateLayer> {
+    let mut private_layers = Vec::new();
+    for n in &command.needs {
+        if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
+            // Discovery narrows grants around denied paths; this is the
+            // last line, never expected to be reached.
+            warnings.push(format!(
+                "runtime path {} ({}) not granted: it touches denied path {} ({})",
+                n.path.display(),
+                n.why,
+                rule.shown,
+                rule.origin
+            ));
+            continue;
+        }
+        if n.private {
+            private_layers.push(PrivateLayer {
+                path: n.path.clone(),
+                env: n.private_env.clone(),
+                why: n.why.clone(),
+            });
+        }
+        grants.push(Grant {
+            path: n.path.clone(),
+            rights: n.rights,
+            reasons: vec![GrantReason::Runtime {
+                rule: n.rule,
+                why: n.why.clone(),
+            }],
+            optional: n.optional,
+            handle: None,
+        });
+    }
+    private_layers
+}
+
+/// The grants of the policy's `[runtime] read`, `exec` and `write`.
+fn policy_grants(policy: &Policy) -> impl Iterator<Item = Grant> + '_ {
+    policy.extra.iter().map(|e| Grant {
+        path: e.path.clone(),
+        rights: match e.kind {
+            ExtraKind::Read => Rights::R,
+            ExtraKind::Exec => Rights::RX,
+            ExtraKind::Write => Rights::RW,
+        },
+        reasons: vec![GrantReason::Policy {
+            origin: e.origin.clone(),
+        }],
+        optional: false,
+        handle: None,
+    })
+}
+
+/// git's global configuration for the server: the sanitized copy (a file
+/// in its scratch directory, and in its private home), or an empty one
+/// (git fails on a global configuration it may not read); a value the
+/// policy or a `--env` flag gives wins.
+fn git_config(
+    policy: &Policy,
+    command: &CommandSpec,
+    env: &mut BTreeMap<String, (String, EnvSource)>,
+) -> Vec<ScratchFile> {
+    let given = env
+        .get("GIT_CONFIG_GLOBAL")
+        .is_some_and(|(_, src)| matches!(src, EnvSource::Set | EnvSource::Flag));
+    if given {
+        return Vec::new();
+    }
+    match (&command.git_config, policy.raw.runtime.scratch) {
+        (Some(content), true) => {
+            env.remove("GIT_CONFIG_GLOBAL");
+            vec![ScratchFile {
+                name: "gitconfig".into(),
+                content: content.clone(),
+                env: "GIT_CONFIG_GLOBAL".into(),
+                // GitPython reads ~/.gitconfig whatever the variable.
+                home: Some(".gitconfig".into()),
+                why: "git's global configuration, sanitized (identity and safe settings only)"
+                    .into(),
+            }]
+        }
+        _ => {
+            env.insert(
+                "GIT_CONFIG_GLOBAL".into(),
+                ("/dev/null".into(), EnvSource::Rule),
+            );
+            Vec::new()
+        }
+    }
 }
 
 /// The server's environment and the names of rootfence's variables that
