@@ -17,6 +17,7 @@ pub mod framing;
 pub mod guard;
 pub mod id;
 pub mod init_cache;
+mod launcher;
 pub mod message;
 pub mod scan;
 pub mod server;
@@ -30,6 +31,7 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+pub use launcher::SandboxLauncher;
 pub use server::{LaunchError, Launcher, ServerProcess};
 pub use session::{Action, Ending, Event, Session, SessionConfig, SessionError};
 
