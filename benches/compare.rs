@@ -589,11 +589,9 @@ fn startup(a: &Path, rows: &mut Vec<Row>) {
 // ---------------------------------------------------------------- plan
 
 fn plan_scale(rows: &mut Vec<Row>) {
-    use rootfence::roots::resolve_all;
     use rootfence::runtime::{self, HostEnv};
     let env = HostEnv::current();
     let policy = rootfence::policy::Policy::builtin(env.home.as_deref()).unwrap();
-    let rules = policy.root_rules(env.cwd.clone());
     let command = runtime::discover(&["/bin/true".into()], &policy, &env).unwrap();
     let mut per_root = Vec::new();
     let mut at_1000 = Duration::ZERO;
@@ -602,8 +600,7 @@ fn plan_scale(rows: &mut Vec<Row>) {
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t = Instant::now();
-            let (ok, refused) = resolve_all(&inputs, &rules);
-            let plan = rootfence::plan::build(&policy, ok, refused, command.clone(), &env);
+            let plan = rootfence::plan::with_roots(&policy, &inputs, command.clone(), &env);
             rootfence::sandbox::build_ruleset(&plan).unwrap();
             times.push(t.elapsed());
         }

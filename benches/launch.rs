@@ -68,15 +68,14 @@ fn wall(c: &mut Criterion) {
 }
 
 fn plan_true(home: &std::path::Path) -> rootfence::plan::SandboxPlan {
-    use rootfence::runtime::{self, HostEnv};
+    use rootfence::runtime::HostEnv;
     let mut env = HostEnv::current();
     env.home = Some(home.to_path_buf());
     env.vars
         .insert("HOME".into(), home.to_string_lossy().into_owned());
     let policy = rootfence::policy::Policy::builtin(Some(home)).expect("built-in policy");
-    let command =
-        runtime::discover(&["/bin/true".into()], &policy, &env).expect("discover /bin/true");
-    rootfence::plan::build(&policy, vec![], vec![], command, &env)
+    rootfence::plan::for_launch(&policy, &[], &["/bin/true".into()], &env)
+        .expect("discover /bin/true")
 }
 
 fn lib(c: &mut Criterion) {

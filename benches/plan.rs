@@ -8,25 +8,19 @@ mod common;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rootfence::plan;
 use rootfence::policy::Policy;
-use rootfence::roots::resolve_all;
 use rootfence::runtime::{self, HostEnv};
 
 fn bench(c: &mut Criterion) {
     let env = HostEnv::current();
     let policy = Policy::builtin(env.home.as_deref()).unwrap();
-    let rules = policy.root_rules(env.cwd.clone());
     let command = runtime::discover(&["/bin/true".into()], &policy, &env).unwrap();
     let mut group = c.benchmark_group("plan");
     for n in [1usize, 10, 100, 1000] {
         let (_dir, inputs) = common::root_dirs(n);
         group.bench_with_input(BenchmarkId::new("resolve+plan", n), &n, |b, _| {
-            b.iter(|| {
-                let (ok, refused) = resolve_all(&inputs, &rules);
-                plan::build(&policy, ok, refused, command.clone(), &env)
-            })
+            b.iter(|| plan::with_roots(&policy, &inputs, command.clone(), &env))
         });
-        let (ok, refused) = resolve_all(&inputs, &rules);
-        let p = plan::build(&policy, ok, refused, command.clone(), &env);
+        let p = plan::with_roots(&policy, &inputs, command.clone(), &env);
         group.bench_with_input(BenchmarkId::new("landlock-ruleset", n), &n, |b, _| {
             b.iter(|| rootfence::sandbox::build_ruleset(&p).unwrap())
         });

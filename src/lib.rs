@@ -1,29 +1,74 @@
 //! rootfence: makes MCP roots real.
 //!
-//! A launcher for MCP stdio servers that turns the protocol's advisory roots
-//! into an enforced Landlock sandbox. The crate is a functional core with a
-//! thin imperative shell:
+//! A launcher for MCP stdio servers that turns the protocol's advisory
+//! roots into an enforced sandbox (Landlock, seccomp, namespaces where the
+//! kernel allows them). This page is the library's surface for Rust hosts;
+//! the `rootfence` binary is a thin layer over it.
 //!
-//! - [`roots`]: root URIs and paths to canonical roots (or refusals);
-//! - [`envvars`]: the `--env` flag and the variables refused to it;
-//! - [`hostconfig`]: host MCP configs, rewritten to launch through rootfence;
-//! - [`policy`]: the security-policy file format and its validation;
-//! - [`plan`]: `(policy, roots, command) -> SandboxPlan`, pure;
-//! - [`netproxy`]: the HTTP proxy that gives a server network by domain;
-//! - [`runtime`]: discovering what a command needs to start (effectful);
-//! - [`sandbox`]: what the kernel can enforce, and (later) applying a plan;
-//! - [`fs`]: `rootfence fs`, the filesystem server on root handles;
-//! - [`cli`]: the command-line interface.
+//! Three steps, each usable alone:
+//!
+//! 1. **A policy**: [`Policy::load`] reads a policy file,
+//!    [`Policy::builtin`] is the default.
+//! 2. **A plan**: [`plan_for_launch`] resolves the roots against the policy
+//!    (refusing what it forbids), discovers what the command needs to
+//!    start, and decides every path, port and variable the server gets.
+//!    [`SandboxPlan`] is plain data: print it, test it, keep it.
+//! 3. **A launch**: either [`spawn`] one sandboxed child with pipes you
+//!    own, or [`run_proxy`] a whole MCP session (roots answered with the
+//!    enforced ones, the sandbox rebuilt when roots change, sampling and
+//!    elicitation policed) between your streams and a server started by a
+//!    [`Launcher`] such as [`SandboxLauncher`].
+//!
+//! `examples/embed.rs` launches a fenced server and talks MCP to it.
+//!
+//! # Security
+//!
+//! The promises are the plan's: a server reads and writes its roots and
+//! the runtime paths the plan lists, nothing else; a root the policy
+//! refuses is never granted. What this kernel enforces of the plan is in
+//! [`SandboxedChild::confinement`]; a launch that cannot enforce what the
+//! policy requires fails instead of running the server unconfined.
+//!
+//! The modules below the surface are public for rootfence's own tests,
+//! benches and command line; they are not a stable interface.
 
-pub mod cli;
+#![warn(missing_docs)]
+
+pub use plan::SandboxPlan;
+pub use plan::for_launch as plan_for_launch;
+pub use policy::{Policy, PolicyError};
+pub use proxy::run as run_proxy;
+pub use proxy::{
+    Ending, Event, LaunchError, Launcher, SandboxLauncher, SessionConfig, SessionError,
+};
+pub use roots::{Access, RootInput};
+pub use runtime::{HostEnv, RuntimeError};
+pub use sandbox::{Confinement, SandboxError, SandboxedChild, Stdio, StdioConfig, spawn};
+
+/// The `rootfence` command line, as the binary runs it.
+pub fn cli_main() -> std::process::ExitCode {
+    cli::main()
+}
+
+mod cli;
+mod fs;
+mod hostconfig;
+
+#[doc(hidden)]
 pub mod envvars;
-pub mod fs;
-pub mod hostconfig;
+#[doc(hidden)]
 pub mod netproxy;
+#[doc(hidden)]
 pub mod plan;
+#[doc(hidden)]
 pub mod policy;
+#[doc(hidden)]
 pub mod proxy;
+#[doc(hidden)]
 pub mod roots;
+#[doc(hidden)]
 pub mod runtime;
+#[doc(hidden)]
 pub mod sandbox;
+#[doc(hidden)]
 pub mod watch;

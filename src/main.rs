@@ -1,5 +1,5 @@
 //! The `rootfence` binary: everything lives in the library.
 
 fn main() -> std::process::ExitCode {
-    rootfence::cli::main()
+    rootfence::cli_main()
 }

@@ -7,11 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rootfence::plan::{self, SandboxPlan};
-use rootfence::policy::Policy;
-use rootfence::roots::{self, Access, RootInput};
-use rootfence::runtime::{self, HostEnv};
-use rootfence::sandbox::{self, Confinement, StdioConfig};
+use rootfence::{Access, Confinement, HostEnv, Policy, RootInput, SandboxPlan, Stdio, StdioConfig};
+use rootfence::{plan, sandbox};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn plan_for(root: &Path, home: &Path, argv: &[&str]) -> SandboxPlan {
@@ -25,11 +22,10 @@ fn plan_for(root: &Path, home: &Path, argv: &[&str]) -> SandboxPlan {
         root.to_string_lossy().into_owned(),
         Access::ReadWrite,
     )];
-    let (ok, refused) = roots::resolve_all(&inputs, &policy.root_rules(None));
-    assert!(refused.is_empty(), "{refused:?}");
     let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
-    let command = runtime::discover(&argv, &policy, &env).expect("discover");
-    plan::build(&policy, ok, refused, command, &env)
+    let plan = rootfence::plan_for_launch(&policy, &inputs, &argv, &env).expect("discover");
+    assert!(plan.refused.is_empty(), "{:?}", plan.refused);
+    plan
 }
 
 const PROBE: &str = r#"
@@ -89,12 +85,12 @@ async fn launch_and_check(d: Arc<Dirs>) {
             d.forbidden.to_str().unwrap(),
         ],
     );
-    let mut child = sandbox::spawn(
+    let mut child = rootfence::spawn(
         &plan,
         StdioConfig {
-            stdin: sandbox::Stdio::Piped,
-            stdout: sandbox::Stdio::Piped,
-            stderr: sandbox::Stdio::Inherit,
+            stdin: Stdio::Piped,
+            stdout: Stdio::Piped,
+            stderr: Stdio::Inherit,
         },
     )
     .expect("spawn");
@@ -300,7 +296,7 @@ fn root_rule_follows_the_resolved_handle_not_the_path() {
     let d = dirs();
     let (mut plan, _moved) = swapped_root(&d);
     plan.namespaces = plan::NamespaceMode::Off;
-    let mut child = sandbox::spawn(
+    let mut child = rootfence::spawn(
         &plan,
         StdioConfig {
             stdout: sandbox::Stdio::Piped,

@@ -87,7 +87,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
             return ExitCode::from(EXIT_ROOTFENCE);
         }
     };
-    let mut plan = match super::explain::plan_for(&args.launch, &policy, &env) {
+    let mut plan = match args.launch.plan(&policy, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");

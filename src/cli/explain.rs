@@ -5,37 +5,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::plan::{self, SandboxPlan};
-use crate::policy::Policy;
-use crate::roots::{self, Access, RootInput};
-use crate::runtime::{self, HostEnv};
+use crate::runtime::HostEnv;
 use crate::sandbox;
 
 use super::{LaunchArgs, load_launch_policy, load_policy};
-
-/// Resolve the roots of `args` (policy static roots, then command line)
-/// under `policy`, discover the command, and build the plan.
-pub fn plan_for(
-    args: &LaunchArgs,
-    policy: &Policy,
-    env: &HostEnv,
-) -> Result<SandboxPlan, runtime::RuntimeError> {
-    let mut inputs: Vec<RootInput> = policy.static_roots.clone();
-    inputs.extend(
-        args.roots
-            .iter()
-            .map(|r| RootInput::command_line(r.clone(), Access::ReadWrite)),
-    );
-    inputs.extend(
-        args.ro_roots
-            .iter()
-            .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
-    );
-    let rules = policy.root_rules(env.cwd.clone());
-    let (ok, refused) = roots::resolve_all(&inputs, &rules);
-    tracing::debug!(accepted = ok.len(), refused = refused.len(), policy = %policy.name(), "roots resolved");
-    let command = runtime::discover(&args.command, policy, env)?;
-    Ok(plan::build(policy, ok, refused, command, env))
-}
 
 pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     let env = HostEnv::current();
@@ -46,7 +19,7 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let plan = match plan_for(args, &policy, &env) {
+    let plan = match args.plan(&policy, &env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
@@ -404,7 +377,7 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         env: vec![],
         command: vec!["/bin/true".into()],
     };
-    let plan = match plan_for(&args, &policy, &env) {
+    let plan = match args.plan(&policy, &env) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("rootfence: {e}");

@@ -72,7 +72,7 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
     let mut secrets: Vec<PathBuf> = Vec::new();
     for round in 1..=args.rounds.max(1) {
         let policy = with_learned(&base, &learned);
-        let mut plan = match super::explain::plan_for(&args.launch, &policy, &env) {
+        let mut plan = match args.launch.plan(&policy, &env) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("rootfence: {e}");

@@ -60,6 +60,27 @@ pub struct LaunchArgs {
     pub command: Vec<OsString>,
 }
 
+impl LaunchArgs {
+    /// The command line's roots: `--root` read-write, then `--ro-root`.
+    pub fn root_inputs(&self) -> Vec<crate::roots::RootInput> {
+        use crate::roots::{Access, RootInput};
+        let rw = self.roots.iter().map(|r| (r, Access::ReadWrite));
+        let ro = self.ro_roots.iter().map(|r| (r, Access::ReadOnly));
+        rw.chain(ro)
+            .map(|(r, access)| RootInput::command_line(r.clone(), access))
+            .collect()
+    }
+
+    /// The plan for this launch under `policy` (see [`crate::plan::for_launch`]).
+    pub fn plan(
+        &self,
+        policy: &crate::policy::Policy,
+        env: &crate::runtime::HostEnv,
+    ) -> Result<crate::plan::SandboxPlan, crate::runtime::RuntimeError> {
+        crate::plan::for_launch(policy, &self.root_inputs(), &self.command, env)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run an MCP stdio server under the sandbox and relay MCP between the

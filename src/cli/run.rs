@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::proxy::{self, Ending, SandboxLauncher, SessionConfig};
-use crate::roots::{Access, RootInput};
 use crate::runtime::HostEnv;
 use crate::sandbox;
 use crate::watch;
@@ -92,18 +91,7 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let mut cli_roots: Vec<RootInput> = args
-        .launch
-        .roots
-        .iter()
-        .map(|r| RootInput::command_line(r.clone(), Access::ReadWrite))
-        .collect();
-    cli_roots.extend(
-        args.launch
-            .ro_roots
-            .iter()
-            .map(|r| RootInput::command_line(r.clone(), Access::ReadOnly)),
-    );
+    let cli_roots = args.launch.root_inputs();
 
     sandbox::enable_subreaper();
     let caps = crate::plan::HostCapabilities::of(&policy);

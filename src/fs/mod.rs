@@ -28,6 +28,5 @@ pub mod tools;
 pub mod walk;
 pub mod write;
 
-pub use error::FsError;
 pub use session::{Config, serve};
 pub use walk::Limits;

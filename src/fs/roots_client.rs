@@ -110,7 +110,7 @@ impl RootsClient {
         self.pending = None;
         match result.and_then(|r| r.get("roots")) {
             Some(list) => {
-                let (roots, from_host) = self.from_list(list);
+                let (roots, from_host) = self.roots_in(list);
                 self.current = roots;
                 self.from_host = from_host;
                 tracing::info!(
@@ -145,7 +145,7 @@ impl RootsClient {
     /// The roots a host's `roots` list stands for, and whether they are the
     /// host's: its valid directories, or, when the list is empty, the
     /// command line's (as the reference server keeps its arguments).
-    pub fn from_list(&self, list: &Value) -> (Roots, bool) {
+    pub fn roots_in(&self, list: &Value) -> (Roots, bool) {
         let items = list.as_array().map(Vec::as_slice).unwrap_or_default();
         if items.is_empty() {
             return (self.cli_roots(), false);

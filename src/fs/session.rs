@@ -278,7 +278,7 @@ impl<W: Write> Session<W> {
             .and_then(|r| r.get("roots"));
         match given {
             Some(list) => {
-                let (roots, _) = self.roots.from_list(list);
+                let (roots, _) = self.roots.roots_in(list);
                 self.call(&id, params, Some(&roots))
             }
             None => {

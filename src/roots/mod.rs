@@ -3,7 +3,7 @@
 //!
 //! A root arrives from an MCP host (a `file://` URI and an optional name),
 //! from the command line (`--root` / `--ro-root`: a path or a `file://` URI)
-//! or from a policy file. [`resolve`] validates it, opens it once and keeps
+//! or from a policy file. `resolve` validates it, opens it once and keeps
 //! the open handle: every later stage (the plan, the Landlock ruleset,
 //! rootfence's own file operations) rules on that handle, never on the path
 //! string again. [`merge`] folds duplicates and nested roots together

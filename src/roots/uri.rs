@@ -106,7 +106,7 @@ pub enum UriError {
 ///
 /// The result is an absolute path with no `.`, `..` or empty segments and no
 /// trailing slash (except for `/` itself). It is not canonical yet: symlinks
-/// are resolved by [`crate::roots::resolve`].
+/// are resolved by `roots::resolve`.
 ///
 /// # Security
 ///

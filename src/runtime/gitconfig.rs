@@ -76,7 +76,7 @@ pub fn of_user(env: &HostEnv) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// A git configuration holding only the [`SAFE_KEYS`] of `text` (last
+/// A git configuration holding only the `SAFE_KEYS` of `text` (last
 /// value wins), in a canonical form. Values holding a newline, a NUL or
 /// `://` with credentials are left out. Includes are not followed.
 pub fn sanitize(text: &str) -> String {

@@ -68,7 +68,7 @@ impl std::fmt::Display for Rung {
 }
 
 /// How network by domain (`[network] allow_domains`) keeps a server to
-/// rootfence's proxy and to nothing else (see [`super::netns`]).
+/// rootfence's proxy and to nothing else (see `sandbox::netns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DomainRung {

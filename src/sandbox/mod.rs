@@ -4,7 +4,7 @@
 //! This module is the only place that talks to Landlock and seccomp. One
 //! concept per file:
 //!
-//! - [`probe`]: the kernel's Landlock ABI and seccomp; `nsprobe`: whether
+//! - `probe`: the kernel's Landlock ABI and seccomp; `nsprobe`: whether
 //!   the server can have namespaces here (a test launch);
 //! - [`coverage`](mod@coverage): the rung of isolation a plan gets here, what it would
 //!   lose, and every class of escape with the layer that closes it;

@@ -431,7 +431,7 @@ fn ascii_folds() -> &'static [String] {
 }
 
 /// `text` folded as a whole, for terms matched as substrings: invisible
-/// characters dropped, NFKC, then [`fold_word`].
+/// characters dropped, NFKC, then `fold_word`.
 pub fn fold(text: &str) -> String {
     fold_word(&prepare(text))
 }

@@ -100,6 +100,28 @@ pub struct SessionConfig {
     pub remember: Option<RememberFn>,
 }
 
+impl SessionConfig {
+    /// A session launching `command` under `policy` with `roots` (beyond
+    /// the policy's own and the host's): no watcher, nothing remembered.
+    pub fn new(
+        policy: Policy,
+        roots: Vec<RootInput>,
+        command: Vec<std::ffi::OsString>,
+        env: HostEnv,
+    ) -> SessionConfig {
+        SessionConfig {
+            policy,
+            cli_roots: roots,
+            no_host_roots: false,
+            command,
+            env,
+            roots_observer: None,
+            remembered_init: None,
+            remember: None,
+        }
+    }
+}
+
 /// Stores a handshake for the next session ([`Action::RememberInit`]).
 pub type RememberFn = Box<dyn FnMut(&RememberedInit) + Send>;
 

@@ -17,7 +17,7 @@ use super::Session;
 use super::rights::Rights;
 use crate::plan::{self, SandboxPlan};
 use crate::policy::{Policy, PolicyFile};
-use crate::roots::{Access, CanonicalRoot, Refusal, RootInput, RootSource, resolve_all};
+use crate::roots::{Access, CanonicalRoot, RootInput, RootSource};
 use crate::runtime::{self, CommandSpec, HostEnv};
 
 /// What the server should be allowed now.
@@ -157,19 +157,16 @@ impl Inputs {
         self.host_roots = roots;
     }
 
-    /// Resolve every input and build the plan.
-    pub fn compute(&self) -> (SandboxPlan, Vec<Refusal>) {
+    /// Resolve every input and build the plan (its `refused` says which
+    /// roots were refused, and why).
+    pub fn compute(&self) -> SandboxPlan {
         let mut inputs: Vec<RootInput> = self.policy.static_roots.clone();
         inputs.extend(self.cli_roots.iter().cloned());
         if self.accepts_host_roots() {
             inputs.extend(self.host_roots.iter().cloned());
         }
         inputs.retain(|i| !self.dropped.contains(&i.raw));
-        let rules = self.policy.root_rules(self.env.cwd.clone());
-        let (ok, refused) = resolve_all(&inputs, &rules);
-        let shown = refused.clone();
-        let plan = plan::build(&self.policy, ok, refused, self.spec.clone(), &self.env);
-        (plan, shown)
+        plan::with_roots(&self.policy, &inputs, self.spec.clone(), &self.env)
     }
 
     /// Drop the inputs of `roots` whose directory is no longer the one
@@ -188,8 +185,8 @@ impl Inputs {
 
 /// The first target of a session (no host roots yet).
 pub fn first(inputs: &Inputs) -> Target {
-    let (plan, refused) = inputs.compute();
-    for r in &refused {
+    let plan = inputs.compute();
+    for r in &plan.refused {
         tracing::warn!("{r}");
     }
     Target::new(1, plan, inputs)
@@ -200,8 +197,8 @@ impl Session {
     /// logging warnings) which of its roots were refused.
     pub(super) fn recompute(&mut self, report: bool, now: Instant) {
         self.recompute_at = None;
-        let (plan, refused) = self.inputs.compute();
-        for r in &refused {
+        let plan = self.inputs.compute();
+        for r in &plan.refused {
             tracing::warn!("{r}");
             if report
                 && r.from == RootSource::Host

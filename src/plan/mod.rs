@@ -1,6 +1,8 @@
 //! The sandbox plan: `(policy, roots, command) -> SandboxPlan`.
 //!
-//! [`build`] is pure: it reads no file and launches nothing. It decides
+//! [`for_launch`] is the way in: it resolves the roots, discovers the
+//! command's runtime and builds the plan. [`build`], the deciding part, is
+//! pure: it reads no file and launches nothing. It decides
 //! every path the server may touch and why, the network ports, the Landlock
 //! scopes, the environment and the limits. `rootfence explain` prints the
 //! plan; the sandbox applies it.
@@ -13,6 +15,10 @@ use serde::Serialize;
 use crate::policy::{ExtraKind, LimitsSection, Policy, deny_conflict};
 use crate::roots::{Access, CanonicalRoot, Origin, Refusal, RefusalReason, RootHandle, merge};
 use crate::runtime::{CommandSpec, HostEnv, Rights, Rule};
+
+mod launch;
+
+pub use launch::{for_launch, with_roots};
 
 /// Why a path was granted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
