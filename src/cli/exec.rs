@@ -78,20 +78,21 @@ fn forward_to(
     });
 }
 
-pub(super) fn exec(args: &ExecArgs) -> ExitCode {
-    let env = HostEnv::current();
-    let policy = match load_launch_policy(&args.launch, &env) {
+/// The plan `exec` launches, with the command line's network flags; the
+/// exit code when there is none (every root asked for must be enforced).
+fn exec_plan(args: &ExecArgs, env: &HostEnv) -> Result<crate::plan::SandboxPlan, u8> {
+    let policy = match load_launch_policy(&args.launch, env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
-            return ExitCode::from(EXIT_ROOTFENCE);
+            return Err(EXIT_ROOTFENCE);
         }
     };
-    let mut plan = match args.launch.plan(&policy, &env) {
+    let mut plan = match args.launch.plan(&policy, env) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("rootfence: {e}");
-            return ExitCode::from(match e {
+            return Err(match e {
                 crate::runtime::RuntimeError::NotFound(_) | crate::runtime::RuntimeError::Empty => {
                     EXIT_NOT_FOUND
                 }
@@ -106,14 +107,14 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         eprintln!(
             "rootfence: refusing to start with fewer roots than asked for; fix or drop the refused roots"
         );
-        return ExitCode::from(EXIT_ROOTFENCE);
+        return Err(EXIT_ROOTFENCE);
     }
     if plan.network.domains.is_some() && !(args.tcp_connect.is_empty() && args.tcp_bind.is_empty())
     {
         eprintln!(
             "rootfence: --allow-tcp-connect and --allow-tcp-bind cannot be combined with the policy's [network] allow_domains (the server's network is rootfence's proxy only); list \"host:port\" in allow_domains instead"
         );
-        return ExitCode::from(EXIT_ROOTFENCE);
+        return Err(EXIT_ROOTFENCE);
     }
     let net = &mut plan.network;
     net.tcp_connect.extend(&args.tcp_connect);
@@ -126,6 +127,47 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
     for w in &plan.warnings {
         tracing::warn!("{w}");
     }
+    Ok(plan)
+}
+
+/// Start the sandboxed server (unconfined only when asked and the kernel
+/// cannot enforce the sandbox); the exit code when it cannot start.
+fn start(
+    args: &ExecArgs,
+    plan: &crate::plan::SandboxPlan,
+    stdio: StdioConfig,
+) -> Result<sandbox::SandboxedChild, u8> {
+    let started = sandbox::spawn(plan, stdio);
+    let started = match started {
+        Err(SandboxError::CannotEnforce { missing }) if args.unconfined => {
+            eprintln!(
+                "rootfence: WARNING: RUNNING {} UNCONFINED, WITHOUT ANY SANDBOX (--unconfined-i-know-this-is-unsafe): it can read, write and connect to everything this user can. The kernel cannot enforce: {}",
+                plan.command.program.display(),
+                missing.join("; ")
+            );
+            sandbox::spawn_unconfined(plan, stdio)
+        }
+        other => other,
+    };
+    started.map_err(|e| {
+        eprintln!("rootfence: {e}");
+        match &e {
+            SandboxError::Spawn { source, .. } => match source.raw_os_error() {
+                Some(libc::ENOENT) => EXIT_NOT_FOUND,
+                Some(libc::EACCES) | Some(libc::ENOEXEC) => EXIT_NOT_EXECUTABLE,
+                _ => EXIT_ROOTFENCE,
+            },
+            _ => EXIT_ROOTFENCE,
+        }
+    })
+}
+
+pub(super) fn exec(args: &ExecArgs) -> ExitCode {
+    let env = HostEnv::current();
+    let plan = match exec_plan(args, &env) {
+        Ok(plan) => plan,
+        Err(code) => return ExitCode::from(code),
+    };
 
     // Caught from now on (queued until the server's pid is known).
     let signals = match signal_hook::iterator::Signals::new(FORWARDED) {
@@ -145,32 +187,9 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         stdout: relayed_if_tty(1),
         stderr: relayed_if_tty(2),
     };
-    let started = sandbox::spawn(&plan, stdio);
-    let started = match started {
-        Err(SandboxError::CannotEnforce { missing }) if args.unconfined => {
-            eprintln!(
-                "rootfence: WARNING: RUNNING {} UNCONFINED, WITHOUT ANY SANDBOX (--unconfined-i-know-this-is-unsafe): it can read, write and connect to everything this user can. The kernel cannot enforce: {}",
-                plan.command.program.display(),
-                missing.join("; ")
-            );
-            sandbox::spawn_unconfined(&plan, stdio)
-        }
-        other => other,
-    };
-    let mut child = match started {
+    let mut child = match start(args, &plan, stdio) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("rootfence: {e}");
-            let code = match &e {
-                SandboxError::Spawn { source, .. } => match source.raw_os_error() {
-                    Some(libc::ENOENT) => EXIT_NOT_FOUND,
-                    Some(libc::EACCES) | Some(libc::ENOEXEC) => EXIT_NOT_EXECUTABLE,
-                    _ => EXIT_ROOTFENCE,
-                },
-                _ => EXIT_ROOTFENCE,
-            };
-            return ExitCode::from(code);
-        }
+        Err(code) => return ExitCode::from(code),
     };
     let relays = relay(&mut child);
     let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -184,19 +203,7 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
         let _ = r.join();
     }
     if args.report_refused_calls {
-        let refused = child.refused_calls();
-        if refused.is_empty() {
-            eprintln!("rootfence: no system call was refused");
-        }
-        for r in refused {
-            eprintln!(
-                "rootfence: refused system call: {} ({}x, {}): {}",
-                r.call,
-                r.count,
-                std::io::Error::from_raw_os_error(r.errno),
-                r.why
-            );
-        }
+        report_refused(&child);
     }
     match status {
         Ok(st) => ExitCode::from(exit_code(st)),
@@ -204,6 +211,23 @@ pub(super) fn exec(args: &ExecArgs) -> ExitCode {
             eprintln!("rootfence: cannot wait for the command: {e}");
             ExitCode::from(EXIT_ROOTFENCE)
         }
+    }
+}
+
+/// What the seccomp filter refused the server, on stderr.
+fn report_refused(child: &sandbox::SandboxedChild) {
+    let refused = child.refused_calls();
+    if refused.is_empty() {
+        eprintln!("rootfence: no system call was refused");
+    }
+    for r in refused {
+        eprintln!(
+            "rootfence: refused system call: {} ({}x, {}): {}",
+            r.call,
+            r.count,
+            std::io::Error::from_raw_os_error(r.errno),
+            r.why
+        );
     }
 }
 

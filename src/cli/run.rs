@@ -56,6 +56,63 @@ fn fs_command(launch: &LaunchArgs, env: &HostEnv) -> Result<Vec<std::ffi::OsStri
     Ok(argv)
 }
 
+/// The policy file's watcher (kept alive by the caller) and the roots
+/// observer, unless `--no-watch`. A watcher that cannot start is a
+/// warning: the session runs without it.
+fn watchers(
+    args: &RunArgs,
+    env: &HostEnv,
+    tx: &mpsc::UnboundedSender<proxy::Event>,
+) -> (
+    Option<watch::PolicyWatcher>,
+    Option<proxy::session::RootsObserver>,
+) {
+    if args.no_watch {
+        return (None, None);
+    }
+    let policy_watch = args.launch.policy.as_ref().and_then(|file| {
+        watch::watch_policy(file, env.home.clone(), args.launch.env.clone(), tx.clone())
+            .inspect_err(|e| tracing::warn!("cannot watch {} for changes: {e}", file.display()))
+            .ok()
+    });
+    let observer = match watch::RootWatcher::new(tx.clone()) {
+        Ok(w) => {
+            let w = Arc::new(Mutex::new(w));
+            Some(Box::new(move |paths: &[std::path::PathBuf]| {
+                if let Ok(mut w) = w.lock() {
+                    w.set(paths);
+                }
+            }) as proxy::session::RootsObserver)
+        }
+        Err(e) => {
+            tracing::warn!("cannot watch the root directories: {e}");
+            None
+        }
+    };
+    (policy_watch, observer)
+}
+
+/// Remembered `initialize` answers: one server start instead of two when
+/// the roots come from the host.
+fn remembered(
+    env: &HostEnv,
+    command: &[std::ffi::OsString],
+) -> (
+    Option<proxy::init_cache::RememberedInit>,
+    Option<proxy::session::RememberFn>,
+) {
+    let cache = proxy::init_cache::InitCache::for_command(env, command);
+    let remembered_init = cache.as_ref().and_then(|c| c.load());
+    let remember: Option<proxy::session::RememberFn> = cache.map(|c| {
+        Box::new(move |init: &proxy::init_cache::RememberedInit| {
+            if let Err(e) = c.store(init) {
+                tracing::debug!("cannot remember initialize in {}: {e}", c.path().display());
+            }
+        }) as proxy::session::RememberFn
+    });
+    (remembered_init, remember)
+}
+
 pub(super) fn run(mut args: RunArgs) -> ExitCode {
     let env = HostEnv::current();
     let serve_fs = args.launch.command.is_empty();
@@ -115,43 +172,8 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
     };
     let ending = runtime.block_on(async {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut _policy_watch = None;
-        let mut observer: Option<proxy::session::RootsObserver> = None;
-        if !args.no_watch {
-            if let Some(file) = &args.launch.policy {
-                match watch::watch_policy(
-                    file,
-                    env.home.clone(),
-                    args.launch.env.clone(),
-                    tx.clone(),
-                ) {
-                    Ok(w) => _policy_watch = Some(w),
-                    Err(e) => tracing::warn!("cannot watch {} for changes: {e}", file.display()),
-                }
-            }
-            match watch::RootWatcher::new(tx.clone()) {
-                Ok(w) => {
-                    let w = Arc::new(Mutex::new(w));
-                    observer = Some(Box::new(move |paths| {
-                        if let Ok(mut w) = w.lock() {
-                            w.set(paths);
-                        }
-                    }));
-                }
-                Err(e) => tracing::warn!("cannot watch the root directories: {e}"),
-            }
-        }
-        // Remembered `initialize` answers: one server start instead of two
-        // when the roots come from the host.
-        let cache = proxy::init_cache::InitCache::for_command(&env, &args.launch.command);
-        let remembered_init = cache.as_ref().and_then(|c| c.load());
-        let remember: Option<proxy::session::RememberFn> = cache.map(|c| {
-            Box::new(move |init: &proxy::init_cache::RememberedInit| {
-                if let Err(e) = c.store(init) {
-                    tracing::debug!("cannot remember initialize in {}: {e}", c.path().display());
-                }
-            }) as proxy::session::RememberFn
-        });
+        let (_policy_watch, observer) = watchers(&args, &env, &tx);
+        let (remembered_init, remember) = remembered(&env, &args.launch.command);
         let launcher = SandboxLauncher::new(env.home.clone());
         let config = SessionConfig {
             policy,

@@ -235,6 +235,92 @@ enum Sockets {
     },
 }
 
+impl Sockets {
+    async fn write_client(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sockets::Whole { client, .. } => client.write_all(b).await,
+            Sockets::Streaming { client, .. } => client.write_all(b).await,
+        }
+    }
+
+    /// Write to the upstream (connected, body not streaming); `None`:
+    /// there is none to write to.
+    async fn write_upstream(&mut self, b: &[u8]) -> Option<std::io::Result<()>> {
+        match self {
+            Sockets::Whole {
+                upstream: Some(up), ..
+            } => Some(up.write_all(b).await),
+            _ => None,
+        }
+    }
+
+    /// From now on the client's bytes go to the upstream as they come
+    /// (a request body), while the response is read here.
+    fn stream_body(self) -> Option<Sockets> {
+        let Sockets::Whole {
+            client,
+            upstream: Some(up),
+        } = self
+        else {
+            return None;
+        };
+        let (mut from, to) = client.into_split();
+        let (up_r, mut up_w) = up.into_split();
+        let mut body = tokio::task::JoinSet::new();
+        body.spawn(async move {
+            let _ = tokio::io::copy(&mut from, &mut up_w).await;
+            let _ = up_w.shutdown().await;
+        });
+        Some(Sockets::Streaming {
+            client: to,
+            upstream: up_r,
+            _body: body,
+        })
+    }
+
+    /// Read from the upstream; `None`: there is no upstream.
+    async fn read_upstream(&mut self, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+        match self {
+            Sockets::Whole {
+                upstream: Some(up), ..
+            } => Some(up.read(buf).await),
+            Sockets::Streaming { upstream, .. } => Some(upstream.read(buf).await),
+            Sockets::Whole { upstream: None, .. } => None,
+        }
+    }
+
+    /// Copy both ways until either side closes.
+    async fn splice(&mut self) {
+        match self {
+            Sockets::Whole {
+                client,
+                upstream: Some(up),
+            } => {
+                let _ =
+                    tokio::io::copy_bidirectional_with_sizes(client, up, SPLICE_BUF, SPLICE_BUF)
+                        .await;
+            }
+            Sockets::Streaming {
+                client, upstream, ..
+            } => {
+                // The response, until the upstream closes (it was asked
+                // to); then the body's copy ends too.
+                let mut r = tokio::io::BufReader::with_capacity(SPLICE_BUF, upstream);
+                let _ = tokio::io::copy_buf(&mut r, client).await;
+                let _ = client.shutdown().await;
+            }
+            Sockets::Whole { upstream: None, .. } => {}
+        }
+    }
+
+    async fn close(&mut self) {
+        let _ = match self {
+            Sockets::Whole { client, .. } => client.shutdown().await,
+            Sockets::Streaming { client, .. } => client.shutdown().await,
+        };
+    }
+}
+
 /// Run one connection: feed its [`Conn`] and carry out what it asks.
 async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
     let mut conn = Conn::new(config);
@@ -262,90 +348,26 @@ async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
                     Err(e) => todo.extend(conn.on(Event::ConnectFailed(e))),
                 },
                 Action::ToClient(b) => {
-                    let w = match &mut socks {
-                        Sockets::Whole { client, .. } => client.write_all(&b).await,
-                        Sockets::Streaming { client, .. } => client.write_all(&b).await,
-                    };
-                    if w.is_err() {
+                    if socks.write_client(&b).await.is_err() {
                         return;
                     }
                 }
-                Action::ToUpstream(b) => {
-                    let Sockets::Whole {
-                        upstream: Some(up), ..
-                    } = &mut socks
-                    else {
-                        return;
-                    };
-                    if up.write_all(&b).await.is_err() {
-                        todo.extend(conn.on(Event::UpstreamGone));
-                    }
-                }
-                Action::StreamBody => {
-                    let Sockets::Whole {
-                        client,
-                        upstream: Some(up),
-                    } = socks
-                    else {
-                        return;
-                    };
-                    let (mut from, to) = client.into_split();
-                    let (up_r, mut up_w) = up.into_split();
-                    let mut body = tokio::task::JoinSet::new();
-                    body.spawn(async move {
-                        let _ = tokio::io::copy(&mut from, &mut up_w).await;
-                        let _ = up_w.shutdown().await;
-                    });
-                    socks = Sockets::Streaming {
-                        client: to,
-                        upstream: up_r,
-                        _body: body,
-                    };
-                }
-                Action::ReadUpstream => {
-                    let r = match &mut socks {
-                        Sockets::Whole {
-                            upstream: Some(up), ..
-                        } => up.read(&mut buf).await,
-                        Sockets::Streaming { upstream, .. } => upstream.read(&mut buf).await,
-                        Sockets::Whole { upstream: None, .. } => return,
-                    };
-                    match r {
-                        Ok(0) | Err(_) => todo.extend(conn.on(Event::UpstreamGone)),
-                        Ok(n) => todo.extend(conn.on(Event::Upstream(&buf[..n]))),
-                    }
-                }
-                Action::Splice => {
-                    match &mut socks {
-                        Sockets::Whole {
-                            client,
-                            upstream: Some(up),
-                        } => {
-                            let _ = tokio::io::copy_bidirectional_with_sizes(
-                                client, up, SPLICE_BUF, SPLICE_BUF,
-                            )
-                            .await;
-                        }
-                        Sockets::Streaming {
-                            client, upstream, ..
-                        } => {
-                            // The response, until the upstream closes (it
-                            // was asked to); then the body's copy ends too.
-                            let mut r = tokio::io::BufReader::with_capacity(SPLICE_BUF, upstream);
-                            let _ = tokio::io::copy_buf(&mut r, client).await;
-                            let _ = client.shutdown().await;
-                        }
-                        Sockets::Whole { upstream: None, .. } => {}
-                    }
-                    return;
-                }
-                Action::Close => {
-                    let _ = match &mut socks {
-                        Sockets::Whole { client, .. } => client.shutdown().await,
-                        Sockets::Streaming { client, .. } => client.shutdown().await,
-                    };
-                    return;
-                }
+                Action::ToUpstream(b) => match socks.write_upstream(&b).await {
+                    None => return,
+                    Some(Err(_)) => todo.extend(conn.on(Event::UpstreamGone)),
+                    Some(Ok(())) => {}
+                },
+                Action::StreamBody => match socks.stream_body() {
+                    Some(streaming) => socks = streaming,
+                    None => return,
+                },
+                Action::ReadUpstream => match socks.read_upstream(&mut buf).await {
+                    None => return,
+                    Some(Ok(0) | Err(_)) => todo.extend(conn.on(Event::UpstreamGone)),
+                    Some(Ok(n)) => todo.extend(conn.on(Event::Upstream(&buf[..n]))),
+                },
+                Action::Splice => return socks.splice().await,
+                Action::Close => return socks.close().await,
                 Action::Audit(j) => sink.record(j),
             }
         }
