@@ -38,10 +38,10 @@ use super::Session;
 /// exit status and last stderr lines say why; one that keeps running
 /// without a stdout is killed.
 const LOST_GRACE: Duration = Duration::from_millis(100);
+use super::entitlements::{self, Entitlements};
 use super::io::ExitInfo;
 use super::io::{Action, Ending, GenId, Stop};
 use super::ledger::{HostState, Method, Own};
-use super::rights::{self, Rights};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
 use crate::roots::CanonicalRoot;
@@ -136,7 +136,7 @@ pub struct Gen {
     /// Its number.
     pub id: GenId,
     /// What that plan grants.
-    pub rights: Arc<Rights>,
+    pub rights: Arc<Entitlements>,
     /// What its `roots/list` is answered with: its plan's roots, with the
     /// names of the latest target when only those changed.
     pub roots: Vec<CanonicalRoot>,
@@ -332,7 +332,7 @@ impl Session {
             // meanwhile.
             let excess = g.rights.excess(&self.target.rights);
             if !excess.is_empty() {
-                revoked.push((g.id, rights::describe(&excess)));
+                revoked.push((g.id, entitlements::describe(&excess)));
                 g.matches = false;
                 continue;
             }

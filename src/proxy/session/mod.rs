@@ -7,7 +7,7 @@
 //!
 //! - `target.rs`: the target, the one plan the session converges on (host
 //!   roots, policy, command line), and when it is recomputed;
-//! - `rights.rs`: the one comparison of plans (what a plan grants outside
+//! - `entitlements.rs`: the one comparison of plans (what a plan grants outside
 //!   another), used for revocation, promotion and "no relaunch needed";
 //! - `lifecycle.rs`: generations and the fleet (launch, promote, drain,
 //!   revoke, restart, stop), in the order of `settle`;
@@ -38,6 +38,7 @@
 //!   generation's answer is taken only for a request sent to it.
 
 mod batch;
+mod entitlements;
 mod handshake;
 mod host;
 mod host_roots;
@@ -45,7 +46,6 @@ mod io;
 mod ledger;
 mod lifecycle;
 mod notes;
-mod rights;
 mod server;
 mod stateless;
 mod target;

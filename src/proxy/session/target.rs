@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Session;
-use super::rights::Rights;
+use super::entitlements::Entitlements;
 use crate::plan::{self, SandboxPlan};
 use crate::policy::{Policy, PolicyFile};
 use crate::roots::{Access, CanonicalRoot, RootInput, RootSource};
@@ -28,7 +28,7 @@ pub struct Target {
     /// The plan a generation launched now gets.
     pub plan: Arc<SandboxPlan>,
     /// What that plan grants.
-    pub rights: Arc<Rights>,
+    pub rights: Arc<Entitlements>,
     /// The policy it was computed with: what a server is offered in its
     /// `initialize` follows it (see `Handshake::offer`).
     pub policy: Arc<PolicyFile>,
@@ -40,7 +40,7 @@ pub struct Target {
 
 impl Target {
     fn new(version: u64, plan: SandboxPlan, inputs: &Inputs) -> Target {
-        let rights = Arc::new(Rights::of(&plan));
+        let rights = Arc::new(Entitlements::of(&plan));
         Target {
             version,
             plan: Arc::new(plan),

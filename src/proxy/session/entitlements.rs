@@ -1,14 +1,14 @@
-//! The one comparison of sandbox plans: what a plan grants that another
-//! does not.
+//! Entitlements: the one comparison of sandbox plans, what a plan grants
+//! that another does not.
 //!
 //! Every decision of the session that asks "may this server keep running,
 //! serve, or be left alone" asks it here: a generation whose rights are not
-//! [`Rights::within`] the target is revoked; one whose rights are not the
-//! [`Rights::same`] as the target's is never promoted; a target whose rights
+//! [`Entitlements::within`] the target is revoked; one whose rights are not the
+//! [`Entitlements::same`] as the target's is never promoted; a target whose rights
 //! are the same as the serving generation's needs no relaunch (a change of
 //! root names only is a notification).
 //!
-//! Rights are everything a plan grants that matters for security: each
+//! Entitlements are everything a plan grants that matters for security: each
 //! path with its read, write and execute rights (and, for roots, the very
 //! directory the sandbox opened, so a directory replaced under the same
 //! name is another right), TCP ports, UDP and unix sockets, the hosts the
@@ -33,9 +33,9 @@ struct PathRight {
 
 /// What a plan grants, in a form that compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rights {
+pub struct Entitlements {
     /// Sorted by the paths' bytes (looked up by bytes, see
-    /// [`Rights::reach`]).
+    /// [`Entitlements::reach`]).
     paths: Vec<PathRight>,
     tcp_connect: BTreeSet<u16>,
     tcp_bind: BTreeSet<u16>,
@@ -157,10 +157,10 @@ fn object_of(h: &impl AsFd) -> Option<(u64, u64)> {
     rustix::fs::fstat(h).ok().map(|st| (st.st_dev, st.st_ino))
 }
 
-impl Rights {
+impl Entitlements {
     /// The rights `plan` grants. Reads the identity of each root's open
     /// handle (one `fstat` each); everything else is taken from the plan.
-    pub fn of(plan: &SandboxPlan) -> Rights {
+    pub fn of(plan: &SandboxPlan) -> Entitlements {
         let mut paths: Vec<PathRight> = plan
             .grants
             .iter()
@@ -171,7 +171,7 @@ impl Rights {
             })
             .collect();
         paths.sort_by(|a, b| bytes(&a.path).cmp(bytes(&b.path)));
-        Rights {
+        Entitlements {
             paths,
             tcp_connect: plan.network.tcp_connect.iter().copied().collect(),
             tcp_bind: plan.network.tcp_bind.iter().copied().collect(),
@@ -208,7 +208,7 @@ impl Rights {
     /// same path or one of its ancestors (component-wise) has that right,
     /// which is how Landlock combines rules. A root granted on both sides
     /// at the same path must be the same directory (device and inode).
-    pub fn excess(&self, ceiling: &Rights) -> Vec<Excess> {
+    pub fn excess(&self, ceiling: &Entitlements) -> Vec<Excess> {
         let mut out = Vec::new();
         for p in &self.paths {
             let covered = ceiling.reach(&p.path);
@@ -274,17 +274,17 @@ impl Rights {
     }
 
     /// Whether `self` grants nothing outside `ceiling`.
-    pub fn within(&self, ceiling: &Rights) -> bool {
+    pub fn within(&self, ceiling: &Entitlements) -> bool {
         self.excess(ceiling).is_empty()
     }
 
     /// Whether both grant exactly as much.
-    pub fn same(&self, other: &Rights) -> bool {
+    pub fn same(&self, other: &Entitlements) -> bool {
         self.within(other) && other.within(self)
     }
 
     /// The entry for `path` itself: by bytes for a path in normal form,
-    /// else component-wise (as [`Rights::reach`] looks them up).
+    /// else component-wise (as [`Entitlements::reach`] looks them up).
     fn exact(&self, path: &Path) -> Option<&PathRight> {
         let key = bytes(path);
         if !crate::roots::is_normal(key) {
@@ -345,7 +345,7 @@ fn bytes(p: &Path) -> &[u8] {
 mod tests {
     use super::*;
 
-    fn rights(paths: &[(&str, runtime::Rights)]) -> Rights {
+    fn rights(paths: &[(&str, runtime::Rights)]) -> Entitlements {
         let mut paths: Vec<PathRight> = paths
             .iter()
             .map(|(p, r)| PathRight {
@@ -355,7 +355,7 @@ mod tests {
             })
             .collect();
         paths.sort_by(|a, b| bytes(&a.path).cmp(bytes(&b.path)));
-        Rights {
+        Entitlements {
             paths,
             tcp_connect: BTreeSet::new(),
             tcp_bind: BTreeSet::new(),
@@ -373,7 +373,7 @@ mod tests {
     /// The rights a path gets through `rights`, as Landlock combines rules:
     /// every path of `rights` equal (component-wise) to the path or one of
     /// its ancestors.
-    fn reach_reference(rights: &Rights, path: &Path) -> runtime::Rights {
+    fn reach_reference(rights: &Entitlements, path: &Path) -> runtime::Rights {
         let mut got = runtime::Rights::default();
         for g in &rights.paths {
             if path.ancestors().any(|a| a == g.path) {
