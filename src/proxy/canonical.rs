@@ -151,13 +151,37 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn object(&mut self, depth: usize, top: bool) -> Read {
+    /// An object or array opens (`open`, at the cursor): whether it is
+    /// empty (then closed as well).
+    fn open(&mut self, open: u8, close: u8) -> Result<bool, ()> {
         self.i += 1;
-        self.out.push(b'{');
+        self.out.push(open);
         self.ws();
-        if self.peek()? == b'}' {
+        let empty = self.peek()? == close;
+        if empty {
             self.i += 1;
-            self.out.push(b'}');
+            self.out.push(close);
+        }
+        Ok(empty)
+    }
+
+    /// After a member or element: a comma (`false`, more follows) or
+    /// `close` (`true`, the object or array ended).
+    fn comma_or_close(&mut self, close: u8) -> Result<bool, ()> {
+        let c = self.peek()?;
+        if c != b',' && c != close {
+            return Err(());
+        }
+        self.i += 1;
+        self.out.push(c);
+        if c == b',' {
+            self.ws();
+        }
+        Ok(c == close)
+    }
+
+    fn object(&mut self, depth: usize, top: bool) -> Read {
+        if self.open(b'{', b'}')? {
             return Ok(());
         }
         let mut keys: HashSet<Vec<u8>> = HashSet::new();
@@ -184,18 +208,8 @@ impl Reader<'_> {
                 self.fault(Why::Duplicate(String::from_utf8_lossy(&key).into_owned()));
             }
             self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.out.push(b',');
-                    self.ws();
-                }
-                b'}' => {
-                    self.i += 1;
-                    self.out.push(b'}');
-                    return Ok(());
-                }
-                _ => return Err(()),
+            if self.comma_or_close(b'}')? {
+                return Ok(());
             }
         }
     }
@@ -224,29 +238,14 @@ impl Reader<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Read {
-        self.i += 1;
-        self.out.push(b'[');
-        self.ws();
-        if self.peek()? == b']' {
-            self.i += 1;
-            self.out.push(b']');
+        if self.open(b'[', b']')? {
             return Ok(());
         }
         loop {
             self.value(depth + 1, false)?;
             self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.out.push(b',');
-                    self.ws();
-                }
-                b']' => {
-                    self.i += 1;
-                    self.out.push(b']');
-                    return Ok(());
-                }
-                _ => return Err(()),
+            if self.comma_or_close(b']')? {
+                return Ok(());
             }
         }
     }

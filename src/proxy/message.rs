@@ -469,6 +469,30 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
     })
 }
 
+#[derive(serde::Deserialize)]
+struct CancelParams<'a> {
+    #[serde(rename = "requestId", borrow)]
+    request_id: &'a serde_json::value::RawValue,
+}
+
+#[derive(serde::Deserialize)]
+struct ProgressParams<'a> {
+    #[serde(rename = "progressToken", borrow)]
+    token: &'a serde_json::value::RawValue,
+}
+
+/// The `requestId` of `notifications/cancelled` params, when readable.
+pub fn cancelled_id<'a>(params: Option<Raw<'a>>) -> Option<&'a serde_json::value::RawValue> {
+    let p = serde_json::from_str::<CancelParams<'a>>(params?.get()).ok()?;
+    Some(p.request_id)
+}
+
+/// The `progressToken` of `notifications/progress` params, when readable.
+pub fn progress_token<'a>(params: Option<Raw<'a>>) -> Option<&'a serde_json::value::RawValue> {
+    let p = serde_json::from_str::<ProgressParams<'a>>(params?.get()).ok()?;
+    Some(p.token)
+}
+
 /// Byte range of `part` inside `line`. `part` must be borrowed from `line`
 /// (as every member of an [`Envelope`] parsed from `line` is).
 pub fn span_in(line: &[u8], part: Raw<'_>) -> Option<std::ops::Range<usize>> {

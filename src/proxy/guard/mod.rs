@@ -388,14 +388,7 @@ impl Guard {
                     ))
                 ),
             );
-            self.record(
-                ctx.generation,
-                method,
-                Decision::Refused,
-                Some(r.rule),
-                "task",
-                Some(&r.message),
-            );
+            self.refused(ctx.generation, method, "task", &r);
             return Verdict::Refuse(r);
         };
         let method = match method {
@@ -432,14 +425,7 @@ impl Guard {
                 &format!("rootfence follows at most {MAX_TASKS} tasks at once"),
                 "send the question without task augmentation, or wait for tasks to finish",
             );
-            self.record(
-                ctx.generation,
-                method,
-                Decision::Refused,
-                Some(r.rule),
-                "task",
-                Some(&r.message),
-            );
+            self.refused(ctx.generation, method, "task", &r);
             return Err(r);
         }
         Ok(true)
@@ -503,14 +489,7 @@ impl Guard {
                 "elicitation.request",
                 "a URL-elicitation-required error (-32042) needs data.elicitations, a list of URL elicitations",
             );
-            self.record(
-                ctx.generation,
-                method,
-                Decision::Refused,
-                Some(r.rule),
-                "via=error",
-                Some(&r.message),
-            );
+            self.refused(ctx.generation, method, "via=error", &r);
             return Err(r);
         };
         for e in list {
@@ -520,14 +499,7 @@ impl Guard {
                     "elicitation.request",
                     "a URL-elicitation-required error (-32042) may carry URL-mode elicitations only",
                 );
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Refused,
-                    Some(r.rule),
-                    "via=error",
-                    Some(&r.message),
-                );
+                self.refused(ctx.generation, method, "via=error", &r);
                 return Err(r);
             }
             if let Verdict::Refuse(r) = self.on_elicitation(ctx, e, " via=error") {
@@ -575,14 +547,7 @@ impl Guard {
         match decision {
             SamplingDecision::Forward { summary } => {
                 let summary = format!("{summary}{via}");
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Allowed,
-                    None,
-                    &summary,
-                    None,
-                );
+                self.allowed(ctx.generation, method, &summary);
                 Verdict::Forward {
                     params: None,
                     check,
@@ -609,14 +574,7 @@ impl Guard {
             }
             SamplingDecision::Refuse(r) => {
                 let summary = format!("bytes={bytes}{via}");
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Refused,
-                    Some(r.rule),
-                    &summary,
-                    Some(&r.message),
-                );
+                self.refused(ctx.generation, method, &summary, &r);
                 Verdict::Refuse(r)
             }
         }
@@ -656,14 +614,7 @@ impl Guard {
         match decision {
             ElicitDecision::Form { schema, summary } => {
                 let summary = format!("mode=form fields={summary}{task_note}");
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Allowed,
-                    None,
-                    &summary,
-                    None,
-                );
+                self.allowed(ctx.generation, method, &summary);
                 let schema = policy.validate_response.then_some(schema);
                 Verdict::Forward {
                     params: None,
@@ -678,14 +629,7 @@ impl Guard {
             }
             ElicitDecision::Url { host } => {
                 let summary = format!("mode=url host={host}{task_note}");
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Allowed,
-                    None,
-                    &summary,
-                    None,
-                );
+                self.allowed(ctx.generation, method, &summary);
                 Verdict::Forward {
                     params: None,
                     check: task.then_some(AnswerCheck {
@@ -700,14 +644,7 @@ impl Guard {
             ElicitDecision::Refuse(r) => {
                 let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
                 let summary = format!("mode={mode}{task_note}");
-                self.record(
-                    ctx.generation,
-                    method,
-                    Decision::Refused,
-                    Some(r.rule),
-                    &summary,
-                    Some(&r.message),
-                );
+                self.refused(ctx.generation, method, &summary, &r);
                 Verdict::Refuse(r)
             }
         }
@@ -808,6 +745,24 @@ impl Guard {
                 Err(r)
             }
         }
+    }
+
+    /// Record an allowed request.
+    fn allowed(&mut self, generation: u64, method: &str, summary: &str) {
+        self.record(generation, method, Decision::Allowed, None, summary, None);
+    }
+
+    /// Record a refused request.
+    fn refused(&mut self, generation: u64, method: &str, summary: &str, r: &Refusal) {
+        let reason = Some(r.message.as_str());
+        self.record(
+            generation,
+            method,
+            Decision::Refused,
+            Some(r.rule),
+            summary,
+            reason,
+        );
     }
 
     fn record(

@@ -67,7 +67,6 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use super::audit::Decision;
 use super::{AnswerCheck, Guard, Refusal, Revision, Verdict, shape_capabilities};
 use crate::policy::{Policy, PolicyFile};
 use crate::proxy::message;
@@ -703,24 +702,10 @@ impl Guard {
                 ),
             ));
         }
-        let mut responses =
-            match message::member(params, "inputResponses").map(serde_json::from_str::<Value>) {
-                None | Some(Ok(Value::Null)) => Map::new(),
-                Some(Ok(Value::Object(m))) => m,
-                Some(_) => {
-                    return RetryPlan::Refuse(Refusal::malformed(
-                        "stateless.request_state",
-                        "inputResponses must be an object",
-                    ));
-                }
-            };
-        for (key, check) in &p.forms {
-            if let Some(answer) = responses.get(key)
-                && let Err(r) = self.on_answer(check, Some(answer))
-            {
-                return RetryPlan::Refuse(r);
-            }
-        }
+        let mut responses = match self.answers(params, &p, "stateless.request_state") {
+            Ok(r) => r,
+            Err(r) => return RetryPlan::Refuse(r),
+        };
         let host_roots = p.host_roots_key.as_ref().and_then(|k| responses.remove(k));
         for k in &p.roots_keys {
             responses.insert(k.clone(), roots.clone());
@@ -737,6 +722,29 @@ impl Guard {
                 "params must be an object",
             )),
         }
+    }
+
+    /// The host's `inputResponses` in `params`, each answer to a form
+    /// checked against the form asked (`rule` names a malformed list).
+    fn answers(
+        &mut self,
+        params: &str,
+        p: &Pending,
+        rule: &'static str,
+    ) -> Result<Map<String, Value>, Refusal> {
+        let responses = match message::member(params, "inputResponses")
+            .map(serde_json::from_str::<Value>)
+        {
+            None | Some(Ok(Value::Null)) => Map::new(),
+            Some(Ok(Value::Object(m))) => m,
+            Some(_) => return Err(Refusal::malformed(rule, "inputResponses must be an object")),
+        };
+        for (key, check) in &p.forms {
+            if let Some(answer) = responses.get(key) {
+                self.on_answer(check, Some(answer))?;
+            }
+        }
+        Ok(responses)
     }
 
     /// The host answers a task's questions (`tasks/update` with `params`,
@@ -770,24 +778,10 @@ impl Guard {
                 "rootfence showed no questions of this task to the host (or they were answered already): fetch them with tasks/get",
             ));
         };
-        let mut responses =
-            match message::member(params, "inputResponses").map(serde_json::from_str::<Value>) {
-                None | Some(Ok(Value::Null)) => Map::new(),
-                Some(Ok(Value::Object(m))) => m,
-                Some(_) => {
-                    return RetryPlan::Refuse(Refusal::malformed(
-                        "stateless.task",
-                        "inputResponses must be an object",
-                    ));
-                }
-            };
-        for (key, check) in &p.forms {
-            if let Some(answer) = responses.get(key)
-                && let Err(r) = self.on_answer(check, Some(answer))
-            {
-                return RetryPlan::Refuse(r);
-            }
-        }
+        let mut responses = match self.answers(params, &p, "stateless.task") {
+            Ok(r) => r,
+            Err(r) => return RetryPlan::Refuse(r),
+        };
         for k in &p.roots_keys {
             responses.insert(k.clone(), roots.clone());
         }
@@ -808,14 +802,7 @@ impl Guard {
     /// Record a refused input request and return the plan.
     fn refuse_input(&mut self, ctx: InputContext<'_>, method: &str, r: &Refusal) -> InputPlan {
         let method: String = method.chars().take(100).collect();
-        self.record(
-            ctx.generation,
-            &method,
-            Decision::Refused,
-            Some(r.rule),
-            "via=input_required",
-            Some(&r.message),
-        );
+        self.refused(ctx.generation, &method, "via=input_required", r);
         InputPlan::Refuse(r.clone())
     }
 }

@@ -76,18 +76,6 @@ impl HostQueue {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct CancelParams<'a> {
-    #[serde(rename = "requestId", borrow)]
-    request_id: &'a RawValue,
-}
-
-#[derive(serde::Deserialize)]
-struct ProgressParams<'a> {
-    #[serde(rename = "progressToken", borrow)]
-    token: &'a RawValue,
-}
-
 /// The `_meta.progressToken` of a request's params, as a key (a string or
 /// an integer; anything else is no token).
 fn progress_token(
@@ -486,16 +474,14 @@ impl Session {
                 // About a server's request to the host: goes to the
                 // generation that asked, with its own token; a token no
                 // server request of this session was given is dropped.
-                let token = env
-                    .params
-                    .and_then(|p| serde_json::from_str::<ProgressParams<'_>>(p.get()).ok());
+                let token = message::progress_token(env.params);
                 if let Some(t) = token
                     && let Some(ToHost::Server {
                         generation,
                         token: Some(orig),
                         ..
-                    }) = self.ledger.asked_get(t.token.get())
-                    && let Some(range) = message::span_in(line.bytes(), t.token.into())
+                    }) = self.ledger.asked_get(t.get())
+                    && let Some(range) = message::span_in(line.bytes(), t.into())
                 {
                     let generation = *generation;
                     let out = message::splice(line.bytes(), range, orig.as_bytes());
@@ -523,11 +509,11 @@ impl Session {
     /// host request in flight is dropped: the host cannot cancel what
     /// rootfence asked a server.
     fn on_host_cancel(&mut self, line: &[u8], params: Option<message::Raw<'_>>) {
-        let target = params.and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
+        let target = message::cancelled_id(params);
         let Some(t) = target else {
             return tracing::debug!("host cancellation without a readable requestId: dropped");
         };
-        let key = IdKey::canonical(t.request_id.get());
+        let key = IdKey::canonical(t.get());
         let state = self
             .ledger
             .host(&key)
@@ -541,7 +527,7 @@ impl Session {
             }
             Some((HostState::Sent { generation, wire }, method, batch)) => {
                 // Under the id the server knows the request by.
-                let out = match (&wire, message::span_in(line, t.request_id.into())) {
+                let out = match (&wire, message::span_in(line, t.into())) {
                     (Some(w), Some(range)) => message::splice(line, range, w.as_str().as_bytes()),
                     _ => line.to_vec(),
                 };

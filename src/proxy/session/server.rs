@@ -26,18 +26,6 @@ use crate::proxy::guard::{self, version};
 use crate::proxy::message::{self, Envelope, Ident, Invalid, Kind, Line, code};
 
 #[derive(serde::Deserialize)]
-struct CancelParams<'a> {
-    #[serde(rename = "requestId", borrow)]
-    request_id: &'a RawValue,
-}
-
-#[derive(serde::Deserialize)]
-struct ProgressParams<'a> {
-    #[serde(rename = "progressToken", borrow)]
-    token: &'a RawValue,
-}
-
-#[derive(serde::Deserialize)]
 struct CompleteParams {
     #[serde(rename = "elicitationId")]
     elicitation_id: String,
@@ -566,14 +554,10 @@ impl Session {
             "notifications/cancelled" => {
                 // The server cancels one of its requests to the host: use
                 // the id the host knows.
-                let target = env
-                    .params
-                    .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok());
+                let target = message::cancelled_id(env.params);
                 if let Some(t) = target
-                    && let Some(hid) = self
-                        .ledger
-                        .asked_find(g, &IdKey::canonical(t.request_id.get()))
-                    && let Some(range) = message::span_in(line, t.request_id.into())
+                    && let Some(hid) = self.ledger.asked_find(g, &IdKey::canonical(t.get()))
+                    && let Some(range) = message::span_in(line, t.into())
                 {
                     self.ledger.asked_remove(hid);
                     let out = message::splice(line, range, hid.to_string().as_bytes());
@@ -581,10 +565,8 @@ impl Session {
                 }
                 false
             }
-            "notifications/progress" => env
-                .params
-                .and_then(|p| serde_json::from_str::<ProgressParams<'_>>(p.get()).ok())
-                .is_some_and(|t| self.ledger.host_token_generation(t.token.get()) == Some(g)),
+            "notifications/progress" => message::progress_token(env.params)
+                .is_some_and(|t| self.ledger.host_token_generation(t.get()) == Some(g)),
             "notifications/elicitation/complete" => env
                 .params
                 .and_then(|p| serde_json::from_str::<CompleteParams>(p.get()).ok())
