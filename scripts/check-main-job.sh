@@ -26,6 +26,9 @@ session=$(cat <<JSON
 JSON
 )
 err=$(mktemp)
+# The session is written before the command has built and started: on a
+# fresh machine the host's side is closed long before the server answers,
+# and everything written before must still be answered.
 out=$( { printf '%s\n' "$session"; sleep 3; } | bash -c "$cmd" 2>"$err" || true)
 fail() { echo "check-main-job: $1" >&2; echo "--- output:" >&2; echo "$out" >&2; echo "--- stderr:" >&2; tail -20 "$err" >&2; exit 1; }
 grep -q '"id":1,.*"serverInfo"' <<<"$out" || fail "no initialize result"

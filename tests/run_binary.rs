@@ -297,3 +297,71 @@ fn a_flooding_server_is_held_back_and_nothing_is_lost() {
     drop(s.stdin.take());
     assert_eq!(s.wait_exit(), 0);
 }
+
+/// A host that writes its whole session and closes stdin at once (a pipe,
+/// a script, a host shutting down) against `rootfence run` with `args`:
+/// every request is answered, and rootfence exits. Returns the answers by
+/// id.
+fn piped_session(args: &[&str], lines: &[Value]) -> std::collections::BTreeMap<String, Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rootfence"))
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answers = std::collections::BTreeMap::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if let Some(id) = v.get("id") {
+            answers.insert(id.to_string(), v);
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "rootfence exited with {status}");
+    answers
+}
+
+fn pipe_lines(path: &str) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":path}}}),
+    ]
+}
+
+#[test]
+fn a_session_written_at_once_and_closed_is_answered_in_full() {
+    // The built-in filesystem server asks for its roots after
+    // `initialized`: it must still get rootfence's answer after the host
+    // has closed.
+    let (_d, base) = tree();
+    let root = base.join("root");
+    let file = root.join("in.txt");
+    let answers = piped_session(
+        &["--root", root.to_str().unwrap()],
+        &pipe_lines(file.to_str().unwrap()),
+    );
+    assert!(
+        answers["1"]["result"]["serverInfo"].is_object(),
+        "{answers:?}"
+    );
+    assert!(answers["2"]["result"]["tools"].is_array(), "{answers:?}");
+    assert_eq!(text(&answers["3"]), "in", "{answers:?}");
+    // Outside the root: refused, not "the session is ending".
+    let out = base.join("other/out.txt");
+    let answers = piped_session(
+        &["--root", root.to_str().unwrap()],
+        &pipe_lines(out.to_str().unwrap()),
+    );
+    assert_eq!(answers["3"]["result"]["isError"], true, "{answers:?}");
+    assert!(text(&answers["3"]).contains("Access denied"), "{answers:?}");
+}

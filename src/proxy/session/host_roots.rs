@@ -125,7 +125,7 @@ impl Session {
     }
 
     /// The host's roots cannot be known: keep only the static ones.
-    fn drop_host_roots(&mut self, why: &str) {
+    pub(super) fn drop_host_roots(&mut self, why: &str) {
         tracing::warn!(
             "the host's roots are unknown ({why}): the server keeps only the roots of the command line and the policy until the host answers roots/list"
         );
@@ -137,14 +137,25 @@ impl Session {
     pub(super) fn roots_timer(&mut self, now: Instant) {
         if self.exchange.awaiting.is_some_and(|d| d <= now) {
             let timeout = self.inputs.policy.raw.limits.roots_timeout_ms;
-            self.exchange.awaiting = None;
-            self.exchange.again = false;
-            self.exchange.late = true;
-            self.drop_host_roots(&format!(
-                "no answer to roots/list within limits.roots_timeout_ms = {timeout}"
-            ));
-            self.recompute(true, now);
+            self.give_up_host_roots(
+                &format!("no answer to roots/list within limits.roots_timeout_ms = {timeout}"),
+                now,
+            );
         }
+    }
+
+    /// Stop waiting for the host's answer to `roots/list` (if waiting):
+    /// its roots are dropped (fail closed), host traffic is released, and
+    /// a late answer still applies.
+    pub(super) fn give_up_host_roots(&mut self, why: &str, now: Instant) {
+        if self.exchange.awaiting.is_none() {
+            return;
+        }
+        self.exchange.awaiting = None;
+        self.exchange.again = false;
+        self.exchange.late = true;
+        self.drop_host_roots(why);
+        self.recompute(true, now);
     }
 
     /// Whether the exchange is idle (nothing held, no question but a late

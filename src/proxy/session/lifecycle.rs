@@ -844,6 +844,67 @@ impl Session {
         self.exchange.awaiting = None;
     }
 
+    /// The host closed its side. What it sent before is not lost: held
+    /// messages are still delivered (a stdio client may write its requests
+    /// and close at once, as a pipe does), servers keep their stdin (so
+    /// rootfence can still answer their `roots/list`) until every host
+    /// request is answered, and then the session ends. The host can answer
+    /// nothing more: a question about its roots is given up (its roots
+    /// dropped: fail closed), a launch waiting for them goes ahead with the
+    /// roots known, and a server's request for the host is refused at
+    /// once. The wait is at most `limits.initialize_timeout_ms`; then
+    /// servers are stopped as at any session's end.
+    pub(super) fn on_host_closed(&mut self, now: Instant) {
+        if self.host_closed.is_some() {
+            return;
+        }
+        if self.host_done() || self.fleet.ending().is_some() {
+            // Its roots, if it was asked for them, are dropped all the
+            // same: a server holding one is killed, not given a grace.
+            let asked = self.exchange.awaiting.is_some();
+            self.end(Ending::HostClosed, now);
+            if asked {
+                self.drop_host_roots("the host closed its side");
+                self.recompute(false, now);
+            }
+            return;
+        }
+        tracing::info!(
+            "the host closed its side: delivering what it sent before and waiting for the answers, then ending the session"
+        );
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
+        self.host_closed = Some(now + timeout);
+        self.defer_launch = None;
+        self.give_up_host_roots("the host closed its side", now);
+        self.settle(now);
+    }
+
+    /// Whether the host closed its side (it can answer nothing more).
+    pub(super) fn host_gone(&self) -> bool {
+        self.host_closed.is_some()
+    }
+
+    /// Nothing the host sent is held or unanswered.
+    fn host_done(&self) -> bool {
+        self.queue.is_empty() && self.ledger.host_keys().is_empty()
+    }
+
+    /// End the session once the host has closed and everything it sent is
+    /// answered (or the wait for that is over).
+    pub(super) fn end_once_host_done(&mut self, now: Instant) {
+        let Some(deadline) = self.host_closed else {
+            return;
+        };
+        if self.fleet.ending().is_none() && (self.host_done() || deadline <= now) {
+            if !self.host_done() {
+                tracing::warn!(
+                    "the host closed its side and its requests were not all answered within limits.initialize_timeout_ms: ending the session"
+                );
+            }
+            self.end(Ending::HostClosed, now);
+        }
+    }
+
     /// Timers of the lifecycle that are due: backoffs, handshakes, drains.
     pub(super) fn lifecycle_timers(&mut self, now: Instant) {
         if let FleetPhase::Backoff { until } = self.fleet.phase

@@ -154,6 +154,10 @@ pub struct Session {
     /// `initialize` was answered from memory: the first server's own answer
     /// is compared with it.
     verify_init: Option<Value>,
+    /// The host closed its side while messages it sent were still held:
+    /// they are delivered first, and the session ends once none is held
+    /// (or at this instant, whichever comes first).
+    host_closed: Option<Instant>,
     /// Warnings for the host, as MCP log messages.
     notes: notes::Notes,
     /// The last sandbox denial a server reported (the path refused and the
@@ -191,6 +195,7 @@ impl Session {
             remembered: config.remembered_init,
             defer_launch: None,
             verify_init: None,
+            host_closed: None,
             notes: notes::Notes::default(),
             last_denial: None,
         };
@@ -203,12 +208,13 @@ impl Session {
     pub fn on_event(&mut self, ev: Event, now: Instant) {
         match ev {
             Event::Host(frame) => self.on_host_frame(frame, now),
-            Event::HostEof => self.end(Ending::HostClosed, now),
+            Event::HostEof => self.on_host_closed(now),
             Event::Server(ev) => self.on_server_event(ev, now),
             Event::PolicyChanged(p) => self.on_policy(p, now),
             Event::RootsMaybeChanged => self.on_roots_maybe_changed(now),
             Event::Launched(g, result) => self.on_launched(g, result, now),
         }
+        self.end_once_host_done(now);
     }
 
     /// Fire every timer due at `now`.
@@ -235,6 +241,7 @@ impl Session {
         }
         self.lifecycle_timers(now);
         self.settle(now);
+        self.end_once_host_done(now);
     }
 
     /// The earliest instant [`Session::on_timer`] has something to do.
@@ -245,6 +252,7 @@ impl Session {
             self.ledger.next_deadline(),
             self.lifecycle_deadline(),
             self.defer_launch,
+            self.host_closed.filter(|_| self.fleet.ending().is_none()),
         ]
         .into_iter()
         .flatten()

@@ -467,6 +467,17 @@ impl Session {
             self.send_server(g, reply);
             return;
         }
+        if self.host_gone() {
+            self.send_server(
+                g,
+                message::error_response(
+                    echo_id(&id_raw),
+                    code::SERVER_GONE,
+                    "rootfence: the host closed its side of the session and can answer nothing more",
+                ),
+            );
+            return;
+        }
         if voice != Voice::Full {
             tracing::debug!(
                 generation = g,

@@ -539,6 +539,18 @@ impl Sim {
         self.event(host_line(&v));
     }
 
+    /// The host writes `msgs` (and closes its side, when `eof`) all at
+    /// once, before rootfence acts on any of them: what a pipe does. The
+    /// launch a message asks for completes after all of them are read.
+    pub fn host_burst(&mut self, msgs: &[Value], eof: bool) {
+        self.events.extend(msgs.iter().map(host_line));
+        if eof {
+            self.host_closed = true;
+            self.events.push_back(Event::HostEof);
+        }
+        self.pump();
+    }
+
     /// The host sends raw text.
     pub fn host_raw(&mut self, s: &str) {
         self.event(Event::Host(Frame::Line(s.as_bytes().to_vec())));

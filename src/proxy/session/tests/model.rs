@@ -8,7 +8,7 @@
 //!
 //! The model's target is the roots the host last answered (when rootfence
 //! takes that answer; none once rootfence stopped waiting for an answer,
-//! until one comes) and the ports of the last policy, or nothing at all
+//! until one comes, or once the host closed while asked) and the ports of the last policy, or nothing at all
 //! while the last policy edit cannot be read; it knows nothing of the
 //! core's plans or comparisons. Checked at every step (see
 //! `Sim::after_step` and `Sim::check_action`): a generation holding a
@@ -321,6 +321,13 @@ impl Driver {
             }
             Op::HostEof if host => {
                 self.eof = true;
+                // The host can answer nothing more: a roots question it
+                // was asked is given up (its roots dropped).
+                if self.sim.s.exchange.awaiting.is_some()
+                    && let Some(m) = self.sim.model.as_mut()
+                {
+                    m.roots.clear();
+                }
                 self.sim.event(Event::HostEof);
             }
             _ => {}

@@ -504,25 +504,118 @@ fn a_host_id_equal_to_one_of_rootfences_is_sent_on_the_hosts_behalf() {
 }
 
 #[test]
-fn host_eof_lets_requests_in_flight_finish_and_answers_held_ones() {
+fn host_eof_lets_requests_in_flight_finish_and_delivers_held_ones() {
     let mut sim = running(&["a"], &[], "");
     let g = sim.current().unwrap();
     sim.call(json!(1), "slow");
     sim.auto_roots = false;
     sim.set_roots(&["a"]);
+    // Held while the host is asked for its roots.
     sim.call(json!(2), "echo");
+    assert!(sim.answers_to(&json!(2)).is_empty());
     sim.event(Event::HostEof);
-    assert_eq!(
-        error_message(&sim.answer(&json!(2))),
-        "the session is ending"
+    // The host can answer nothing more: its roots are given up (fail
+    // closed: the server holding them is killed, its request answered
+    // with why), and what the host sent is delivered before the session
+    // ends.
+    assert_eq!(sim.servers[&g].stop, Some(Stop::Kill));
+    assert!(error_message(&sim.answer(&json!(1))).contains("revoked"));
+    sim.settle_all();
+    let two = sim.answer(&json!(2));
+    assert!(two.get("error").is_none(), "{two}");
+    let last = sim.newest();
+    assert_ne!(last, g);
+    assert!(sim.servers[&last].roots.is_empty());
+    assert!(sim.s.finished(), "{}", sim.trace.join("\n"));
+}
+
+#[test]
+fn host_eof_keeps_the_server_until_what_it_was_sent_is_answered() {
+    let mut sim = Sim::with(&["a"], &[], "");
+    sim.handshake("2025-06-18", false);
+    let g = sim.current().unwrap();
+    sim.call(json!(1), "slow");
+    sim.serve(g);
+    sim.event(Event::HostEof);
+    // Its stdin stays open: rootfence may still owe it answers (its
+    // roots/list), and the call it was sent is answered first.
+    assert_eq!(sim.servers[&g].stop, None);
+    // What it asks the host meanwhile is refused at once, not left waiting.
+    sim.server_asks(g);
+    sim.serve(g);
+    let asked = sim.servers[&g]
+        .got
+        .iter()
+        .find(|m| m["id"] == json!(1) && m.get("error").is_some());
+    assert!(
+        asked.is_some_and(|m| m["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("host closed")),
+        "{:?}",
+        sim.servers[&g].got
     );
+    assert!(sim.host_got.iter().all(|m| m["method"] != "ping"));
+    sim.finish(g);
+    let one = sim.answer(&json!(1));
+    assert!(one.get("error").is_none(), "{one}");
     assert!(matches!(sim.servers[&g].stop, Some(Stop::Graceful(_))));
     sim.reap();
-    assert_eq!(
-        error_message(&sim.answer(&json!(1))),
-        "the session is ending"
-    );
     assert!(sim.s.finished());
+}
+
+#[test]
+fn a_host_that_writes_its_session_and_closes_at_once_loses_nothing() {
+    // What a pipe does: every line written, then end of file, before the
+    // server has answered anything.
+    let mut sim = Sim::with(&["a"], &[], "");
+    sim.host_burst(
+        &[
+            json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}),
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}),
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}),
+        ],
+        true,
+    );
+    assert!(!sim.s.finished());
+    sim.settle_all();
+    let init = sim.answer(&json!("init"));
+    assert!(
+        init.get("result").is_some(),
+        "{init}\n{}",
+        sim.trace.join("\n")
+    );
+    for id in [json!(1), json!(2)] {
+        let a = sim.answer(&id);
+        assert!(a.get("error").is_none(), "{a}\n{}", sim.trace.join("\n"));
+    }
+    assert!(sim.s.finished());
+}
+
+#[test]
+fn a_host_that_closes_with_nothing_held_ends_the_session_at_once() {
+    let mut sim = running(&["a"], &[], "");
+    let g = sim.current().unwrap();
+    sim.event(Event::HostEof);
+    assert!(matches!(sim.servers[&g].stop, Some(Stop::Graceful(_))));
+    sim.reap();
+    assert!(sim.s.finished());
+}
+
+#[test]
+fn what_the_host_sent_before_closing_waits_at_most_the_initialize_timeout() {
+    let mut sim = Sim::with(&["a"], &[], "");
+    sim.script.push_back(Launch::Slow);
+    sim.host(json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}));
+    sim.call(json!(1), "echo");
+    sim.event(Event::HostEof);
+    // The server never starts: the wait ends, and nothing is left unanswered.
+    sim.advance(60_000);
+    sim.reap();
+    assert!(sim.answer(&json!("init")).get("error").is_some());
+    assert!(sim.answer(&json!(1)).get("error").is_some());
+    assert!(sim.s.finished(), "{}", sim.trace.join("\n"));
 }
 
 #[test]
