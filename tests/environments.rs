@@ -64,7 +64,7 @@ fn tree(modes: &str, who: Who) -> Tree {
 /// secret outside (which exists: the tree made it) is refused.
 const PROBE: &str = "check('inside', lambda: read(os.environ['R'] + '/inside'))\n\
                      check('write', lambda: write(os.environ['R'] + '/new'))\n\
-                     check('outside', lambda: read(os.environ['O'] + '/secret'))";
+                     check('outside', lambda p: read(p), path=os.environ['O'] + '/secret')";
 
 /// `exec` works under `t`'s environment at `rung`, confined.
 fn exec_works(t: &Tree, rung: &str) {
@@ -440,8 +440,11 @@ fn domains_work(t: &Tree, rung: &str, design: &str) {
          \x20   c.sendall(b'GET /hello/direct HTTP/1.0\\r\\n\\r\\n')\n\
          \x20   c.recv(100)\n\
          check('direct', direct)\n\
-         check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n",
-        common::PRELUDE
+         check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n\
+         check('tcp', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))\n\
+         {}",
+        common::PRELUDE,
+        s.via_proxy_check("via_proxy", "site.test", "/hello/via-proxy")
     );
     let out = t
         .command(
@@ -452,20 +455,23 @@ fn domains_work(t: &Tree, rung: &str, design: &str) {
         .unwrap();
     let p = common::Probe::new(out);
     p.success()
-        .expect("proxied", "200")
+        .allowed_with("proxied", "200")
         .expect("other", "403")
         .expect("udp", "EPERM")
         .expect_any(
             "direct",
             &["EACCES", "EPERM", "ENETUNREACH", "ECONNREFUSED"],
-        );
+        )
+        // The same socket() and connection, to rootfence's proxy.
+        .allowed("tcp")
+        .allowed("via_proxy");
     let err = stderr(&p.out);
     assert!(
         err.contains(&format!(": {rung}: ")),
         "not at {rung}:\n{err}"
     );
     assert!(err.contains(design), "not {design}:\n{err}");
-    assert!(s.saw("/hello/proxied"));
+    assert!(s.saw("/hello/proxied") && s.saw("/hello/via-proxy"));
     assert!(!s.saw("/hello/direct"), "{:?}", s.requests());
 }
 
