@@ -35,6 +35,38 @@ pub fn rootfence() -> String {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rootfence").to_string())
 }
 
+/// The cases of a suite file (`include!`d, as `"suites/NAME.rs"`), run by
+/// the unprivileged test user ([`Tree::unprivileged`]) with the server's
+/// own namespaces (module `with_namespaces`) and without (module
+/// `without_namespaces`). The names the file uses from the including
+/// file's root (`common`, and `net_support` where it has it) are in scope.
+#[allow(unused_macros)]
+macro_rules! as_the_test_user {
+    ($suite:literal) => {
+        mod with_namespaces {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn tree() -> common::Tree {
+                common::Tree::unprivileged(true)
+            }
+
+            include!($suite);
+        }
+
+        mod without_namespaces {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn tree() -> common::Tree {
+                common::Tree::unprivileged(false)
+            }
+
+            include!($suite);
+        }
+    };
+}
+
 /// The unprivileged user the tests run rootfence as when they run as root
 /// (`tests/peers/install.sh` creates it).
 pub const TEST_USER: &str = "rootfence-test";
@@ -434,6 +466,35 @@ impl Tree {
             .expect("run rootfence exec")
     }
 
+    /// Run [`twin_checks`] of `ops` on `refused` and `allowed` confined,
+    /// with `extra`, and assert their results ([`Probe::twins`]).
+    pub fn twins(
+        &self,
+        extra: &[&str],
+        ops: &[(&str, &str)],
+        refused: &Path,
+        allowed: &Path,
+    ) -> Probe {
+        let p = self.py(extra, &twin_checks(ops, refused, allowed));
+        p.twins(ops);
+        p
+    }
+
+    /// `git` with a fixed identity and no global or system configuration,
+    /// in `dir`, run by the tree's runner (whose repository it is).
+    pub fn git(&self, dir: &Path, args: &[&str]) -> Output {
+        self.as_runner(
+            Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(dir)
+                .env("HOME", dir)
+                .env("GIT_CONFIG_NOSYSTEM", "1"),
+        )
+        .output()
+        .expect("git is required: apt-get install -y git")
+    }
+
     /// Run the python probe `code` (after [`PRELUDE`]) confined.
     pub fn py(&self, extra: &[&str], code: &str) -> Probe {
         let py = python();
@@ -464,6 +525,22 @@ impl Drop for Tree {
             );
         }
     }
+}
+
+/// Python checks doing each of `ops` (a check's name, python of the path
+/// `p`) on `refused` (check `name`) and then on `allowed` (check
+/// `name_twin`): the same operation where it is refused and where it is
+/// allowed. [`Probe::twins`] asserts their results.
+pub fn twin_checks(ops: &[(&str, &str)], refused: &Path, allowed: &Path) -> String {
+    let (refused, allowed) = (refused.display(), allowed.display());
+    ops.iter()
+        .map(|(name, op)| {
+            format!(
+                "check('{name}', lambda p: {op}, path='{refused}')\n\
+                 check('{name}_twin', lambda p: {op}, path='{allowed}')\n"
+            )
+        })
+        .collect()
 }
 
 /// The result of a python probe: its `name=RESULT` lines.
@@ -575,6 +652,15 @@ impl Probe {
              the check proves nothing (a mistyped path, or one this machine lacks)\n{}",
             self.dump()
         );
+    }
+
+    /// Assert that each of `ops` ([`twin_checks`]) was refused and its
+    /// twin worked.
+    pub fn twins(&self, ops: &[(&str, &str)]) -> &Self {
+        for (name, _) in ops {
+            self.refused(name).allowed(&format!("{name}_twin"));
+        }
+        self
     }
 
     /// A value printed as `name=value`.

@@ -223,6 +223,14 @@ fn tcp_bind_on_an_allowed_port_works() {
         .refused("other");
 }
 
+/// Python defining `fo_connect()`: a TCP socket with TCP_FASTOPEN_CONNECT
+/// connects to `host`, `port` and sends.
+const FASTOPEN_CONNECT: &str = "def fo_connect():\n\
+     \x20   s = socket.socket()\n\
+     \x20   s.setsockopt(socket.IPPROTO_TCP, 30, 1)\n\
+     \x20   s.connect((host, port))\n\
+     \x20   s.send(b'x')";
+
 #[test]
 fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
     let t = tree();
@@ -233,11 +241,8 @@ fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
         &format!(
             "check('sendto', lambda: socket.socket().sendto(b'x', socket.MSG_FASTOPEN, ('127.0.0.1', {port})))\n\
              check('sendmsg', lambda: socket.socket().sendmsg([b'x'], [], socket.MSG_FASTOPEN, ('127.0.0.1', {port})))\n\
-             def fo_connect():\n\
-             \x20   s = socket.socket()\n\
-             \x20   s.setsockopt(socket.IPPROTO_TCP, 30, 1)\n\
-             \x20   s.connect(('127.0.0.1', {port}))\n\
-             \x20   s.send(b'x')\n\
+             host, port = '127.0.0.1', {port}\n\
+             {FASTOPEN_CONNECT}\n\
              check('fastopen_connect', fo_connect)"
         ),
     )
@@ -250,12 +255,7 @@ fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
     granted_connect(
         &t,
         "127.0.0.1",
-        "def fo_connect():\n\
-         \x20   s = socket.socket()\n\
-         \x20   s.setsockopt(socket.IPPROTO_TCP, 30, 1)\n\
-         \x20   s.connect((host, port))\n\
-         \x20   s.send(b'x')\n\
-         check('granted', fo_connect)",
+        &format!("{FASTOPEN_CONNECT}\ncheck('granted', fo_connect)"),
     )
     .allowed("granted");
 }

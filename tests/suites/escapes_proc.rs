@@ -391,6 +391,28 @@ fn privileged_operations_are_refused() {
     .expect("core", "OK");
 }
 
+/// Run `launcher` (python given rootfence's command line as its arguments,
+/// which starts rootfence on a terminal) with `rootfence exec -- python -c
+/// code`, as the tree's runner; its output.
+fn on_a_terminal(t: &Tree, launcher: &str, code: &str) -> std::process::Output {
+    t.as_runner(
+        Command::new(python())
+            .arg("-c")
+            .arg(launcher)
+            .args(t.rootfence_argv())
+            .args(t.exec_args())
+            .arg("--")
+            .arg(python())
+            .arg("-c")
+            .arg(code)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &t.home),
+    )
+    .output()
+    .unwrap()
+}
+
 #[test]
 fn new_session_without_controlling_terminal_and_no_tiocsti() {
     let t = tree();
@@ -422,23 +444,7 @@ except BlockingIOError:
     injected = b''
 print('injected=' + repr(injected))
 "#;
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(probe)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, &probe);
     let p = common::Probe::new(out);
     // A new session: the server's own, or with namespaces its init's.
     if t.namespaces {
@@ -742,23 +748,7 @@ print('early=' + str(b'early' in seen))
          \x20       os.execv(sys.executable, [sys.executable, '-c', \"import time, sys\\ntime.sleep(0.4)\\nsys.stdout.write('[sudo] password for you: ')\\nsys.stdout.flush()\\nsys.stdin.readline()\", '{marker}'])\n\
          \x20   os._exit(0)\n"
     );
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(code)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, &code);
     let p = common::Probe::new(out);
     p.expect("early", "True").expect("late_prompt", "False");
     assert_eq!(common::processes_with(&marker), Vec::<u32>::new());
@@ -868,23 +858,7 @@ sys.stdout.write(seen.decode(errors='replace').replace('\r', ''))
          \x20   print('tcsetattr=refused')\n\
          print('read=' + sys.stdin.readline().strip())\n\
          print('done', flush=True)";
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(probe)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, probe);
     common::Probe::new(out)
         .expect("ttys", "000")
         .expect("tcsetattr", "refused")

@@ -2,7 +2,7 @@
 // (run by root) and tests/escapes_view_user.rs (run by an unprivileged
 // user): what only the server's own filesystem view closes.
 
-use common::{SECRET, Tree, content, python};
+use common::{SECRET, content, python};
 
 #[test]
 fn metadata_outside_the_roots_cannot_be_changed() {
@@ -196,33 +196,18 @@ fn the_view_shows_the_grants_and_nothing_else() {
     assert_eq!(content(&t.outside.join("secret")), SECRET);
 }
 
-/// `git` with a fixed identity, no global configuration, in `dir`, run by
-/// the tree's user (whose repository it is).
-fn git(t: &Tree, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    t.as_runner(
-        std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(dir)
-            .env("HOME", dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1"),
-    )
-    .output()
-    .expect("git is required: apt-get install -y git")
-}
-
 #[test]
 fn version_control_and_editor_metadata_in_a_root_stays_the_users() {
     // A writable root holding a git repository: `git status` outside runs
     // .git/config's core.fsmonitor; hooks run on commit; editors run
     // .vscode tasks; direnv loads .envrc. The server may still commit.
     let t = tree();
-    assert!(git(&t, &t.r, &["init", "-q"]).status.success());
+    assert!(t.git(&t.r, &["init", "-q"]).status.success());
     std::fs::create_dir_all(t.r.join(".vscode")).unwrap();
     std::fs::write(t.r.join(".vscode/settings.json"), "{}").unwrap();
     std::fs::write(t.r.join(".envrc"), "").unwrap();
     std::fs::write(t.r.join("tracked"), "v1").unwrap();
-    assert!(git(&t, &t.r, &["add", "tracked"]).status.success());
+    assert!(t.git(&t.r, &["add", "tracked"]).status.success());
     let marker = t.outside.join("fsmonitor-ran");
     let config_before = std::fs::read_to_string(t.r.join(".git/config")).unwrap();
     let r = t.r.display().to_string();
@@ -255,12 +240,12 @@ fn version_control_and_editor_metadata_in_a_root_stays_the_users() {
         std::fs::read_to_string(t.r.join(".git/config")).unwrap(),
         config_before
     );
-    assert!(git(&t, &t.r, &["status", "--short"]).status.success());
+    assert!(t.git(&t.r, &["status", "--short"]).status.success());
     assert!(
         !marker.exists(),
         "a command planted by the server ran outside"
     );
-    let log = git(&t, &t.r, &["log", "--oneline"]);
+    let log = t.git(&t.r, &["log", "--oneline"]);
     assert!(String::from_utf8_lossy(&log.stdout).contains("by the server"));
 }
 
@@ -275,7 +260,7 @@ fn a_protected_path_swapped_while_the_view_is_built_mounts_nothing_outside() {
     let t = tree();
     let sub = t.r.join("sub");
     std::fs::create_dir_all(&sub).unwrap();
-    assert!(git(&t, &sub, &["init", "-q"]).status.success());
+    assert!(t.git(&sub, &["init", "-q"]).status.success());
     let target = t.outside.join("target");
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("config"), SECRET).unwrap();
@@ -374,7 +359,7 @@ fn a_git_directory_is_read_only_but_for_what_git_writes_in_normal_work() {
     // that exists (configuration, redirects, hooks, info, alternates) is
     // read-only, whatever its name.
     let t = tree();
-    assert!(git(&t, &t.r, &["init", "-q"]).status.success());
+    assert!(t.git(&t.r, &["init", "-q"]).status.success());
     std::fs::create_dir_all(t.r.join(".git/modules/sub")).unwrap();
     std::fs::write(t.r.join(".git/modules/sub/config"), "[core]\n").unwrap();
     std::fs::create_dir_all(t.r.join(".git/worktrees/w")).unwrap();
