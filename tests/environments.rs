@@ -64,7 +64,7 @@ fn tree(modes: &str, who: Who) -> Tree {
 /// secret outside (which exists: the tree made it) is refused.
 const PROBE: &str = "check('inside', lambda: read(os.environ['R'] + '/inside'))\n\
                      check('write', lambda: write(os.environ['R'] + '/new'))\n\
-                     check('outside', lambda: read(os.environ['O'] + '/secret'))";
+                     check('outside', lambda p: read(p), path=os.environ['O'] + '/secret')";
 
 /// `exec` works under `t`'s environment at `rung`, confined.
 fn exec_works(t: &Tree, rung: &str) {
@@ -162,25 +162,29 @@ fn run_works(t: &Tree, rung: &str) {
     );
 }
 
+/// Run `case` in a tree under the filter `modes`, for each of those who
+/// start rootfence ([`EVERYONE`]).
+fn for_everyone(modes: &str, case: impl Fn(&Tree)) {
+    for who in EVERYONE {
+        case(&tree(modes, who));
+    }
+}
+
 #[test]
 fn docker_exec_runs_on_landlock_and_seccomp() {
-    for who in EVERYONE {
-        exec_works(&tree("docker", who), LANDLOCK_SECCOMP);
-    }
+    for_everyone("docker", |t| exec_works(t, LANDLOCK_SECCOMP));
 }
 
 #[test]
 fn docker_run_serves_a_session_on_landlock_and_seccomp() {
-    for who in EVERYONE {
-        run_works(&tree("docker", who), LANDLOCK_SECCOMP);
-    }
+    for_everyone("docker", |t| run_works(t, LANDLOCK_SECCOMP));
 }
 
 #[test]
 fn docker_with_namespaces_required_refuses_and_says_why() {
-    for who in EVERYONE {
+    for_everyone("docker", |t| {
         exec_refuses(
-            &tree("docker", who),
+            t,
             "version = 1\n[isolation]\nnamespaces = \"require\"\n",
             &[
                 "[isolation] namespaces = \"require\"",
@@ -188,28 +192,24 @@ fn docker_with_namespaces_required_refuses_and_says_why() {
                 "seccomp",
             ],
         );
-    }
+    });
 }
 
 #[test]
 fn apparmor_restriction_exec_runs_on_landlock_and_seccomp() {
-    for who in EVERYONE {
-        exec_works(&tree("apparmor", who), LANDLOCK_SECCOMP);
-    }
+    for_everyone("apparmor", |t| exec_works(t, LANDLOCK_SECCOMP));
 }
 
 #[test]
 fn apparmor_restriction_run_serves_a_session_on_landlock_and_seccomp() {
-    for who in EVERYONE {
-        run_works(&tree("apparmor", who), LANDLOCK_SECCOMP);
-    }
+    for_everyone("apparmor", |t| run_works(t, LANDLOCK_SECCOMP));
 }
 
 #[test]
 fn apparmor_restriction_with_namespaces_required_names_the_profile() {
-    for who in EVERYONE {
+    for_everyone("apparmor", |t| {
         exec_refuses(
-            &tree("apparmor", who),
+            t,
             "version = 1\n[isolation]\nnamespaces = \"require\"\n",
             &[
                 "[isolation] namespaces = \"require\"",
@@ -217,7 +217,7 @@ fn apparmor_restriction_with_namespaces_required_names_the_profile() {
                 "rootfence doctor --apparmor",
             ],
         );
-    }
+    });
 }
 
 #[test]
@@ -245,9 +245,7 @@ fn without_landlock_exec_refuses_unless_the_policy_accepts_the_view() {
 
 #[test]
 fn without_landlock_run_serves_a_session_on_the_view() {
-    for who in EVERYONE {
-        run_works(&tree("no-landlock", who), VIEW_SECCOMP);
-    }
+    for_everyone("no-landlock", |t| run_works(t, VIEW_SECCOMP));
 }
 
 #[test]
@@ -440,8 +438,11 @@ fn domains_work(t: &Tree, rung: &str, design: &str) {
          \x20   c.sendall(b'GET /hello/direct HTTP/1.0\\r\\n\\r\\n')\n\
          \x20   c.recv(100)\n\
          check('direct', direct)\n\
-         check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n",
-        common::PRELUDE
+         check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n\
+         check('tcp', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))\n\
+         {}",
+        common::PRELUDE,
+        s.via_proxy_check("via_proxy", "site.test", "/hello/via-proxy")
     );
     let out = t
         .command(
@@ -452,20 +453,23 @@ fn domains_work(t: &Tree, rung: &str, design: &str) {
         .unwrap();
     let p = common::Probe::new(out);
     p.success()
-        .expect("proxied", "200")
+        .allowed_with("proxied", "200")
         .expect("other", "403")
         .expect("udp", "EPERM")
         .expect_any(
             "direct",
             &["EACCES", "EPERM", "ENETUNREACH", "ECONNREFUSED"],
-        );
+        )
+        // The same socket() and connection, to rootfence's proxy.
+        .allowed("tcp")
+        .allowed("via_proxy");
     let err = stderr(&p.out);
     assert!(
         err.contains(&format!(": {rung}: ")),
         "not at {rung}:\n{err}"
     );
     assert!(err.contains(design), "not {design}:\n{err}");
-    assert!(s.saw("/hello/proxied"));
+    assert!(s.saw("/hello/proxied") && s.saw("/hello/via-proxy"));
     assert!(!s.saw("/hello/direct"), "{:?}", s.requests());
 }
 
@@ -473,25 +477,19 @@ fn domains_work(t: &Tree, rung: &str, design: &str) {
 fn docker_holds_domains_by_supervised_connect() {
     // No namespaces at all: the supervised design (this kernel has
     // Landlock ABI 4).
-    for who in EVERYONE {
-        domains_work(&tree("docker", who), LANDLOCK_SECCOMP, SUPERVISED);
-    }
+    for_everyone("docker", |t| domains_work(t, LANDLOCK_SECCOMP, SUPERVISED));
 }
 
 #[test]
 fn without_landlock_domains_are_held_by_the_network_namespace() {
     // The view + seccomp rung has no Landlock to rule on ports: only the
     // server's own network namespace keeps it to the proxy.
-    for who in EVERYONE {
-        domains_work(&tree("no-landlock", who), VIEW_SECCOMP, IN_NETNS);
-    }
+    for_everyone("no-landlock", |t| domains_work(t, VIEW_SECCOMP, IN_NETNS));
 }
 
 #[test]
 fn where_network_namespaces_alone_are_refused_the_view_stays_and_connect_is_supervised() {
-    for who in EVERYONE {
-        domains_work(&tree("no-netns", who), FULL, SUPERVISED);
-    }
+    for_everyone("no-netns", |t| domains_work(t, FULL, SUPERVISED));
 }
 
 #[test]

@@ -3,24 +3,7 @@
 //! roots and the fake home: the same cases as `escapes_fs`, with the
 //! server's own namespaces (a user namespace of its own) and without them.
 
+#[macro_use]
 mod common;
 
-mod with_namespaces {
-    use super::common;
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(true)
-    }
-
-    include!("suites/escapes_fs.rs");
-}
-
-mod without_namespaces {
-    use super::common;
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(false)
-    }
-
-    include!("suites/escapes_fs.rs");
-}
+as_the_test_user!("suites/escapes_fs.rs");

@@ -3,24 +3,7 @@
 //! roots and the fake home: the same cases as `escapes_proc`, with the
 //! server's own namespaces (a user namespace of its own) and without them.
 
+#[macro_use]
 mod common;
 
-mod with_namespaces {
-    use super::common;
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(true)
-    }
-
-    include!("suites/escapes_proc.rs");
-}
-
-mod without_namespaces {
-    use super::common;
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(false)
-    }
-
-    include!("suites/escapes_proc.rs");
-}
+as_the_test_user!("suites/escapes_proc.rs");

@@ -4,25 +4,8 @@
 //! namespaces (its network namespace inside a user namespace of its own)
 //! and without them (the supervised `connect()`).
 
+#[macro_use]
 mod common;
 mod net_support;
 
-mod with_namespaces {
-    use super::{common, net_support};
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(true)
-    }
-
-    include!("suites/net_domains.rs");
-}
-
-mod without_namespaces {
-    use super::{common, net_support};
-
-    fn tree() -> common::Tree {
-        common::Tree::unprivileged(false)
-    }
-
-    include!("suites/net_domains.rs");
-}
+as_the_test_user!("suites/net_domains.rs");

@@ -29,17 +29,59 @@ fn fixture() -> Fx {
     Fx { _dir: dir, base }
 }
 
+impl Fx {
+    /// The fixture's directory `name`.
+    fn dir(&self, name: &str) -> PathBuf {
+        self.base.join(name)
+    }
+
+    /// The host's roots: the fixture's directories `names`, as the host
+    /// answers `roots/list`.
+    fn roots(&self, names: &[&str]) -> Value {
+        names
+            .iter()
+            .map(|n| json!({"uri": uri(&self.dir(n))}))
+            .collect()
+    }
+}
+
 fn uri(p: &Path) -> String {
     rootfence::roots::path_to_uri(p)
 }
 
-/// A session with no command-line roots and `policy_extra` in its policy,
-/// its host through the handshake of `version` (declaring no roots).
-async fn initialized(policy_extra: &str, version: &str) -> (Fx, Running) {
+/// The protocol version the host speaks unless a test says otherwise.
+const VERSION: &str = "2025-06-18";
+
+/// A session with `policy_extra` in its policy and the fixture's
+/// directories `cli` as command-line roots, its host through the
+/// handshake of `version` without the roots capability.
+async fn initialized(version: &str, policy_extra: &str, cli: &[&str]) -> (Fx, Running) {
     let fx = fixture();
-    let mut r = start(&fx, policy_extra, &[]);
+    let cli: Vec<PathBuf> = cli.iter().map(|n| fx.dir(n)).collect();
+    let cli: Vec<&Path> = cli.iter().map(PathBuf::as_path).collect();
+    let mut r = start(&fx, policy_extra, &cli);
     r.host.initialize(version, false, &json!([])).await;
     (fx, r)
+}
+
+/// A session with `policy_extra` in its policy, its host through the
+/// handshake with the roots capability, declaring the fixture's
+/// directories `names`; those roots come back with it.
+async fn with_host_roots(policy_extra: &str, names: &[&str]) -> (Fx, Running, Value) {
+    let fx = fixture();
+    let mut r = start(&fx, policy_extra, &[]);
+    let roots = fx.roots(names);
+    r.host.initialize(VERSION, true, &roots).await;
+    (fx, r, roots)
+}
+
+/// How the session of `task` ended, within 10 s.
+async fn ending<E: std::fmt::Debug>(task: tokio::task::JoinHandle<Result<Ending, E>>) -> Ending {
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the session ended within 10 s")
+        .unwrap()
+        .unwrap()
 }
 
 fn start(fx: &Fx, policy_extra: &str, cli_roots: &[&Path]) -> Running {
@@ -90,11 +132,11 @@ fn roots_of(v: &Value) -> Vec<String> {
 #[tokio::test]
 async fn handshake_declares_roots_and_server_roots_list_is_answered_by_rootfence() {
     let fx = fixture();
-    let a = fx.base.join("a");
+    let a = fx.dir("a");
     let mut r = start(&fx, "", &[&a]);
     let none = json!([]);
     // The host has no roots capability; the server is told roots anyway.
-    let init = r.host.initialize("2025-06-18", false, &none).await;
+    let init = r.host.initialize(VERSION, false, &none).await;
     assert_eq!(init["result"]["serverInfo"]["name"], "fake");
     let ev = r.host.call(1, "events", json!({}), &none).await;
     assert!(Host::text(&ev).contains("initialize roots=true"), "{ev}");
@@ -117,24 +159,24 @@ async fn host_roots_are_validated_and_enforced_with_a_rebuild() {
     let fx = fixture();
     let mut r = start(&fx, "", &[]);
     let host_roots = json!([
-        {"uri": uri(&fx.base.join("a")), "name": "A"},
+        {"uri": uri(&fx.dir("a")), "name": "A"},
         {"uri": "file:///usr/share", "name": "outside the ceiling"},
         {"uri": format!("{}/%2e%2e/x", uri(&fx.base)), "name": "traversal"},
-        {"uri": uri(&fx.base.join("home/.ssh")), "name": "denied"},
+        {"uri": uri(&fx.dir("home/.ssh")), "name": "denied"},
     ]);
-    r.host.initialize("2025-06-18", true, &host_roots).await;
+    r.host.initialize(VERSION, true, &host_roots).await;
     let roots = r.host.call(1, "roots", json!({}), &host_roots).await;
     let text = Host::text(&roots);
     assert!(
         text.contains("\"name\":\"A\""),
         "host names are kept: {text}"
     );
-    assert_eq!(roots_of(&roots), vec![uri(&fx.base.join("a"))]);
+    assert_eq!(roots_of(&roots), vec![uri(&fx.dir("a"))]);
     // First launch with no roots (static only), then the rebuild with A.
     let l = launches(&r.log);
     assert_eq!(l.len(), 2, "{l:?}");
     assert!(l[0].is_empty());
-    assert_eq!(l[1], vec![fx.base.join("a")]);
+    assert_eq!(l[1], vec![fx.dir("a")]);
     // The refusals were reported to the host as logging warnings.
     let warnings: Vec<&Value> = r
         .host
@@ -171,21 +213,16 @@ async fn host_roots_are_validated_and_enforced_with_a_rebuild() {
 
 #[tokio::test]
 async fn roots_growing_rebuilds_drains_in_flight_and_queues_new_requests() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
-    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let (fx, mut r, mut roots) = with_host_roots("", &["a"]).await;
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &roots).await);
     // A slow request in flight on the old server.
-    r.host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":400}}})).await;
+    r.host.send_call(2, "sleep", json!({"ms": 400})).await;
     // The host adds a root: nothing is revoked, the old server drains.
-    roots = json!([{"uri": uri(&fx.base.join("a"))}, {"uri": uri(&fx.base.join("b"))}]);
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    roots = fx.roots(&["a", "b"]);
+    r.host.roots_changed().await;
     // A request sent during the rebuild goes to the new server.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    r.host.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pid","arguments":{}}})).await;
+    r.host.send_call(3, "pid", json!({})).await;
     let slow = r.host.response(json!(2), &roots).await;
     assert_eq!(
         Host::text(&slow),
@@ -197,7 +234,7 @@ async fn roots_growing_rebuilds_drains_in_flight_and_queues_new_requests() {
     let listed = r.host.call(4, "roots", json!({}), &roots).await;
     assert_eq!(
         roots_of(&listed),
-        vec![uri(&fx.base.join("a")), uri(&fx.base.join("b"))]
+        vec![uri(&fx.dir("a")), uri(&fx.dir("b"))]
     );
     // Every request got exactly one response.
     assert!(
@@ -212,30 +249,20 @@ async fn roots_growing_rebuilds_drains_in_flight_and_queues_new_requests() {
 
 #[tokio::test]
 async fn a_revoked_root_kills_its_server_and_answers_its_requests_in_flight() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
-    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let (fx, mut r, mut roots) = with_host_roots("", &["a"]).await;
     let pid1: i32 = Host::text(&r.host.call(1, "pid", json!({}), &roots).await)
         .parse()
         .unwrap();
-    r.host.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})).await;
+    r.host.send_call(2, "sleep", json!({"ms": 5000})).await;
     // A is revoked: its server is not drained but killed.
-    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    roots = fx.roots(&["b"]);
+    r.host.roots_changed().await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    r.host.send(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pid","arguments":{}}})).await;
+    r.host.send_call(3, "pid", json!({})).await;
     let slow = r.host.response(json!(2), &roots).await;
-    let msg = slow["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{slow}"));
+    let msg = Host::error_message(&slow);
     assert!(msg.contains("rights were revoked"), "{slow}");
-    assert!(
-        msg.contains(&fx.base.join("a").display().to_string()),
-        "{slow}"
-    );
+    assert!(msg.contains(&fx.dir("a").display().to_string()), "{slow}");
     let pid3: i32 = Host::text(&r.host.response(json!(3), &roots).await)
         .parse()
         .unwrap();
@@ -243,28 +270,20 @@ async fn a_revoked_root_kills_its_server_and_answers_its_requests_in_flight() {
     // The new server answered only after the old one was gone.
     assert!(!Path::new(&format!("/proc/{pid1}")).exists());
     let listed = r.host.call(4, "roots", json!({}), &roots).await;
-    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    assert_eq!(roots_of(&listed), vec![uri(&fx.dir("b"))]);
 }
 
 #[tokio::test]
 async fn requests_that_outlive_the_drain_timeout_get_an_error() {
-    let fx = fixture();
-    let mut r = start(&fx, "drain_timeout_ms = 200\n", &[]);
-    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let (fx, mut r, mut roots) = with_host_roots("drain_timeout_ms = 200\n", &["a"]).await;
     r.host.call(1, "pid", json!({}), &roots).await;
-    r.host.send(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})).await;
+    r.host.send_call(5, "sleep", json!({"ms": 5000})).await;
     // A root added: nothing revoked, so the old server drains.
-    roots = json!([{"uri": uri(&fx.base.join("a"))}, {"uri": uri(&fx.base.join("b"))}]);
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    roots = fx.roots(&["a", "b"]);
+    r.host.roots_changed().await;
     let resp = r.host.response(json!(5), &roots).await;
-    let msg = resp["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{resp}"));
     assert!(
-        msg.contains("restarted because its roots changed"),
+        Host::error_message(&resp).contains("restarted because its roots changed"),
         "{resp}"
     );
 }
@@ -273,20 +292,18 @@ async fn requests_that_outlive_the_drain_timeout_get_an_error() {
 async fn a_burst_of_changes_is_one_rebuild_and_a_rename_is_no_relaunch() {
     let fx = fixture();
     let mut r = start(&fx, "", &[]);
-    let mut roots = json!([{"uri": uri(&fx.base.join("a")), "name": "one"}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let mut roots = json!([{"uri": uri(&fx.dir("a")), "name": "one"}]);
+    r.host.initialize(VERSION, true, &roots).await;
     r.host.call(1, "pid", json!({}), &roots).await;
     assert_eq!(launches(&r.log).len(), 2);
-    roots = json!([{"uri": uri(&fx.base.join("c")), "name": "c"}]);
+    roots = json!([{"uri": uri(&fx.dir("c")), "name": "c"}]);
     for _ in 0..5 {
-        r.host
-            .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-            .await;
+        r.host.roots_changed().await;
     }
     // Answer the roots/list requests and let the debounce fire.
     let listed = loop {
         let v = r.host.call(2, "roots", json!({}), &roots).await;
-        if roots_of(&v) == vec![uri(&fx.base.join("c"))] {
+        if roots_of(&v) == vec![uri(&fx.dir("c"))] {
             break v;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -294,10 +311,8 @@ async fn a_burst_of_changes_is_one_rebuild_and_a_rename_is_no_relaunch() {
     assert!(Host::text(&listed).contains("\"c\""));
     assert_eq!(launches(&r.log).len(), 3, "{:?}", launches(&r.log));
     // Same directory, new name: the server is told, nothing is relaunched.
-    roots = json!([{"uri": uri(&fx.base.join("c")), "name": "renamed"}]);
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    roots = json!([{"uri": uri(&fx.dir("c")), "name": "renamed"}]);
+    r.host.roots_changed().await;
     let listed = loop {
         let v = r.host.call(3, "roots", json!({}), &roots).await;
         if Host::text(&v).contains("renamed") {
@@ -305,22 +320,17 @@ async fn a_burst_of_changes_is_one_rebuild_and_a_rename_is_no_relaunch() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("c"))]);
+    assert_eq!(roots_of(&listed), vec![uri(&fx.dir("c"))]);
     assert_eq!(launches(&r.log).len(), 3);
 }
 
 #[tokio::test]
 async fn rebuild_tells_the_host_when_the_tools_differ() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
-    let mut roots = json!([{"uri": uri(&fx.base.join("a"))}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let (fx, mut r, mut roots) = with_host_roots("", &["a"]).await;
     r.host.request(1, "tools/list", json!({}), &roots).await;
     *r.log.tools.lock().unwrap() = "brand_new_tool".into();
-    roots = json!([{"uri": uri(&fx.base.join("b"))}]);
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    roots = fx.roots(&["b"]);
+    r.host.roots_changed().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         if r.host
@@ -341,12 +351,10 @@ async fn rebuild_tells_the_host_when_the_tools_differ() {
 
 #[tokio::test]
 async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
-    let fx = fixture();
     // The fake server's `sample` tool sends sampling/createMessage, which
     // the default policy refuses.
-    let mut r = start(&fx, "[sampling]\nallow = true\n", &[]);
+    let (_fx, mut r) = initialized(VERSION, "[sampling]\nallow = true\n", &[]).await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     let mut host_facing = Vec::new();
     // The fake server numbers its own requests from 1, and restarts from 1
     // after a crash: the ids the host sees never repeat.
@@ -354,7 +362,7 @@ async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
         if round == "after restart" {
             r.host.call(25, "crash", json!({}), &none).await;
         }
-        r.host.send(json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"sample","arguments":{}}})).await;
+        r.host.send_call(i, "sample", json!({})).await;
         let req = loop {
             let m = r.host.recv().await;
             if m["method"] == "sampling/createMessage" {
@@ -388,12 +396,14 @@ async fn server_requests_get_fresh_ids_and_spoofed_responses_go_nowhere() {
 
 #[tokio::test]
 async fn a_crash_mid_request_answers_it_and_restarts() {
-    let (_fx, mut r) = initialized("", "2025-06-18").await;
+    let (_fx, mut r) = initialized(VERSION, "", &[]).await;
     let none = json!([]);
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     let crashed = r.host.call(2, "crash", json!({}), &none).await;
-    let msg = crashed["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("exited (exit code 3)"), "{crashed}");
+    assert!(
+        Host::error_message(&crashed).contains("exited (exit code 3)"),
+        "{crashed}"
+    );
     let pid2 = Host::text(&r.host.call(3, "pid", json!({}), &none).await);
     assert_ne!(pid1, pid2);
     assert!(!pid2.is_empty());
@@ -401,23 +411,16 @@ async fn a_crash_mid_request_answers_it_and_restarts() {
 
 #[tokio::test]
 async fn the_session_ends_when_restarts_are_used_up() {
-    let fx = fixture();
-    let mut r = start(&fx, "restart = \"never\"\n", &[]);
-    let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
-    let crashed = r.host.call(1, "crash", json!({}), &none).await;
+    let (_fx, mut r) = initialized(VERSION, "restart = \"never\"\n", &[]).await;
+    let crashed = r.host.call(1, "crash", json!({}), &json!([])).await;
     assert!(crashed["error"].is_object());
-    let ending = tokio::time::timeout(Duration::from_secs(10), r.task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let ending = ending(r.task).await;
     assert!(matches!(ending, Ending::ServerEnded(_)), "{ending:?}");
 }
 
 #[tokio::test]
 async fn garbage_from_either_side_is_answered_and_the_session_goes_on() {
-    let (_fx, mut r) = initialized("", "2025-06-18").await;
+    let (_fx, mut r) = initialized(VERSION, "", &[]).await;
     let none = json!([]);
     r.host.send_raw("this is not json").await;
     let e = r.host.recv().await;
@@ -442,31 +445,20 @@ async fn garbage_from_either_side_is_answered_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn oversized_lines_are_refused_from_both_sides() {
-    let (_fx, mut r) = initialized("max_message_bytes = 4096\n", "2025-06-18").await;
+    let (_fx, mut r) = initialized(VERSION, "max_message_bytes = 4096\n", &[]).await;
     let none = json!([]);
     let big = "y".repeat(100_000);
-    r.host
-        .send(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":big}}}))
-        .await;
+    r.host.send_call(9, "echo", json!({"text": big})).await;
     let e = r.host.response(json!(9), &none).await;
     assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("exceeds the limit of 4096 bytes"),
+        Host::error_message(&e).contains("exceeds the limit of 4096 bytes"),
         "{e}"
     );
     let e = r
         .host
         .call(10, "big", json!({"bytes": 50_000}), &none)
         .await;
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("exceeds the limit"),
-        "{e}"
-    );
+    assert!(Host::error_message(&e).contains("exceeds the limit"), "{e}");
     let fine = r
         .host
         .call(11, "echo", json!({"text":"small"}), &none)
@@ -476,8 +468,7 @@ async fn oversized_lines_are_refused_from_both_sides() {
 
 #[tokio::test]
 async fn batches_are_accepted_in_2025_03_26_only() {
-    let (_fx, mut r) = initialized("", "2025-03-26").await;
-    let none = json!([]);
+    let (_fx, mut r) = initialized("2025-03-26", "", &[]).await;
     r.host
         .send_raw(r#"[{"jsonrpc":"2.0","id":"p","method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"in batch"}}},{"bad":1}]"#)
         .await;
@@ -494,26 +485,18 @@ async fn batches_are_accepted_in_2025_03_26_only() {
     );
     assert!(arr.iter().any(|m| m["error"]["code"] == -32600));
 
-    let fx2 = fixture();
-    let mut r2 = start(&fx2, "", &[]);
-    r2.host.initialize("2025-06-18", false, &none).await;
+    let (_fx2, mut r2) = initialized(VERSION, "", &[]).await;
     r2.host
         .send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
         .await;
     let e = r2.host.recv().await;
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("2025-03-26"),
-        "{e}"
-    );
+    assert!(Host::error_message(&e).contains("2025-03-26"), "{e}");
 }
 
 #[tokio::test]
 async fn duplicate_ids_in_flight_are_refused() {
-    let (_fx, mut r) = initialized("", "2025-06-18").await;
-    r.host.send(json!({"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}})).await;
+    let (_fx, mut r) = initialized(VERSION, "", &[]).await;
+    r.host.send_call("dup", "sleep", json!({"ms": 300})).await;
     r.host
         .send(json!({"jsonrpc":"2.0","id":"dup","method":"ping"}))
         .await;
@@ -525,17 +508,13 @@ async fn duplicate_ids_in_flight_are_refused() {
 
 #[tokio::test]
 async fn host_eof_shuts_the_server_down() {
-    let (_fx, mut r) = initialized("", "2025-06-18").await;
+    let (_fx, mut r) = initialized(VERSION, "", &[]).await;
     let none = json!([]);
     let pid: i32 = Host::text(&r.host.call(1, "pid", json!({}), &none).await)
         .parse()
         .unwrap();
     drop(r.host);
-    let ending = tokio::time::timeout(Duration::from_secs(10), r.task)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let ending = ending(r.task).await;
     assert_eq!(ending, Ending::HostClosed);
     // The server is gone (reaped, so not even a zombie).
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
@@ -543,19 +522,17 @@ async fn host_eof_shuts_the_server_down() {
 
 #[tokio::test]
 async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[&fx.base.join("a")]);
+    let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     // What the unreadable edit revokes is unknown: nothing is kept.
     r.events
         .send(Event::PolicyChanged(Err("line 3: bad".into())))
         .unwrap();
     let refused = r.host.call(2, "pid", json!({}), &none).await;
-    let msg = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        msg.contains("policy file changed and cannot be read (line 3: bad)"),
+        Host::error_message(&refused)
+            .contains("policy file changed and cannot be read (line 3: bad)"),
         "{refused}"
     );
     let pid1: i32 = pid1.parse().unwrap();
@@ -572,10 +549,10 @@ async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let newer = Policy::parse(
         &format!(
             "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\n",
-            fx.base.join("a").display()
+            fx.dir("a").display()
         ),
         None,
-        Some(&fx.base.join("home")),
+        Some(&fx.dir("home")),
     )
     .unwrap();
     r.events
@@ -601,19 +578,16 @@ async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
 
 #[tokio::test]
 async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
-    let fx = fixture();
-    let a = fx.base.join("a");
-    let b = fx.base.join("b");
-    let mut r = start(&fx, "", &[&a, &b]);
+    let (fx, mut r) = initialized(VERSION, "", &["a", "b"]).await;
+    let (a, b) = (fx.dir("a"), fx.dir("b"));
     let none = json!([]);
-    r.host.initialize("2025-06-18", false, &none).await;
     assert_eq!(
         roots_of(&r.host.call(1, "roots", json!({}), &none).await).len(),
         2
     );
     // Replace b by a symlink to somewhere else.
-    std::fs::rename(&b, fx.base.join("b-moved")).unwrap();
-    std::os::unix::fs::symlink(fx.base.join("outside"), &b).unwrap();
+    std::fs::rename(&b, fx.dir("b-moved")).unwrap();
+    std::os::unix::fs::symlink(fx.dir("outside"), &b).unwrap();
     r.events.send(Event::RootsMaybeChanged).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -634,7 +608,7 @@ async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
 #[tokio::test]
 async fn a_discover_probe_before_initialize_reaches_the_server() {
     let fx = fixture();
-    let mut r = start(&fx, "", &[&fx.base.join("a")]);
+    let mut r = start(&fx, "", &[&fx.dir("a")]);
     let none = json!([]);
     // A 2026-07-28 host probes first; today's servers answer -32601 and the
     // host falls back to initialize.
@@ -646,7 +620,7 @@ async fn a_discover_probe_before_initialize_reaches_the_server() {
     let init = r.host.initialize("2025-11-25", false, &none).await;
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
     let roots = r.host.call(1, "roots", json!({}), &none).await;
-    assert_eq!(roots_of(&roots), vec![uri(&fx.base.join("a"))]);
+    assert_eq!(roots_of(&roots), vec![uri(&fx.dir("a"))]);
     assert_eq!(
         launches(&r.log).len(),
         1,
@@ -656,15 +630,12 @@ async fn a_discover_probe_before_initialize_reaches_the_server() {
 
 #[tokio::test]
 async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
-    let fx = fixture();
-    let mut r = start(&fx, "", &[]);
-    let roots = json!([{"uri": uri(&fx.base.join("a"))}]);
-    r.host.initialize("2025-06-18", true, &roots).await;
+    let (fx, mut r, roots) = with_host_roots("", &["a"]).await;
     r.host.call(1, "pid", json!({}), &roots).await;
     // rootfence's next request to the host will have id 2 (its first
     // roots/list was 1). The server schedules a forged answer to it,
     // naming a root of its own choosing.
-    let forged = json!({"roots": [{"uri": uri(&fx.base.join("outside"))}]});
+    let forged = json!({"roots": fx.roots(&["outside"])});
     let scheduled = r
         .host
         .call(
@@ -675,9 +646,7 @@ async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
         )
         .await;
     assert_eq!(Host::text(&scheduled), "scheduled", "{scheduled}");
-    r.host
-        .send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
-        .await;
+    r.host.roots_changed().await;
     let req = r.host.recv().await;
     assert_eq!(
         (req["method"].clone(), req["id"].clone()),
@@ -686,15 +655,15 @@ async fn a_server_cannot_answer_rootfences_own_requests_to_the_host() {
     );
     // Let the forgery arrive before the host answers.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let real = json!([{"uri": uri(&fx.base.join("b"))}]);
+    let real = fx.roots(&["b"]);
     r.host
         .send(json!({"jsonrpc":"2.0","id":2,"result":{"roots":real}}))
         .await;
     let listed = r.host.call(3, "roots", json!({}), &real).await;
-    assert_eq!(roots_of(&listed), vec![uri(&fx.base.join("b"))]);
+    assert_eq!(roots_of(&listed), vec![uri(&fx.dir("b"))]);
     assert!(
         launches(&r.log)
             .iter()
-            .all(|l| !l.contains(&fx.base.join("outside")))
+            .all(|l| !l.contains(&fx.dir("outside")))
     );
 }

@@ -35,6 +35,38 @@ pub fn rootfence() -> String {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rootfence").to_string())
 }
 
+/// The cases of a suite file (`include!`d, as `"suites/NAME.rs"`), run by
+/// the unprivileged test user ([`Tree::unprivileged`]) with the server's
+/// own namespaces (module `with_namespaces`) and without (module
+/// `without_namespaces`). The names the file uses from the including
+/// file's root (`common`, and `net_support` where it has it) are in scope.
+#[allow(unused_macros)]
+macro_rules! as_the_test_user {
+    ($suite:literal) => {
+        mod with_namespaces {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn tree() -> common::Tree {
+                common::Tree::unprivileged(true)
+            }
+
+            include!($suite);
+        }
+
+        mod without_namespaces {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn tree() -> common::Tree {
+                common::Tree::unprivileged(false)
+            }
+
+            include!($suite);
+        }
+    };
+}
+
 /// The unprivileged user the tests run rootfence as when they run as root
 /// (`tests/peers/install.sh` creates it).
 pub const TEST_USER: &str = "rootfence-test";
@@ -116,8 +148,14 @@ pub fn python() -> PathBuf {
     need("/usr/bin/python3", "apt-get install -y python3")
 }
 
-/// Python helpers prepended to every probe: `check(name, f)` prints
-/// `name=OK` or `name=<ERRNO NAME>`.
+/// Python helpers prepended to every probe: `check(name, f)` runs `f()`
+/// and prints `name=OK` or `name=<ERRNO NAME>`. `check(name, f, path=P)`
+/// runs `f(P)` and also prints `name.path=P`: `P` is the path outside the
+/// sandbox that the operation is after (for one that creates, its
+/// directory; through /proc, the file or directory it leads to), so that
+/// [`Probe::refused`] may take `ENOENT` for a refusal once the test process
+/// has seen `P` exist ([`CHECKED_PATH`]). The operation gets the path
+/// from the check, so the path checked outside is the one it used.
 pub const PRELUDE: &str = r#"
 import os, sys, errno, socket, signal, stat
 def _t(f):
@@ -126,8 +164,12 @@ def _t(f):
         return "OK"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
-def check(name, f):
-    print(name + "=" + _t(f), flush=True)
+def check(name, f, path=None):
+    if path is None:
+        print(name + "=" + _t(f), flush=True)
+    else:
+        print(name + "=" + _t(lambda: f(path)), flush=True)
+        print(name + ".path=" + path, flush=True)
 def read(p):
     with open(p) as f:
         return f.read()
@@ -174,10 +216,55 @@ pub struct Tree {
 pub const SECRET: &str = "TOP-SECRET-CONTENT";
 
 /// The errors that say "refused": Landlock and seccomp give `EACCES` and
-/// `EPERM`; in the server's own filesystem view what is not granted does
-/// not exist (`ENOENT`), a read-only grant is a read-only mount (`EROFS`),
-/// and renames and links across grants cross mounts (`EXDEV`).
-pub const REFUSED: &[&str] = &["EACCES", "EPERM", "EROFS", "ENOENT", "EXDEV"];
+/// `EPERM`, a read-only grant is a read-only mount (`EROFS`), and renames
+/// and links across grants cross mounts (`EXDEV`).
+///
+/// `ENOENT` is not among them: in the server's own filesystem view what is
+/// not granted does not exist, but neither does a mistyped path. It counts
+/// as a refusal only for a check that names the path it is after
+/// (`check(name, f, path=P)`) and whose path the test process sees exist
+/// outside the sandbox ([`Probe::refused`]).
+pub const REFUSED: &[&str] = &["EACCES", "EPERM", "EROFS", "EXDEV"];
+
+/// The suffix of the line a probe's check prints with the path it is
+/// after (`name.path=P`).
+pub const CHECKED_PATH: &str = ".path";
+
+/// What the probes of the running test (its thread) have asserted: the
+/// refusals, and the allowed operations seen to work. A refusal counts
+/// only beside its allowed twin: when the test's last [`Tree`] is dropped,
+/// a test that asserted refusals and no allowed operation fails.
+#[derive(Default)]
+struct Ledger {
+    /// Trees of this test alive.
+    trees: usize,
+    /// The checks asserted refused.
+    refused: Vec<String>,
+    /// How many allowed operations were asserted to work.
+    allowed: usize,
+}
+
+thread_local! {
+    static LEDGER: std::cell::RefCell<Ledger> = std::cell::RefCell::default();
+}
+
+/// Whether `v` is the name of an errno (`EPERM`, `ENOENT`, ...).
+fn is_errno(v: &str) -> bool {
+    v.len() > 1
+        && v.starts_with('E')
+        && v.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// Record that the running test asserted `name` refused.
+fn note_refused(name: &str) {
+    LEDGER.with(|l| l.borrow_mut().refused.push(name.to_string()));
+}
+
+/// Record that the running test asserted an allowed operation to work.
+fn note_allowed() {
+    LEDGER.with(|l| l.borrow_mut().allowed += 1);
+}
 
 impl Tree {
     pub fn new() -> Tree {
@@ -185,6 +272,13 @@ impl Tree {
             .prefix("rootfence-test-")
             .tempdir()
             .expect("create a temporary directory");
+        LEDGER.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.trees == 0 {
+                *l = Ledger::default();
+            }
+            l.trees += 1;
+        });
         let base = std::fs::canonicalize(tmp.path()).expect("canonical temp dir");
         let t = Tree {
             r: base.join("r"),
@@ -372,6 +466,35 @@ impl Tree {
             .expect("run rootfence exec")
     }
 
+    /// Run [`twin_checks`] of `ops` on `refused` and `allowed` confined,
+    /// with `extra`, and assert their results ([`Probe::twins`]).
+    pub fn twins(
+        &self,
+        extra: &[&str],
+        ops: &[(&str, &str)],
+        refused: &Path,
+        allowed: &Path,
+    ) -> Probe {
+        let p = self.py(extra, &twin_checks(ops, refused, allowed));
+        p.twins(ops);
+        p
+    }
+
+    /// `git` with a fixed identity and no global or system configuration,
+    /// in `dir`, run by the tree's runner (whose repository it is).
+    pub fn git(&self, dir: &Path, args: &[&str]) -> Output {
+        self.as_runner(
+            Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(dir)
+                .env("HOME", dir)
+                .env("GIT_CONFIG_NOSYSTEM", "1"),
+        )
+        .output()
+        .expect("git is required: apt-get install -y git")
+    }
+
     /// Run the python probe `code` (after [`PRELUDE`]) confined.
     pub fn py(&self, extra: &[&str], code: &str) -> Probe {
         let py = python();
@@ -379,6 +502,45 @@ impl Tree {
         let out = self.run(extra, &[py.to_str().unwrap_or("python3"), "-c", &code]);
         Probe::new(out)
     }
+}
+
+impl Drop for Tree {
+    /// The end of the test (its last tree): a refusal asserted with no
+    /// allowed twin fails it.
+    fn drop(&mut self) {
+        let orphans = LEDGER.with(|l| {
+            let mut l = l.borrow_mut();
+            l.trees = l.trees.saturating_sub(1);
+            (l.trees == 0 && l.allowed == 0 && !l.refused.is_empty())
+                .then(|| std::mem::take(&mut l.refused))
+        });
+        if let Some(refused) = orphans
+            && !std::thread::panicking()
+        {
+            panic!(
+                "this test asserts refusals ({}) and no allowed operation: a refusal counts \
+                 only beside its allowed twin, the same operation shown to work where it is \
+                 allowed (Probe::allowed, or expect(name, \"OK\"))",
+                refused.join(", ")
+            );
+        }
+    }
+}
+
+/// Python checks doing each of `ops` (a check's name, python of the path
+/// `p`) on `refused` (check `name`) and then on `allowed` (check
+/// `name_twin`): the same operation where it is refused and where it is
+/// allowed. [`Probe::twins`] asserts their results.
+pub fn twin_checks(ops: &[(&str, &str)], refused: &Path, allowed: &Path) -> String {
+    let (refused, allowed) = (refused.display(), allowed.display());
+    ops.iter()
+        .map(|(name, op)| {
+            format!(
+                "check('{name}', lambda p: {op}, path='{refused}')\n\
+                 check('{name}_twin', lambda p: {op}, path='{allowed}')\n"
+            )
+        })
+        .collect()
 }
 
 /// The result of a python probe: its `name=RESULT` lines.
@@ -407,7 +569,9 @@ impl Probe {
         )
     }
 
-    /// Assert that check `name` gave `want`.
+    /// Assert that check `name` gave `want`. An errno counts as a refusal
+    /// and `OK` as an allowed operation, for the rule that a test's
+    /// refusals stand beside an allowed twin (see [`Tree`]'s `Drop`).
     pub fn expect(&self, name: &str, want: &str) -> &Self {
         let got = self.results.get(name);
         assert_eq!(
@@ -416,17 +580,40 @@ impl Probe {
             "check {name}: wanted {want}\n{}",
             self.dump()
         );
+        if want == "OK" {
+            note_allowed();
+        } else if is_errno(want) {
+            note_refused(name);
+        }
+        self
+    }
+
+    /// Assert that check `name` worked: the allowed twin of the refusals
+    /// beside it.
+    pub fn allowed(&self, name: &str) -> &Self {
+        self.expect(name, "OK")
+    }
+
+    /// Assert that check `name` gave `want`, a value only an allowed
+    /// operation gives (an HTTP status, what was read): the allowed twin
+    /// of the refusals beside it.
+    pub fn allowed_with(&self, name: &str, want: &str) -> &Self {
+        self.expect(name, want);
+        note_allowed();
         self
     }
 
     /// Assert that check `name` was refused: an errno saying so (permission
-    /// denied, operation not permitted, read-only, not there at all, not
-    /// across mounts), never success.
+    /// denied, operation not permitted, read-only, not across mounts),
+    /// never success; `ENOENT` only where the check named a path that
+    /// exists outside ([`Probe::absent_inside`]).
     pub fn refused(&self, name: &str) -> &Self {
-        self.expect_any(name, REFUSED)
+        self.expect_any(name, &[REFUSED, &["ENOENT"]].concat())
     }
 
-    /// Assert that check `name` gave one of `wants`.
+    /// Assert that check `name` gave one of `wants` (`ENOENT` among them
+    /// only for a path seen to exist outside: [`Probe::absent_inside`]).
+    /// A list of errnos counts as a refusal.
     pub fn expect_any(&self, name: &str, wants: &[&str]) -> &Self {
         let got = self.results.get(name).map(String::as_str);
         assert!(
@@ -434,6 +621,45 @@ impl Probe {
             "check {name}: wanted one of {wants:?}, got {got:?}\n{}",
             self.dump()
         );
+        if got == Some("ENOENT") {
+            self.absent_inside(name);
+        }
+        if wants.iter().all(|w| is_errno(w)) {
+            note_refused(name);
+        }
+        self
+    }
+
+    /// `ENOENT` from check `name` is a refusal only if the path it is after
+    /// exists: the check named it (`check(name, f, path=P)`) and the test
+    /// process, outside the sandbox, finds it, through symlinks as the
+    /// operation would go (a link whose target is missing does not count;
+    /// one it may not look through, like pid 1's `/proc/1/root`, does).
+    fn absent_inside(&self, name: &str) {
+        let Some(path) = self.results.get(&format!("{name}{CHECKED_PATH}")) else {
+            panic!(
+                "check {name}: ENOENT, and the check names no path shown to exist outside: \
+                 not a refusal (a mistyped path gives it too); give the check the path it is \
+                 after, check(name, f, path=P) calling f(P), for a create its directory\n{}",
+                self.dump()
+            )
+        };
+        let missing =
+            std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        assert!(
+            !missing,
+            "check {name}: ENOENT inside, and {path} does not exist outside either: \
+             the check proves nothing (a mistyped path, or one this machine lacks)\n{}",
+            self.dump()
+        );
+    }
+
+    /// Assert that each of `ops` ([`twin_checks`]) was refused and its
+    /// twin worked.
+    pub fn twins(&self, ops: &[(&str, &str)]) -> &Self {
+        for (name, _) in ops {
+            self.refused(name).allowed(&format!("{name}_twin"));
+        }
         self
     }
 

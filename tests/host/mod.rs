@@ -97,6 +97,27 @@ impl Host {
         }
     }
 
+    /// Send a `tools/call` of `tool` with `args` under `id`, without
+    /// waiting for its answer.
+    pub async fn send_call(&mut self, id: impl Into<Value>, tool: &str, args: Value) {
+        let id = id.into();
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+            .await;
+    }
+
+    /// Tell rootfence the host's roots changed.
+    pub async fn roots_changed(&mut self) {
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/roots/list_changed"}))
+            .await;
+    }
+
+    /// The message of an error response, or a panic showing `v`.
+    pub fn error_message(v: &Value) -> &str {
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an error: {v}"))
+    }
+
     pub async fn request(&mut self, id: i64, method: &str, params: Value, roots: &Value) -> Value {
         self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
             .await;

@@ -112,6 +112,25 @@ impl Site {
             .collect()
     }
 
+    /// Python lines (after the probes' prelude) making the check `check`:
+    /// a socket connected to rootfence's network proxy (its port from
+    /// `HTTP_PROXY`) asks it for `path` on `name` over plain HTTP, and gets
+    /// 200. Neither a backslash nor a double quote, so that the lines stand
+    /// as they are in a shell's double quotes too.
+    pub fn via_proxy_check(&self, check: &str, name: &str, path: &str) -> String {
+        format!(
+            "def {check}():\n\
+             \x20   port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])\n\
+             \x20   s = socket.create_connection(('127.0.0.1', port), timeout=5)\n\
+             \x20   crlf = bytes([13, 10])\n\
+             \x20   s.sendall(b'GET http://{name}:{h}{path} HTTP/1.0' + crlf + b'Host: {name}:{h}' + crlf + crlf)\n\
+             \x20   if b' 200 ' not in s.recv(100):\n\
+             \x20       raise OSError(errno.EPROTO, 'not answered 200')\n\
+             check('{check}', {check})\n",
+            h = self.http
+        )
+    }
+
     /// A policy body allowing `names` (each pinned to the site) on both
     /// of its ports, plus `extra` entries.
     pub fn policy(&self, names: &[&str], extra: &[&str]) -> String {

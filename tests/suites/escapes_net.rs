@@ -41,6 +41,65 @@ fn refused_for_tcp_ports(p: &common::Probe) {
     assert!(p.results.is_empty(), "the server ran: {:?}", p.results);
 }
 
+/// A policy turning on network by domain: on the view + seccomp rung the
+/// one way a server gets TCP (to rootfence's own network proxy, within
+/// its own network namespace), where no port can be granted.
+fn domains_policy(t: &Tree) -> String {
+    t.policy(
+        "domains.toml",
+        "version = 1\n[network]\nallow_domains = [\"twin.test\"]\n",
+    )
+}
+
+/// The allowed twin of a refused TCP connect: `checks` (python, using
+/// `host` and `port`) run where the policy grants the connection. With
+/// Landlock, to a listener here on `host` granted by
+/// `--allow-tcp-connect`, which must see the connection; on the view +
+/// seccomp rung, to rootfence's network proxy (port from `HTTP_PROXY`).
+fn granted_connect(t: &Tree, host: &str, checks: &str) -> common::Probe {
+    if t.no_landlock() {
+        let policy = domains_policy(t);
+        return t.py(
+            &["--policy", &policy],
+            &format!(
+                "host = '127.0.0.1'\n\
+                 port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])\n\
+                 {checks}"
+            ),
+        );
+    }
+    let l = TcpListener::bind((host, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let p = t.py(
+        &["--allow-tcp-connect", &port.to_string()],
+        &format!("host = '{host}'\nport = {port}\n{checks}"),
+    );
+    assert_connected(&l);
+    p
+}
+
+/// The allowed twin of a refused TCP bind or listen: `checks` (python,
+/// using `port`) run where the policy grants binding `port`. With
+/// Landlock, a free port granted by `--allow-tcp-bind`; on the view +
+/// seccomp rung, which grants no port, any port (0) of the server's own
+/// network namespace, where TCP is on with network by domain.
+fn granted_bind(t: &Tree, checks: &str) -> common::Probe {
+    if t.no_landlock() {
+        let policy = domains_policy(t);
+        return t.py(&["--policy", &policy], &format!("port = 0\n{checks}"));
+    }
+    let port = free_port();
+    t.py(
+        &["--allow-tcp-bind", &port.to_string()],
+        &format!("port = {port}\n{checks}"),
+    )
+}
+
+/// A check that a socket of a family every rung allows can be made:
+/// the allowed twin of the `socket()` calls refused.
+const ROUTE_SOCKET: &str =
+    "check('route_socket', lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))";
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -62,6 +121,12 @@ fn tcp_connect_to_a_local_listener_is_refused() {
     )
     .refused("connect");
     assert_no_connection(&l);
+    granted_connect(
+        &t,
+        "127.0.0.1",
+        "check('granted', lambda: socket.create_connection((host, port), timeout=5))",
+    )
+    .allowed("granted");
 }
 
 #[test]
@@ -105,6 +170,15 @@ fn tcp_connect_over_ipv6_is_refused() {
     // Refused by Landlock's connect rule, or (without Landlock) at socket().
     .expect_any("mapped", &["EACCES", "ECONNREFUSED", "EPERM"]);
     assert_no_connection(&l);
+    // Where the policy grants a port, over IPv6 too (the view + seccomp
+    // rung's proxy listens on IPv4 only).
+    let host = if t.no_landlock() { "127.0.0.1" } else { "::1" };
+    granted_connect(
+        &t,
+        host,
+        "check('granted', lambda: socket.create_connection((host, port), timeout=5))",
+    )
+    .allowed("granted");
 }
 
 #[test]
@@ -120,6 +194,11 @@ fn tcp_bind_is_refused() {
     )
     .refused("bind")
     .refused("bind6");
+    granted_bind(
+        &t,
+        "check('granted', lambda: socket.socket().bind(('127.0.0.1', port)))",
+    )
+    .allowed("granted");
 }
 
 #[test]
@@ -144,6 +223,14 @@ fn tcp_bind_on_an_allowed_port_works() {
         .refused("other");
 }
 
+/// Python defining `fo_connect()`: a TCP socket with TCP_FASTOPEN_CONNECT
+/// connects to `host`, `port` and sends.
+const FASTOPEN_CONNECT: &str = "def fo_connect():\n\
+     \x20   s = socket.socket()\n\
+     \x20   s.setsockopt(socket.IPPROTO_TCP, 30, 1)\n\
+     \x20   s.connect((host, port))\n\
+     \x20   s.send(b'x')";
+
 #[test]
 fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
     let t = tree();
@@ -154,11 +241,8 @@ fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
         &format!(
             "check('sendto', lambda: socket.socket().sendto(b'x', socket.MSG_FASTOPEN, ('127.0.0.1', {port})))\n\
              check('sendmsg', lambda: socket.socket().sendmsg([b'x'], [], socket.MSG_FASTOPEN, ('127.0.0.1', {port})))\n\
-             def fo_connect():\n\
-             \x20   s = socket.socket()\n\
-             \x20   s.setsockopt(socket.IPPROTO_TCP, 30, 1)\n\
-             \x20   s.connect(('127.0.0.1', {port}))\n\
-             \x20   s.send(b'x')\n\
+             host, port = '127.0.0.1', {port}\n\
+             {FASTOPEN_CONNECT}\n\
              check('fastopen_connect', fo_connect)"
         ),
     )
@@ -166,6 +250,14 @@ fn tcp_fast_open_does_not_slip_past_the_connect_rule() {
     .expect("sendmsg", "EPERM")
     .refused("fastopen_connect");
     assert_no_connection(&l);
+    // TCP_FASTOPEN_CONNECT to a port the policy grants goes through the
+    // connect rule, and works.
+    granted_connect(
+        &t,
+        "127.0.0.1",
+        &format!("{FASTOPEN_CONNECT}\ncheck('granted', fo_connect)"),
+    )
+    .allowed("granted");
 }
 
 #[test]
@@ -178,12 +270,14 @@ fn udp_send_is_refused() {
         &format!(
             "check('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port})))\n\
              check('udp_flags', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC))\n\
-             check('udp6', lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))"
+             check('udp6', lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))\n\
+             {ROUTE_SOCKET}"
         ),
     )
     .expect("udp", "EPERM")
     .expect("udp_flags", "EPERM")
-    .expect("udp6", "EPERM");
+    .expect("udp6", "EPERM")
+    .allowed("route_socket");
     u.set_nonblocking(true).unwrap();
     let mut buf = [0u8; 16];
     match u.recv_from(&mut buf) {
@@ -197,15 +291,20 @@ fn raw_and_packet_sockets_are_refused() {
     let t = tree();
     t.py(
         &[],
-        "check('raw_icmp', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n\
-         check('raw6', lambda: socket.socket(socket.AF_INET6, socket.SOCK_RAW, 58))\n\
-         check('packet', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))\n\
-         check('packet_dgram', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, 0))",
+        &format!(
+            "check('raw_icmp', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n\
+             check('raw6', lambda: socket.socket(socket.AF_INET6, socket.SOCK_RAW, 58))\n\
+             check('packet', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))\n\
+             check('packet_dgram', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, 0))\n\
+             {ROUTE_SOCKET}"
+        ),
     )
     .expect("raw_icmp", "EPERM")
     .expect("raw6", "EPERM")
     .expect("packet", "EPERM")
-    .expect("packet_dgram", "EPERM");
+    .expect("packet_dgram", "EPERM")
+    // A raw socket of the one netlink family allowed.
+    .allowed("route_socket");
 }
 
 #[test]
@@ -250,15 +349,19 @@ fn other_socket_families_are_refused() {
     let t = tree();
     t.py(
         &[],
-        "check('vsock', lambda: socket.socket(40, socket.SOCK_STREAM, 0))\n\
-         check('alg', lambda: socket.socket(38, socket.SOCK_SEQPACKET, 0))\n\
-         check('bluetooth', lambda: socket.socket(31, socket.SOCK_STREAM, 0))\n\
-         check('key', lambda: socket.socket(15, socket.SOCK_RAW, 2))",
+        &format!(
+            "check('vsock', lambda: socket.socket(40, socket.SOCK_STREAM, 0))\n\
+             check('alg', lambda: socket.socket(38, socket.SOCK_SEQPACKET, 0))\n\
+             check('bluetooth', lambda: socket.socket(31, socket.SOCK_STREAM, 0))\n\
+             check('key', lambda: socket.socket(15, socket.SOCK_RAW, 2))\n\
+             {ROUTE_SOCKET}"
+        ),
     )
     .expect("vsock", "EPERM")
     .expect("alg", "EPERM")
     .expect("bluetooth", "EPERM")
-    .expect("key", "EPERM");
+    .expect("key", "EPERM")
+    .allowed("route_socket");
 }
 
 fn abstract_listener(t: &Tree) -> (UnixListener, String) {
@@ -354,6 +457,21 @@ fn pathname_unix_socket_outside_is_unreachable() {
     .expect("connect", "EPERM")
     .expect("dgram", "EPERM");
     assert_no_unix_connection(&l);
+    // The same connect to a socket the policy grants.
+    let granted = t.outside.join("granted.sock");
+    let g = UnixListener::bind(&granted).unwrap();
+    let policy = unix_policy(&t, &[&granted]);
+    t.py(
+        &["--policy", &policy],
+        &format!(
+            "check('granted', lambda: socket.socket(socket.AF_UNIX).connect('{}'))",
+            granted.display()
+        ),
+    )
+    .allowed("granted");
+    g.set_nonblocking(true).unwrap();
+    g.accept().expect("the granted unix connection arrived");
+    assert_no_unix_connection(&l);
 }
 
 #[test]
@@ -388,12 +506,21 @@ fn io_uring_keyrings_and_x32_calls_are_refused() {
          check('io_uring_setup', lambda: sc(425, 8, params))\n\
          check('keyctl_session', lambda: sc(250, 1, 0))\n\
          check('add_key', lambda: sc(248, b'user', b'k', b'v', 1, -3))\n\
-         check('x32_socket_udp', lambda: sc(0x40000000 | 41, 2, 2, 0))",
+         check('x32_socket_udp', lambda: sc(0x40000000 | 41, 2, 2, 0))\n\
+         check('x32_socket_route', lambda: sc(0x40000000 | 41, 16, 3, 0))\n\
+         check('socket_route', lambda: sc(41, 16, 3, 0))\n\
+         check('getpid', lambda: sc(39))",
     )
     .expect("io_uring_setup", "EPERM")
     .expect("keyctl_session", "EPERM")
     .expect("add_key", "EPERM")
-    .expect("x32_socket_udp", "ENOSYS");
+    .expect("x32_socket_udp", "ENOSYS")
+    // The x32 call is missing whatever it asks; the same call by its
+    // x86-64 number, for a socket every rung allows, works, as does any
+    // allowed call made the same way.
+    .expect("x32_socket_route", "ENOSYS")
+    .allowed("socket_route")
+    .allowed("getpid");
 }
 
 #[test]
@@ -415,11 +542,25 @@ fn listen_on_a_socket_never_bound_takes_no_port() {
     );
     p.success();
     if t.no_landlock() {
-        // Without Landlock every TCP/IP socket is refused at socket().
+        // Without Landlock every TCP/IP socket is refused at socket();
+        // the same socket() works where the policy turns TCP on (network
+        // by domain), though listen() stays refused on this rung, which
+        // cannot rule ports.
         p.expect("socket", "EPERM");
+        let policy = domains_policy(&t);
+        t.py(&["--policy", &policy], "check('granted', lambda: socket.socket())")
+            .allowed("granted");
         return;
     }
     p.refused("listen").refused("listen6").expect("port", "0");
+    // Bound first to a port the policy grants, the socket listens.
+    granted_bind(
+        &t,
+        "s = socket.socket()\n\
+         s.bind(('127.0.0.1', port))\n\
+         check('granted', lambda: s.listen())",
+    )
+    .allowed("granted");
 }
 
 /// A connected socket asked to reach another address: already connected,
@@ -455,7 +596,7 @@ fn a_datagram_socketpair_reaches_no_pathname_socket() {
              check('stream_sendto', lambda: a.sendto(b'x', '{p}'))\n\
              check('stream_pair', lambda: (a.send(b'ok'), b.recv(2)))\n\
              sq, sq2 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n\
-             check('seqpacket_connect', lambda: sq.connect('{p}'))",
+             check('seqpacket_connect', lambda p: sq.connect(p), path='{p}')",
             p = path.display()
         ),
     )
@@ -546,7 +687,14 @@ fn system_v_ipc_of_the_host_is_out_of_reach() {
              check('semget', lambda: sc(libc.semget({k2}, 1, 0)))\n\
              check('sem_rmid', lambda: sc(libc.semctl({sem}, 0, 0)))\n\
              check('own_shm', lambda: sc(libc.shmget(0, 4096, 0o1600)))\n\
-             check('mq_open', lambda: sc(libc.syscall(240, b'rootfence-q', 0o100 | 2, 0o600, None)))",
+             check('mq_open', lambda: sc(libc.syscall(240, b'rootfence-q', 0o100 | 2, 0o600, None)))\n\
+             import mmap\n\
+             def memfd_shared():\n\
+             \x20   fd = os.memfd_create('shared')\n\
+             \x20   os.ftruncate(fd, 4096)\n\
+             \x20   m = mmap.mmap(fd, 4096, mmap.MAP_SHARED)\n\
+             \x20   m[:4] = b'MINE'\n\
+             check('memfd_shared', memfd_shared)",
             k = host.key,
             k1 = host.key + 1,
             k2 = host.key + 2,
@@ -563,7 +711,10 @@ fn system_v_ipc_of_the_host_is_out_of_reach() {
     .refused("semget")
     .refused("sem_rmid")
     .refused("own_shm")
-    .refused("mq_open");
+    .refused("mq_open")
+    // System V and POSIX message queues are refused whole; memory is
+    // shared the way every rung allows, a memfd mapped shared.
+    .allowed("memfd_shared");
     assert!(host.intact(), "a System V object of the host was changed or removed");
 }
 

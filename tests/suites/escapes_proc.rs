@@ -10,32 +10,51 @@ use std::time::{Duration, Instant};
 
 use common::{SECRET, Tree, python, stderr, stdout};
 
+// The entries of /proc the server is refused are those of living
+// processes (its parent, pid 1): every process has them. Where the server
+// gets `ENOENT` (in its own /proc a process it may not trace is hidden),
+// the check names the same entry of the test's own process, which the
+// test sees outside, and reaches the parent's through it (`theirs`).
+
 #[test]
 fn proc_of_the_parent_gives_no_descriptors() {
     let t = tree();
     t.py(
         &[],
         "pp = os.getppid()\n\
-         check('list', lambda: os.listdir(f'/proc/{pp}/fd'))\n\
-         check('open', lambda: os.open(f'/proc/{pp}/fd/0', os.O_RDONLY))\n\
-         check('own', lambda: os.listdir('/proc/self/fd'))",
+         theirs = lambda p: p.replace('/proc/self/', f'/proc/{pp}/', 1)\n\
+         check('list', lambda p: os.listdir(theirs(p)), path='/proc/self/fd')\n\
+         check('open', lambda p: os.open(theirs(p) + '/0', os.O_RDONLY), path='/proc/self/fd')\n\
+         check('own', lambda: os.listdir('/proc/self/fd'))\n\
+         check('own_open', lambda: os.open('/proc/self/fd/0', os.O_RDONLY))",
     )
     .refused("list")
     .refused("open")
-    .expect("own", "OK");
+    .allowed("own")
+    .allowed("own_open");
 }
 
 #[test]
 fn proc_of_the_parent_gives_no_cwd() {
+    // The parent, rootfence, runs in the tree's base (`Tree::command`).
     let t = tree();
     t.py(
         &[],
-        "pp = os.getppid()\n\
-         check('list', lambda: os.listdir(f'/proc/{pp}/cwd'))\n\
-         check('read', lambda: read(f'/proc/{pp}/cwd/outside/secret'))",
+        &format!(
+            "pp = os.getppid()\n\
+             at_cwd = lambda p: f'/proc/{{pp}}/cwd' + p[len('{base}'):]\n\
+             check('list', lambda p: os.listdir(at_cwd(p)), path='{base}')\n\
+             check('read', lambda p: read(at_cwd(p)), path='{base}/outside/secret')\n\
+             inside = os.path.relpath('{r}/inside', os.getcwd())\n\
+             check('own', lambda: read('/proc/self/cwd/' + inside))",
+            base = t.base.display(),
+            r = t.r.display()
+        ),
     )
     .refused("list")
-    .refused("read");
+    .refused("read")
+    // Its own working directory leads to a file in its root.
+    .allowed("own");
 }
 
 #[test]
@@ -45,13 +64,17 @@ fn proc_of_the_parent_gives_no_root() {
         &[],
         &format!(
             "pp = os.getppid()\n\
-             check('read', lambda: read(f'/proc/{{pp}}/root{o}/secret'))\n\
-             check('list', lambda: os.listdir(f'/proc/{{pp}}/root/'))",
-            o = t.outside.display()
+             check('read', lambda p: read(f'/proc/{{pp}}/root' + p), path='{o}/secret')\n\
+             check('list', lambda p: os.listdir(f'/proc/{{pp}}/root' + p), path='/')\n\
+             check('own', lambda: read('/proc/self/root{r}/inside'))",
+            o = t.outside.display(),
+            r = t.r.display()
         ),
     )
     .refused("read")
-    .refused("list");
+    .refused("list")
+    // Its own root leads to a file in its root.
+    .allowed("own");
 }
 
 #[test]
@@ -64,8 +87,11 @@ fn proc_of_the_parent_gives_no_environment() {
                 python().to_str().unwrap(),
                 "-c",
                 &format!(
-                    "{}\ncheck('environ', lambda: read(f'/proc/{{os.getppid()}}/environ'))\n\
-                     check('cmdline_mem', lambda: open(f'/proc/{{os.getppid()}}/mem', 'rb'))",
+                    "{}\ntheirs = lambda p: p.replace('/proc/self/', f'/proc/{{os.getppid()}}/', 1)\n\
+                     check('environ', lambda p: read(theirs(p)), path='/proc/self/environ')\n\
+                     check('cmdline_mem', lambda p: open(theirs(p), 'rb'), path='/proc/self/mem')\n\
+                     check('own_environ', lambda: read('/proc/self/environ'))\n\
+                     check('own_mem', lambda: open('/proc/self/mem', 'rb'))",
                     common::PRELUDE
                 ),
             ],
@@ -76,7 +102,9 @@ fn proc_of_the_parent_gives_no_environment() {
     assert!(!stdout(&out).contains(SECRET));
     common::Probe::new(out)
         .refused("environ")
-        .refused("cmdline_mem");
+        .refused("cmdline_mem")
+        .allowed("own_environ")
+        .allowed("own_mem");
 }
 
 #[test]
@@ -84,13 +112,16 @@ fn proc_of_unrelated_processes_is_closed() {
     let t = tree();
     let p = t.py(
         &[],
-        "check('init_environ', lambda: read('/proc/1/environ'))\n\
-         check('init_root', lambda: os.listdir('/proc/1/root'))\n\
+        "check('init_environ', lambda p: read(p), path='/proc/1/environ')\n\
+         check('init_root', lambda p: os.listdir(p), path='/proc/1/root')\n\
+         check('own_environ', lambda: read('/proc/self/environ'))\n\
          check('proc_list', lambda: os.listdir('/proc'))\n\
          pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) if os.access('/proc', os.R_OK) else []\n\
          print('others=' + str([p for p in pids if p != os.getpid()]))",
     );
-    p.refused("init_environ").refused("init_root");
+    p.refused("init_environ")
+        .refused("init_root")
+        .allowed("own_environ");
     if t.namespaces {
         // Its own /proc lists its own processes only.
         p.expect("proc_list", "OK").expect("others", "[]");
@@ -209,6 +240,9 @@ fn binary_outside_the_roots_cannot_be_executed() {
     };
     assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
     assert!(stderr(&out).contains(why), "{}", stderr(&out));
+    // The same exec of the system's copy works.
+    let system = t.run(&[], &["/bin/sh", "-c", "'/bin/true'"]);
+    assert_eq!(system.status.code(), Some(0), "{}", stderr(&system));
 }
 
 /// A signal to a process outside the sandbox: refused by Landlock's scope
@@ -226,12 +260,20 @@ fn signalling_rootfence_is_refused() {
         &[],
         "check('term', lambda: os.kill(os.getppid(), signal.SIGTERM))\n\
          check('kill', lambda: os.kill(os.getppid(), signal.SIGKILL))\n\
-         check('group', lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGTERM))",
+         check('group', lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGTERM))\n\
+         import subprocess\n\
+         own = subprocess.Popen(['sleep', '30'], start_new_session=True)\n\
+         check('own_term', lambda: os.kill(own.pid, signal.SIGTERM))\n\
+         check('own_group', lambda: os.killpg(own.pid, signal.SIGKILL))\n\
+         own.wait()",
     )
     .success()
     .expect_any("term", SIGNAL_REFUSED)
     .expect_any("kill", SIGNAL_REFUSED)
-    .expect_any("group", SIGNAL_REFUSED);
+    .expect_any("group", SIGNAL_REFUSED)
+    // The same signals to its own child and the child's group.
+    .allowed("own_term")
+    .allowed("own_group");
 }
 
 /// Without Landlock's signal scope: rootfence cannot be named from the
@@ -294,9 +336,13 @@ fn ptrace_of_the_parent_is_refused() {
          def attach():\n\
          \x20   if libc.ptrace(16, os.getppid(), 0, 0) != 0:\n\
          \x20       raise OSError(ctypes.get_errno(), 'ptrace')\n\
-         check('attach', attach)",
+         check('attach', attach)\n\
+         check('own_memory', lambda: open('/proc/self/mem', 'rb'))",
     )
-    .expect("attach", "EPERM");
+    .expect("attach", "EPERM")
+    // ptrace is refused whole; what attaching would give, a process's
+    // memory, is open for the server's own.
+    .allowed("own_memory");
 }
 
 #[test]
@@ -345,6 +391,28 @@ fn privileged_operations_are_refused() {
     .expect("core", "OK");
 }
 
+/// Run `launcher` (python given rootfence's command line as its arguments,
+/// which starts rootfence on a terminal) with `rootfence exec -- python -c
+/// code`, as the tree's runner; its output.
+fn on_a_terminal(t: &Tree, launcher: &str, code: &str) -> std::process::Output {
+    t.as_runner(
+        Command::new(python())
+            .arg("-c")
+            .arg(launcher)
+            .args(t.rootfence_argv())
+            .args(t.exec_args())
+            .arg("--")
+            .arg(python())
+            .arg("-c")
+            .arg(code)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &t.home),
+    )
+    .output()
+    .unwrap()
+}
+
 #[test]
 fn new_session_without_controlling_terminal_and_no_tiocsti() {
     let t = tree();
@@ -355,7 +423,8 @@ fn new_session_without_controlling_terminal_and_no_tiocsti() {
          print('tty_nr=' + st[4])\n\
          print('session_leader=' + str(os.getsid(0) == os.getpid()))\n\
          print('init_leads=' + str(os.getsid(0) == 1))\n\
-         check('tiocsti', lambda: fcntl.ioctl(0, termios.TIOCSTI, b'x'))",
+         check('tiocsti', lambda: fcntl.ioctl(0, termios.TIOCSTI, b'x'))\n\
+         check('fionread', lambda: fcntl.ioctl(0, termios.FIONREAD, b'\\0\\0\\0\\0'))",
         common::PRELUDE
     );
     // The launcher gives rootfence a pty as its controlling terminal.
@@ -375,23 +444,7 @@ except BlockingIOError:
     injected = b''
 print('injected=' + repr(injected))
 "#;
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(probe)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, &probe);
     let p = common::Probe::new(out);
     // A new session: the server's own, or with namespaces its init's.
     if t.namespaces {
@@ -401,6 +454,8 @@ print('injected=' + repr(injected))
     }
     p.expect("tty_nr", "0")
         .expect("tiocsti", "EPERM")
+        // Another ioctl on the same descriptor works.
+        .allowed("fionread")
         .expect("injected", "b''");
 }
 
@@ -693,23 +748,7 @@ print('early=' + str(b'early' in seen))
          \x20       os.execv(sys.executable, [sys.executable, '-c', \"import time, sys\\ntime.sleep(0.4)\\nsys.stdout.write('[sudo] password for you: ')\\nsys.stdout.flush()\\nsys.stdin.readline()\", '{marker}'])\n\
          \x20   os._exit(0)\n"
     );
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(code)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, &code);
     let p = common::Probe::new(out);
     p.expect("early", "True").expect("late_prompt", "False");
     assert_eq!(common::processes_with(&marker), Vec::<u32>::new());
@@ -819,23 +858,7 @@ sys.stdout.write(seen.decode(errors='replace').replace('\r', ''))
          \x20   print('tcsetattr=refused')\n\
          print('read=' + sys.stdin.readline().strip())\n\
          print('done', flush=True)";
-    let out = t
-        .as_runner(
-            Command::new(python())
-                .arg("-c")
-                .arg(launcher)
-                .args(t.rootfence_argv())
-                .args(t.exec_args())
-                .arg("--")
-                .arg(python())
-                .arg("-c")
-                .arg(probe)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("HOME", &t.home),
-        )
-        .output()
-        .unwrap();
+    let out = on_a_terminal(&t, launcher, probe);
     common::Probe::new(out)
         .expect("ttys", "000")
         .expect("tcsetattr", "refused")

@@ -215,21 +215,23 @@ check('site_address', lambda: direct(('127.0.0.2', {h})))\n\
 check('site_address_mapped', lambda: direct(('::ffff:127.0.0.2', {h})))\n\
 check('any_address', lambda: socket.create_connection(('93.184.216.34', 443), timeout=5))\n\
 check('any_v6', lambda: socket.create_connection(('2606:2800:220:1::1', 443), timeout=5))\n\
-\"\n",
-            prelude = common::PRELUDE.replace('"', "\\\"")
+{via}\"\n",
+            prelude = common::PRELUDE.replace('"', "\\\""),
+            via = s.via_proxy_check("via_proxy", "site.test", "/hello/via-proxy")
         ),
     );
     // curl without the proxy: the name does not resolve in the sandbox
     // (6), and the address is not reachable (7).
     p.expect("noproxy", "6")
         .expect("noproxy_resolved", "7")
-        .expect("empty_proxy", "7")
-        .expect("proxied", "200");
+        .allowed_with("proxied", "200");
     for name in ["site_address", "site_address_mapped", "any_address", "any_v6"] {
         p.expect_any(name, &["EACCES", "EPERM", "ENETUNREACH", "ECONNREFUSED"]);
     }
-    // Judged at the site: only the proxied request reached it.
-    assert!(s.saw("/hello/proxied"));
+    // The same connection and request, to rootfence's proxy.
+    p.allowed("via_proxy");
+    // Judged at the site: only the proxied requests reached it.
+    assert!(s.saw("/hello/proxied") && s.saw("/hello/via-proxy"));
     for path in [
         "/hello/noproxy",
         "/hello/noproxy-resolved",
@@ -311,6 +313,7 @@ check('icmp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IP
 check('raw', lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))\n\
 check('packet', lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))\n\
 check('dns_tcp', lambda: socket.create_connection(('127.0.0.53', 53), timeout=5))\n\
+check('tcp_socket', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))\n\
 try:\n    socket.getaddrinfo('example.com', 443)\n    print('resolve=OK')\n\
 except socket.gaierror:\n    print('resolve=refused')\n\
 print('proxied=' + str(urllib.request.urlopen('http://site.test:{h}/hello/proxied').status))\n\
@@ -325,7 +328,10 @@ print('proxied=' + str(urllib.request.urlopen('http://site.test:{h}/hello/proxie
         .expect("packet", "EPERM")
         .expect_any("dns_tcp", &["EACCES", "EPERM", "ECONNREFUSED"])
         .expect("resolve", "refused")
-        .expect("proxied", "200");
+        // A TCP socket, and through the proxy the name resolves and the
+        // site answers.
+        .allowed("tcp_socket")
+        .allowed_with("proxied", "200");
     u.set_nonblocking(true).unwrap();
     let mut buf = [0u8; 16];
     match u.recv_from(&mut buf) {
