@@ -266,17 +266,12 @@ impl ChildSetup {
         }
     }
 
-    /// The server's own steps: limits, Landlock, capabilities, descriptors,
-    /// signals, seccomp, `execve`.
+    /// The server's own steps: Landlock, capabilities, descriptors,
+    /// signals, seccomp, limits, `execve`.
     unsafe fn confine_and_exec(&self) -> ! {
         let err = self.err_w;
         // SAFETY (whole body): as in `run`.
         unsafe {
-            for (i, (resource, lim)) in self.rlimits.iter().enumerate() {
-                if libc::setrlimit(*resource, lim) < 0 {
-                    fail(err, Step::Rlimit, i as u32, errno());
-                }
-            }
             if let Some(ll) = &self.landlock {
                 restrict(err, ll);
             }
@@ -298,6 +293,16 @@ impl ChildSetup {
             // goes to rootfence and is closed here.
             if let Some(filter) = &self.seccomp {
                 load_filter(err, filter, self.notify_sock);
+            }
+            // The limits just before `execve`: until then this process
+            // holds rootfence's descriptors (closed at `execve`), and a
+            // descriptor bound below their count would refuse the rules'
+            // and the filter's own. `setrlimit` is on the filter's
+            // allow-list; were it not, the launch would fail here, loudly.
+            for (i, (resource, lim)) in self.rlimits.iter().enumerate() {
+                if libc::setrlimit(*resource, lim) < 0 {
+                    fail(err, Step::Rlimit, i as u32, errno());
+                }
             }
             libc::execve(
                 self.exec.program.as_ptr(),
