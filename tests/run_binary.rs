@@ -365,3 +365,17 @@ fn a_session_written_at_once_and_closed_is_answered_in_full() {
     assert_eq!(answers["3"]["result"]["isError"], true, "{answers:?}");
     assert!(text(&answers["3"]).contains("Access denied"), "{answers:?}");
 }
+
+#[test]
+fn a_host_that_closes_and_never_reads_its_last_answer_does_not_keep_rootfence_alive() {
+    // The host asks for 8 MiB, closes its side at once and waits for
+    // rootfence to exit without reading stdout: the answer cannot be
+    // written (the pipe is full). rootfence gives the host the shutdown
+    // grace to read it, then exits rather than waiting forever.
+    let (_d, base) = tree();
+    let mut s = Session::start(&["--root", base.join("root").to_str().unwrap()]);
+    s.initialize();
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes": 8 << 20}}}));
+    drop(s.stdin.take());
+    assert_eq!(s.wait_exit(), 0);
+}

@@ -206,9 +206,18 @@ pub fn rootfence_bin() -> std::ffi::OsString {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_rootfence").into())
 }
 
-/// The minimal server under `rootfence run` with one root.
+/// The minimal server under `rootfence run` with one root, in the small
+/// environment a host gives its servers (cargo's variables would make
+/// rootfence send the host a note about them, a line the pipelined
+/// counts would take for an answer).
 pub fn fenced(root: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(rootfence_bin());
+    c.env_clear();
+    for key in ["PATH", "HOME"] {
+        if let Some(v) = std::env::var_os(key) {
+            c.env(key, v);
+        }
+    }
     c.arg("run")
         .args(extra)
         .arg("--root")

@@ -190,6 +190,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
+    let grace = std::time::Duration::from_millis(config.policy.raw.limits.shutdown_grace_ms);
     let observer = config.roots_observer.take();
     let remember = config.remember.take();
     let (out_tx, out_rx) = framing::line_queue();
@@ -277,7 +278,15 @@ where
     reader.abort();
     drop(session);
     drop(fx);
-    let _ = writer.await;
+    // What is left for the host gets the shutdown grace to be read: a
+    // host that closed its side and waits for rootfence's exit without
+    // reading would otherwise wait forever.
+    if tokio::time::timeout(grace, writer).await.is_err() {
+        tracing::warn!(
+            "the host did not read what was left for it within limits.shutdown_grace_ms = {} ms: exiting without it",
+            grace.as_millis()
+        );
+    }
     Ok(ending)
 }
 
