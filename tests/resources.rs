@@ -156,27 +156,30 @@ fn memory(t: &Tree) {
     .expect("after", "OK");
 }
 
-fn descriptors(t: &Tree) {
-    let p = run(
-        t,
-        "fds, err = [], 'none'\n\
-         for i in range(1000):\n\
-         \x20   try:\n\
-         \x20       fds.append(os.open('/dev/null', os.O_RDONLY))\n\
-         \x20   except OSError as e:\n\
-         \x20       err = errno.errorcode[e.errno]\n\
-         \x20       break\n\
-         print('opened=%d' % len(fds))\n\
-         print('open_error=' + err)\n\
-         for fd in fds[:20]:\n\
-         \x20   os.close(fd)\n\
-         check('reopen', lambda: os.close(os.open('/dev/null', os.O_RDONLY)))",
-    );
-    p.success()
-        .expect("open_error", "EMFILE")
-        .expect("reopen", "OK");
+/// Open `/dev/null` until refused (at most 1000), print how many and the
+/// error, close one and open again.
+const OPEN_UNTIL_REFUSED: &str = "fds, err = [], 'OK'\n\
+     for i in range(1000):\n\
+     \x20   try:\n\
+     \x20       fds.append(os.open('/dev/null', os.O_RDONLY))\n\
+     \x20   except OSError as e:\n\
+     \x20       err = errno.errorcode[e.errno]\n\
+     \x20       break\n\
+     print('opened=%d' % len(fds))\n\
+     print('open=' + err)\n\
+     os.close(fds[0])\n\
+     check('reopen', lambda: os.close(os.open('/dev/null', os.O_RDONLY)))";
+
+/// Descriptors opened until refused, next to the twin: one closed, one
+/// opened again.
+fn held_to(p: &common::Probe, opened: std::ops::RangeInclusive<usize>) {
+    p.success().expect("open", "EMFILE").allowed("reopen");
     let n: usize = p.value("opened").parse().unwrap();
-    assert!((50..=61).contains(&n), "{n} descriptors opened");
+    assert!(opened.contains(&n), "{n} descriptors opened");
+}
+
+fn descriptors(t: &Tree) {
+    held_to(&run(t, OPEN_UNTIL_REFUSED), 50..=61);
 }
 
 /// A descriptor bound below the count rootfence holds while it launches
@@ -184,23 +187,7 @@ fn descriptors(t: &Tree) {
 /// still starts, and is held to it.
 fn few_descriptors(t: &Tree) {
     let policy = t.policy("few.toml", "version = 1\n[resources]\nopen_files = 12\n");
-    let p = t.py(
-        &["--policy", &policy],
-        "fds, err = [], 'OK'\n\
-         for i in range(100):\n\
-         \x20   try:\n\
-         \x20       fds.append(os.open('/dev/null', os.O_RDONLY))\n\
-         \x20   except OSError as e:\n\
-         \x20       err = errno.errorcode[e.errno]\n\
-         \x20       break\n\
-         print('opened=%d' % len(fds))\n\
-         print('open=' + err)\n\
-         os.close(fds[0])\n\
-         check('reopen', lambda: os.close(os.open('/dev/null', os.O_RDONLY)))",
-    );
-    p.success().expect("open", "EMFILE").allowed("reopen");
-    let n: usize = p.value("opened").parse().unwrap();
-    assert!((1..=9).contains(&n), "{n} descriptors opened");
+    held_to(&t.py(&["--policy", &policy], OPEN_UNTIL_REFUSED), 1..=9);
 }
 
 fn scratch(t: &Tree) {
