@@ -79,33 +79,6 @@ impl Setup {
     }
 }
 
-/// One text per JSON value, as tests/peers/readers.py's `norm`.
-fn norm(v: &Value) -> String {
-    match v {
-        Value::Null => "n".into(),
-        Value::Bool(true) => "t".into(),
-        Value::Bool(false) => "f".into(),
-        Value::Number(n) => {
-            let x = n.as_f64().unwrap();
-            let x = if x == 0.0 { 0.0 } else { x };
-            format!("d{:016x}", x.to_bits())
-        }
-        Value::String(s) => format!(
-            "s{}",
-            s.bytes().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
-        Value::Array(a) => format!("[{}]", a.iter().map(norm).collect::<Vec<_>>().join(",")),
-        Value::Object(o) => {
-            let mut m: Vec<String> = o
-                .iter()
-                .map(|(k, v)| format!("{}:{}", norm(&Value::String(k.clone())), norm(v)))
-                .collect();
-            m.sort();
-            format!("{{{}}}", m.join(","))
-        }
-    }
-}
-
 /// Read the captured bytes as serde does (each line strictly readable,
 /// no carriage return), then the five other ways; every reading must be
 /// serde's. Returns the messages.
@@ -128,7 +101,7 @@ fn read_five_ways(path: &Path) -> Vec<Value> {
             );
         }
         let v: Value = serde_json::from_slice(l).unwrap();
-        want.push(Value::String(norm(&v)));
+        want.push(Value::String(rootfence::proxy::canonical::normal_form(&v)));
         messages.push(v);
     }
     let want = Value::Array(want);

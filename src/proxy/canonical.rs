@@ -437,6 +437,42 @@ impl Reader<'_> {
     }
 }
 
+/// One text per JSON value, for comparing what different parsers read:
+/// numbers as the bits of their double (`-0` as `0`), strings as the hex
+/// of their UTF-8, object members sorted. The same form as
+/// `tests/peers/readers.py`'s `norm` (the differential run compares them).
+pub fn normal_form(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "n".into(),
+        Value::Bool(true) => "t".into(),
+        Value::Bool(false) => "f".into(),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let x = if x == 0.0 { 0.0 } else { x };
+            format!("d{:016x}", x.to_bits())
+        }
+        Value::String(s) => format!("s{}", hex(s)),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(normal_form).collect::<Vec<_>>().join(",")
+        ),
+        Value::Object(o) => {
+            let mut m: Vec<String> = o
+                .iter()
+                .map(|(k, v)| format!("s{}:{}", hex(k), normal_form(v)))
+                .collect();
+            m.sort();
+            format!("{{{}}}", m.join(","))
+        }
+    }
+}
+
+/// The lowercase hex of `s`'s UTF-8 bytes.
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

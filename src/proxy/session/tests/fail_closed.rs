@@ -41,33 +41,6 @@ fn from_host(sim: &mut Sim, bytes: &[u8]) {
     sim.event(Event::Host(Frame::Line(bytes.to_vec())));
 }
 
-/// One text per JSON value, as tests/peers/readers.py's `norm`.
-fn norm(v: &Value) -> String {
-    match v {
-        Value::Null => "n".into(),
-        Value::Bool(true) => "t".into(),
-        Value::Bool(false) => "f".into(),
-        Value::Number(n) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            let x = if x == 0.0 { 0.0 } else { x };
-            format!("d{:016x}", x.to_bits())
-        }
-        Value::String(s) => format!(
-            "s{}",
-            s.bytes().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
-        Value::Array(a) => format!("[{}]", a.iter().map(norm).collect::<Vec<_>>().join(",")),
-        Value::Object(o) => {
-            let mut m: Vec<String> = o
-                .iter()
-                .map(|(k, v)| format!("{}:{}", norm(&Value::String(k.clone())), norm(v)))
-                .collect();
-            m.sort();
-            format!("{{{}}}", m.join(","))
-        }
-    }
-}
-
 /// Every line the host received in the scenario, read by Python's `json`
 /// and universal newlines, pydantic's reader and the MCP SDK's parser
 /// (tests/peers/readers.py), `JSON.parse` and node's `readline`
@@ -88,7 +61,9 @@ fn read_by_hosts(sim: &Sim) {
     for l in &sim.host_raw {
         lines.push_str(l);
         lines.push('\n');
-        norms.push_str(&norm(&serde_json::from_str(l).expect("JSON")));
+        norms.push_str(&crate::proxy::canonical::normal_form(
+            &serde_json::from_str(l).expect("JSON"),
+        ));
         norms.push('\n');
     }
     std::fs::write(&file, lines).expect("write");
