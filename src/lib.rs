@@ -71,4 +71,6 @@ pub mod runtime;
 #[doc(hidden)]
 pub mod sandbox;
 #[doc(hidden)]
+pub mod store;
+#[doc(hidden)]
 pub mod watch;

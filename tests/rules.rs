@@ -597,47 +597,102 @@ fn uv_flags_that_need_the_network_are_not_broken_by_offline_mode() {
 }
 
 #[test]
-fn a_servers_own_state_directory_is_readable_behind_a_private_layer() {
+fn a_name_grants_nothing_and_the_plan_says_the_line_that_would() {
+    // A server's name is its own choice: one named after another tool
+    // reaches none of that tool's directories, however it is launched.
     let (_t, base) = tmp();
     let home = base.join("home");
-    std::fs::create_dir_all(home.join(".desktop-commander")).unwrap();
-    std::fs::create_dir_all(home.join(".config/desktop-commander")).unwrap();
-    std::fs::create_dir_all(home.join(".config/other-app")).unwrap();
-    std::fs::create_dir_all(home.join(".node")).unwrap();
-    let env = env_with(&home, "/usr/bin:/bin", &base);
-    let spec = discover(
-        &["npx", "-y", "@wonderwhy-er/desktop-commander@latest"],
-        &home,
-        &env,
-    );
-    for dir in [
-        home.join(".desktop-commander"),
-        home.join(".config/desktop-commander"),
-    ] {
-        let n = spec.needs.iter().find(|n| n.path == dir);
-        assert!(
-            n.is_some_and(|n| n.private && n.rule == Rule::State && !n.rights.write),
-            "{dir:?}: {:#?}",
-            list(&spec)
-        );
+    let tools = [
+        "claude",
+        "codex",
+        "github-copilot",
+        "huggingface",
+        "pulumi",
+        "doctl",
+        "atuin",
+        "configstore",
+        "subversion",
+        "containers",
+        "desktop-commander",
+    ];
+    for t in tools {
+        std::fs::create_dir_all(home.join(format!(".{t}"))).unwrap();
+        std::fs::write(home.join(format!(".{t}/token")), "secret").unwrap();
+        std::fs::create_dir_all(home.join(format!(".config/{t}"))).unwrap();
+        std::fs::create_dir_all(home.join(format!(".local/share/{t}"))).unwrap();
+        std::fs::create_dir_all(home.join(format!(".cache/{t}"))).unwrap();
     }
-    // Only the server's own: not another app's, not a launcher's.
-    assert!(!reaches(&spec, &home.join(".config/other-app")));
-    assert!(!reaches(&spec, &home.join(".node")));
+    let env = env_with(&home, "/usr/bin:/bin", &base);
+    let bin = base.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for t in tools {
+        let exe = bin.join(t);
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let by_command = [exe.to_string_lossy().into_owned()];
+        let npx = ["npx".to_string(), "-y".into(), format!("@evil/{t}@1.0.0")];
+        let uvx = ["uvx".to_string(), format!("{t}==1.0")];
+        for line in [&by_command[..], &npx[..], &uvx[..]] {
+            let args: Vec<&str> = line.iter().map(String::as_str).collect();
+            let Ok(spec) = runtime::discover(&argv(&args), &policy(&home, ""), &env) else {
+                // npx or uvx not on this PATH: the command form is enough.
+                continue;
+            };
+            for dir in [
+                home.join(format!(".{t}")),
+                home.join(format!(".config/{t}")),
+                home.join(format!(".local/share/{t}")),
+                home.join(format!(".cache/{t}")),
+            ] {
+                assert!(!reaches(&spec, &dir), "{args:?} reaches {dir:?}");
+            }
+            let plan = plan_of(spec, &home, &env);
+            // Its own store instead, labelled with the name, in
+            // rootfence's state directory.
+            let store = plan.home_store.as_ref().expect("a store");
+            assert!(
+                store
+                    .dir
+                    .starts_with(home.join(".local/state/rootfence/servers")),
+                "{:?}",
+                store.dir
+            );
+            // The line that would grant the user's own, shown, not applied.
+            let line = format!("[runtime] write = [\"~/.{t}\"]");
+            assert!(
+                plan.warnings.iter().any(|w| w.contains(&line)),
+                "{args:?}: {:#?}",
+                plan.warnings
+            );
+        }
+    }
 }
 
 #[test]
-fn the_private_home_is_planned_unless_the_policy_says_none() {
+fn the_private_home_is_a_store_kept_unless_the_policy_says_otherwise() {
     let (_t, base) = tmp();
     let home = base.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let env = env_with(&home, "/usr/bin:/bin", &base);
     let plan = plan_of(discover(&["true"], &home, &env), &home, &env);
     assert_eq!(plan.private_home.as_deref(), Some(home.as_path()));
+    assert!(plan.home_store.is_some());
+    // The same command has the same store; another command another.
+    let again = plan_of(discover(&["true"], &home, &env), &home, &env);
+    let other = plan_of(discover(&["false"], &home, &env), &home, &env);
+    assert_eq!(plan.home_store, again.home_store);
+    assert_ne!(plan.home_store, other.home_store);
+    let pol = policy(&home, "[runtime]\nhome = \"ephemeral\"\n");
+    let spec = runtime::discover(&argv(&["true"]), &pol, &env).unwrap();
+    let plan = plan::build(&pol, vec![], vec![], spec, &env);
+    assert_eq!(plan.private_home.as_deref(), Some(home.as_path()));
+    assert_eq!(plan.home_store, None);
     let pol = policy(&home, "[runtime]\nhome = \"none\"\n");
     let spec = runtime::discover(&argv(&["true"]), &pol, &env).unwrap();
     let plan = plan::build(&pol, vec![], vec![], spec, &env);
     assert_eq!(plan.private_home, None);
+    assert_eq!(plan.home_store, None);
 }
 
 #[test]

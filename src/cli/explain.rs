@@ -230,12 +230,30 @@ fn render_paths(s: &mut String, plan: &SandboxPlan) {
             l.why
         );
     }
-    if let Some(h) = &plan.private_home {
-        let _ = writeln!(
-            s,
-            "  rw-  {:<40} home: a private directory of the server's own (with namespaces), discarded at exit",
-            h.display()
-        );
+    match (&plan.private_home, &plan.home_store) {
+        (Some(h), Some(store)) => {
+            let _ = writeln!(
+                s,
+                "  rw-  {:<40} home: the server's own store {} (kept across sessions; with namespaces its home directory, without them its XDG directories)",
+                h.display(),
+                store.home().display()
+            );
+        }
+        (Some(h), None) => {
+            let _ = writeln!(
+                s,
+                "  rw-  {:<40} home: a private directory of the server's own (with namespaces), discarded at exit",
+                h.display()
+            );
+        }
+        (None, Some(store)) => {
+            let _ = writeln!(
+                s,
+                "  rw-  {:<40} the server's own store: its XDG directories (kept across sessions)",
+                store.home().display()
+            );
+        }
+        (None, None) => {}
     }
     for f in &plan.scratch_files {
         let _ = writeln!(

@@ -188,6 +188,22 @@ pub struct PrivateLayer {
     pub why: String,
 }
 
+/// A server's own state store (see [`crate::store`]).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HomeStore {
+    /// The server's identity (the command as configured).
+    pub id: crate::store::ServerId,
+    /// The store's directory (its `home/` is what the server writes).
+    pub dir: PathBuf,
+}
+
+impl HomeStore {
+    /// The store's `home/`.
+    pub fn home(&self) -> PathBuf {
+        self.dir.join(crate::store::HOME)
+    }
+}
+
 /// A path inside a read-write root that the server's view mounts
 /// read-only (`[roots] vcs = "read-only"`): version-control and editor
 /// metadata that tools outside run unasked.
@@ -269,6 +285,12 @@ pub struct SandboxPlan {
     /// there), where what it writes is discarded at exit
     /// (`[runtime] home = "private"`). `None`: not writable.
     pub private_home: Option<PathBuf>,
+    /// The server's own state store, kept across sessions (see
+    /// [`crate::store`]): with namespaces, the private home is bound to
+    /// its `home/`; without them, the server's XDG directories point into
+    /// it. `None`: the private home is discarded at exit (`[runtime] home
+    /// = "ephemeral"`), or there is none.
+    pub home_store: Option<HomeStore>,
     /// Files written into the scratch directory (git's sanitized
     /// configuration).
     pub scratch_files: Vec<ScratchFile>,
@@ -373,6 +395,47 @@ pub const LOCALE_CATEGORIES: &[&str] = &[
     "LC_TIME",
 ];
 
+/// The server's private home and its store, under `[runtime] home`; a
+/// note for each directory of the user's named like the server (granted
+/// only by a policy line).
+fn home(
+    policy: &Policy,
+    command: &CommandSpec,
+    env: &HostEnv,
+    warnings: &mut Vec<String>,
+) -> (Option<PathBuf>, Option<HomeStore>) {
+    use crate::policy::HomeMode;
+    let private_home = match policy.raw.runtime.home {
+        HomeMode::Private | HomeMode::Ephemeral => env.home.clone().filter(|h| {
+            h.is_absolute()
+                && h.parent().is_some()
+                && deny_conflict(h, &policy.deny).is_none_or(|(_, inside)| !inside)
+        }),
+        HomeMode::None => None,
+    };
+    let store = match policy.raw.runtime.home {
+        HomeMode::Private => {
+            let id = crate::store::ServerId::of(&command.argv, command.name.as_deref());
+            crate::store::location(env, &id).map(|dir| HomeStore { id, dir })
+        }
+        HomeMode::Ephemeral | HomeMode::None => None,
+    };
+    for own in &command.own_state {
+        let shown = crate::runtime::shown(own, env.home.as_deref());
+        let keep = match &store {
+            Some(s) => format!(
+                "this server keeps its own state in its store {}",
+                crate::runtime::shown(&s.home(), env.home.as_deref())
+            ),
+            None => "this server's home is its own".to_string(),
+        };
+        warnings.push(format!(
+            "{shown} exists and is not granted: a name is the server's to choose, so rootfence cannot tell this server's state from another program's, and {keep}. If {shown} is this server's, add to the policy: [runtime] write = [\"{shown}\"]"
+        ));
+    }
+    (private_home, store)
+}
+
 /// Build the plan.
 ///
 /// `roots` are the roots the engine accepted (any order, duplicates
@@ -427,14 +490,7 @@ pub fn build(
             warnings.push("unix_sockets = true lets the server reach local services outside its network (systemd-resolved, which answers DNS, D-Bus, ...) that allow_domains does not cover".into());
         }
     }
-    let private_home = match policy.raw.runtime.home {
-        crate::policy::HomeMode::Private => env.home.clone().filter(|h| {
-            h.is_absolute()
-                && h.parent().is_some()
-                && deny_conflict(h, &policy.deny).is_none_or(|(_, inside)| !inside)
-        }),
-        crate::policy::HomeMode::None => None,
-    };
+    let (private_home, home_store) = home(policy, &command, env, &mut warnings);
 
     SandboxPlan {
         policy: policy.name(),
@@ -459,6 +515,7 @@ pub fn build(
         scratch: policy.raw.runtime.scratch,
         private_layers,
         private_home,
+        home_store,
         scratch_files,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),

@@ -279,9 +279,13 @@ pub struct RuntimeSection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HomeMode {
-    /// A private, writable home directory (with namespaces).
+    /// The server's own store, kept across sessions: its home directory
+    /// with namespaces, its XDG directories without.
     #[default]
     Private,
+    /// A private, writable home directory discarded at exit (with
+    /// namespaces); nothing kept.
+    Ephemeral,
     /// No writable home directory.
     None,
 }

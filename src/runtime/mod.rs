@@ -5,8 +5,9 @@
 //! other server ([`Rule`], each stated in one line by `rootfence explain`):
 //! the system's libraries and configuration, its own program and
 //! interpreter, the toolchains on the user's `PATH`, its project up to the
-//! project's marker, the package caches and its own state directories
-//! behind private layers. Secrets are granted by no rule: the deny list
+//! project's marker, and the package caches behind private layers. No
+//! rule takes its input from the server: its name labels its own state
+//! store ([`crate::store`]) and grants nothing. Secrets are granted by no rule: the deny list
 //! wins over every grant, and a grant that holds a denied path is narrowed
 //! around it (`narrow`). git's configuration reaches the server only as a
 //! sanitized copy (`gitconfig`).
@@ -148,6 +149,15 @@ pub struct CommandSpec {
     /// What the rules left out and why (a too-wide `PATH` directory, a grant
     /// narrowed around a denied path, a launcher setting dropped).
     pub notes: Vec<String>,
+    /// The name the server goes by (its command's, or the package a
+    /// launcher runs): a label for its store, never a grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The user's existing directories named like the server (`~/.NAME`,
+    /// `~/.config/NAME`, ...): not granted (the name is the server's
+    /// choice); the plan says the line that would grant each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub own_state: Vec<PathBuf>,
 }
 
 impl CommandSpec {
@@ -163,6 +173,8 @@ impl CommandSpec {
             env: BTreeMap::new(),
             git_config: None,
             notes: Vec::new(),
+            name: None,
+            own_state: Vec::new(),
         }
     }
 }
@@ -363,7 +375,8 @@ pub fn discover(
     if toolchains {
         cache::collect(&mut c);
     }
-    state::collect(&mut c, argv, &program);
+    let own_state = state::existing(c.env, argv, &program, &policy.deny);
+    let name = state::names(argv, &program).into_iter().next();
 
     let mut needs = narrow::around_denied(c.needs, &policy.deny, &mut c.notes, env);
     needs.sort_by(|a, b| a.path.cmp(&b.path).then(a.rule.cmp(&b.rule)));
@@ -384,5 +397,7 @@ pub fn discover(
         env: env_out,
         git_config,
         notes,
+        name,
+        own_state,
     })
 }

@@ -18,7 +18,8 @@ pub enum Rule {
     Project,
     /// Package caches, behind a private layer.
     Cache,
-    /// The server's own state directories, behind a private layer.
+    /// The server's own state store (granted by the plan, not by a path
+    /// rule: see [`crate::store`]).
     State,
 }
 
@@ -64,7 +65,7 @@ impl Rule {
                 "cache: the package caches of npm and uv and uv's tools and Pythons: read and execute, writes go to a private layer discarded at exit"
             }
             Rule::State => {
-                "state: existing ~/.NAME, ~/.config/NAME, ~/.local/share/NAME, ~/.local/state/NAME, ~/.cache/NAME, where NAME is the command's or its package's name: read, writes go to a private layer discarded at exit"
+                "state: the server's own store, ~/.local/state/rootfence/servers/ID/home, one per configured command and kept across sessions: with namespaces it is the server's home directory, without them its XDG directories point into it (read, write). Its input is the command as configured; the server's name grants nothing: your own ~/.NAME is reached only through a policy line ([runtime] write), which explain shows"
             }
         }
     }
@@ -80,4 +81,4 @@ impl std::fmt::Display for Rule {
 pub const NEVER: &str = "never: a denied path (the built-in list of secrets: ~/.ssh, ~/.gnupg, ~/.aws, git and npm credentials, ...; and the policy's [deny]) is granted by no rule; a grant that holds one is narrowed around it, and git's configuration reaches the server only as a sanitized copy (identity and safe settings; no credentials, URL rewrites, hooks, aliases or commands)";
 
 /// The home directory, in one line.
-pub const HOME: &str = "home: the server sees in your home directory only what the rules and roots grant; with namespaces, what it writes there (its own state) goes to a private layer discarded at exit";
+pub const HOME: &str = "home: the server sees in your home directory only what the rules and roots grant; with namespaces its home directory is its own store (what it writes there is kept for its next session, never written to your home)";

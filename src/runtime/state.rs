@@ -1,18 +1,20 @@
-//! The state rule: a server's own state directories, named after it.
+//! The names a server goes by, and the user's directories named like it.
 //!
 //! Servers keep settings and data under the home directory, in a directory
 //! named after their command or package (`~/.NAME`, `~/.config/NAME`,
-//! `~/.local/share/NAME`, ...). Those that exist are readable, behind a
-//! private layer (what the server writes there is its own and discarded).
-//! With namespaces the server may also create new ones: its home directory
-//! is a private layer of its own (see [`crate::plan::SandboxPlan`]).
+//! `~/.local/share/NAME`, ...). A name is the server's to choose: one that
+//! calls itself `claude` or `gh` would reach that tool's tokens. So a name
+//! grants nothing: it labels the server's own store ([`crate::store`]),
+//! and the user's existing directories of that name are only found, for
+//! `explain` to show the policy line that would grant each.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::HostEnv;
 use super::exe::base_name;
 use super::wide::{too_wide, user_data_dirs};
-use super::{Collect, Rights, Rule};
+use crate::roots::PathRule;
 
 /// Names that say nothing about which server runs: launchers,
 /// interpreters, shells, rootfence itself (its own state is denied).
@@ -66,28 +68,38 @@ const GENERIC: &[&str] = &[
 /// Launchers whose first non-option argument names the package they run.
 const PACKAGE_RUNNERS: &[&str] = &["npx", "bunx", "uvx", "pipx", "dlx"];
 
-/// Grant the existing state directories named after the server.
-pub fn collect(c: &mut Collect, argv: &[OsString], program: &Path) {
-    let Some(home) = c.env.home.clone() else {
-        return;
+/// The user's existing directories named like the server (`~/.NAME` and
+/// `NAME` in each XDG directory), outside denied paths. Found, never
+/// granted.
+pub fn existing(
+    env: &HostEnv,
+    argv: &[OsString],
+    program: &Path,
+    deny: &[PathRule],
+) -> Vec<PathBuf> {
+    let Some(home) = env.home.clone() else {
+        return Vec::new();
     };
-    let names = names(argv, program);
     let mut bases = vec![home.clone()];
-    bases.extend(user_data_dirs(c.env));
-    for name in names {
+    bases.extend(user_data_dirs(env));
+    let mut out = Vec::new();
+    for name in names(argv, program) {
         for (i, base) in bases.iter().enumerate() {
             let dir = if i == 0 {
                 base.join(format!(".{name}"))
             } else {
                 base.join(&name)
             };
-            if !dir.is_dir() || too_wide(&dir, c.env) {
-                continue;
+            if dir.is_dir()
+                && !too_wide(&dir, env)
+                && crate::policy::deny_conflict(&dir, deny).is_none()
+                && !out.contains(&dir)
+            {
+                out.push(dir);
             }
-            let why = format!("state of {name}; writes go to a private layer");
-            c.add_private(dir, Rights::R, Rule::State, why, None);
         }
     }
+    out
 }
 
 /// The names a server goes by: its command's and program's names, and

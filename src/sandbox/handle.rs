@@ -172,6 +172,8 @@ pub struct SandboxedChild {
     pub(super) planted: Vec<crate::roots::planted::Planted>,
     /// Network by domain: the proxy, stopped with the handle.
     pub(super) net: Option<crate::netproxy::Proxy>,
+    /// The server's own store, for saying at its end what it wrote there.
+    pub(super) kept: Option<crate::store::Kept>,
 }
 
 impl SandboxedChild {
@@ -326,6 +328,9 @@ impl SandboxedChild {
                 target: "audit",
                 "the server left version-control or editor metadata that tools outside run unasked: {p}; look at it before running git, your editor or direnv there"
             );
+        }
+        if let Some(report) = self.kept.take().and_then(|k| k.report()) {
+            tracing::warn!("{report}");
         }
         if let Some(s) = self.scratch.take()
             && let Err(e) = s.remove()

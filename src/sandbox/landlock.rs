@@ -129,6 +129,7 @@ fn is_dir(fd: BorrowedFd<'_>, path: &Path) -> Result<bool, SandboxError> {
 pub fn prepare(
     plan: &SandboxPlan,
     scratch: Option<&Path>,
+    store: Option<&Path>,
     abi: u32,
     namespaces: bool,
 ) -> Result<PreparedRuleset, SandboxError> {
@@ -149,17 +150,22 @@ pub fn prepare(
     let mut created = create(plan, known, abi_v, handled_fs)?;
     let grants = add_grants(&mut created, plan, namespaces, handled_fs, abi_v)?;
     let mut path_rules = grants.path_rules;
-    if let Some(dir) = scratch {
+    let own = [
+        (scratch, "scratch directory"),
+        (store, "the server's own store"),
+    ];
+    for (dir, why) in own {
+        let Some(dir) = dir else { continue };
         let fd = open_path(dir).map_err(|source| SandboxError::OpenPath {
             path: dir.to_path_buf(),
-            why: "scratch directory".into(),
+            why: why.into(),
             source,
         })?;
         let access = access_for(Rights::RW, true, handled_fs, abi_v);
         created = created
             .add_rule(PathBeneath::new(fd.as_fd(), access))
             .map_err(ll_err(format!(
-                "add the rule for the scratch directory {}",
+                "add the rule for the {why} {}",
                 dir.display()
             )))?;
         path_rules += 1;

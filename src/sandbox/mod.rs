@@ -158,6 +158,6 @@ pub enum SandboxError {
 /// it, and return how many path rules it holds. What a launch pays before
 /// `fork` for its ruleset; used by the plan-scale bench and diagnostics.
 pub fn build_ruleset(plan: &crate::plan::SandboxPlan) -> Result<usize, SandboxError> {
-    let prepared = landlock::prepare(plan, None, probe().abi(), false)?;
+    let prepared = landlock::prepare(plan, None, None, probe().abi(), false)?;
     Ok(prepared.path_rules)
 }

@@ -266,17 +266,29 @@ unsafe fn run_op(err: RawFd, i: u32, op: &ViewOp, slot: Option<&Cell<RawFd>>) {
     // SAFETY (whole body): raw system calls on C strings owned by `op`.
     unsafe {
         let ok = match op {
-            ViewOp::Dir(p) => libc::mkdir(p.as_ptr(), 0o755) == 0 || errno() == libc::EEXIST,
-            ViewOp::File(p) => {
-                let fd = libc::open(
-                    p.as_ptr(),
-                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                    0o644,
-                );
-                fd >= 0 && libc::close(fd) == 0
-            }
+            // What is made in the view is made beneath a parent opened
+            // without following any symlink: in the server's store (its
+            // home) a link the server planted is never followed.
+            ViewOp::Dir(p) => at_parent(p, |d, name| {
+                libc::mkdirat(d, name, 0o755) == 0 || errno() == libc::EEXIST
+            }),
+            ViewOp::File(p) => at_parent(p, |d, name| {
+                libc::mknodat(d, name, libc::S_IFREG | 0o644, 0) == 0 || errno() == libc::EEXIST
+            }),
             ViewOp::Copy { src, dst } => copy_file(src, dst),
-            ViewOp::Symlink { at, text } => libc::symlink(text.as_ptr(), at.as_ptr()) == 0,
+            ViewOp::Symlink { at, text } => at_parent(at, |d, name| {
+                if libc::symlinkat(text.as_ptr(), d, name) == 0 {
+                    return true;
+                }
+                // One made at an earlier launch (the store is kept): made
+                // anew; anything else there stays, and the launch fails.
+                let mut st: libc::stat = std::mem::zeroed();
+                errno() == libc::EEXIST
+                    && libc::fstatat(d, name, &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
+                    && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+                    && libc::unlinkat(d, name, 0) == 0
+                    && libc::symlinkat(text.as_ptr(), d, name) == 0
+            }),
             ViewOp::Bind {
                 src,
                 dst,
@@ -330,12 +342,21 @@ unsafe fn copy_file(src: &CStr, dst: &CStr) -> bool {
         if from < 0 {
             return false;
         }
-        let to = libc::open(
-            dst.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-            0o644,
-        );
+        // A file of an earlier launch in the store (kept) is replaced; the
+        // new one is created, never opened through a link or a FIFO.
+        let to = at_parent_fd(dst, |d, name| {
+            if libc::unlinkat(d, name, 0) < 0 && errno() != libc::ENOENT {
+                return -1;
+            }
+            libc::openat(
+                d,
+                name,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o644,
+            )
+        });
         if to < 0 {
+            libc::close(from);
             return false;
         }
         loop {
@@ -610,6 +631,49 @@ unsafe fn open_beneath(path: &CStr, flags: libc::c_int) -> libc::c_int {
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
         ) as libc::c_int
+    }
+}
+
+/// `f(parent, name)` with `path`'s parent directory opened following no
+/// symlink ([`open_beneath`]) and its last component; `false` when the
+/// parent cannot be opened. Async-signal-safe: the parent's path is
+/// copied to the stack.
+unsafe fn at_parent(path: &CStr, f: impl FnOnce(libc::c_int, *const libc::c_char) -> bool) -> bool {
+    // SAFETY: at_parent_fd's contract is this function's.
+    unsafe { at_parent_fd(path, |d, name| if f(d, name) { 0 } else { -1 }) >= 0 }
+}
+
+/// [`at_parent`] for a call returning a descriptor or -1.
+unsafe fn at_parent_fd(
+    path: &CStr,
+    f: impl FnOnce(libc::c_int, *const libc::c_char) -> libc::c_int,
+) -> libc::c_int {
+    let bytes = path.to_bytes();
+    let mut buf = [0u8; 4096];
+    let Some(slash) = bytes.iter().rposition(|&b| b == b'/') else {
+        return -1;
+    };
+    if bytes.len() >= buf.len() || slash + 1 == bytes.len() {
+        return -1;
+    }
+    // The parent ("/" for a name at the top).
+    let len = slash.max(1);
+    buf[..len].copy_from_slice(&bytes[..len]);
+    let Ok(parent) = CStr::from_bytes_with_nul(&buf[..=len]) else {
+        return -1;
+    };
+    // SAFETY: raw system calls on C strings owned here or by the caller;
+    // `name` points inside `path`, which outlives the call.
+    unsafe {
+        let dir = open_beneath(parent, libc::O_PATH | libc::O_DIRECTORY);
+        if dir < 0 {
+            return -1;
+        }
+        let r = f(dir, path.as_ptr().add(slash + 1));
+        let e = errno();
+        libc::close(dir);
+        *libc::__errno_location() = e;
+        r
     }
 }
 

@@ -243,6 +243,8 @@ struct Layout {
     /// Directories the child makes in the sized scratch filesystem
     /// (relative, parents first).
     dirs: Vec<PathBuf>,
+    /// The server's own store, made ready ([`store_for`]).
+    store: Option<crate::store::Ready>,
 }
 
 impl Layout {
@@ -312,12 +314,73 @@ impl Layout {
             env,
             layers,
             dirs,
+            store: None,
         })
     }
 
     fn scratch_path(&self) -> Option<&Path> {
         self.scratch.as_ref().map(Scratch::path)
     }
+}
+
+/// The XDG directories a server without namespaces keeps in its store.
+const XDG_IN_STORE: &[(&str, &str)] = &[
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_CACHE_HOME", ".cache"),
+];
+
+/// The server's own store, made ready for a launch in `mode`: with
+/// namespaces it is bound at the private home; without, the server's XDG
+/// directories point into it (unless the policy or `--env` sets them).
+/// A store that cannot be made leaves the server with a home discarded
+/// at exit, said in a warning.
+fn store_for(
+    plan: &SandboxPlan,
+    mode: Mode,
+    env: &mut Vec<(OsString, OsString)>,
+) -> Option<crate::store::Ready> {
+    let store = plan.home_store.as_ref()?;
+    if mode.namespaces && plan.private_home.is_none() {
+        return None;
+    }
+    let ready = match crate::store::ensure(&store.dir) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(
+                "the server's store {} cannot be used ({e}): what it writes under its home is discarded at exit",
+                store.dir.display()
+            );
+            return None;
+        }
+    };
+    if !mode.namespaces {
+        for (var, rel) in XDG_IN_STORE {
+            let stated = plan.env.get(*var).is_some_and(|(_, src)| {
+                matches!(
+                    src,
+                    crate::plan::EnvSource::Set | crate::plan::EnvSource::Flag
+                )
+            });
+            if stated {
+                continue;
+            }
+            let dir = ready.home.join(rel);
+            if let Err(e) = std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(&dir)
+            {
+                tracing::debug!("cannot make {} in the store: {e}", dir.display());
+                continue;
+            }
+            env.retain(|(k, _)| k != var);
+            env.push(((*var).into(), dir.into()));
+        }
+    }
+    Some(ready)
 }
 
 /// The confinement of one launch, ready for the child.
@@ -386,9 +449,17 @@ fn prepare(
         // A sized scratch is a filesystem of the view's own: its rule is
         // made in the child.
         let host_scratch = layout.scratch_path().filter(|_| !sized);
+        // Without namespaces the store is granted where it is; with them
+        // it is the private home, whose rule the child makes.
+        let store = layout
+            .store
+            .as_ref()
+            .filter(|_| !namespaces)
+            .map(|s| s.home.as_path());
         Some(landlock::prepare(
             plan,
             host_scratch,
+            store,
             caps.abi(),
             namespaces,
         )?)
@@ -415,7 +486,13 @@ fn prepare(
             size: bounds.scratch,
             dirs: &layout.dirs,
         });
-        Some(translate::view_ops(plan, scratch, &layout.layers, opened)?)
+        Some(translate::view_ops(
+            plan,
+            scratch,
+            &layout.layers,
+            opened,
+            layout.store.as_ref(),
+        )?)
     } else {
         None
     };
@@ -654,6 +731,11 @@ fn attempt(
         Bounds::default()
     };
     let mut layout = Layout::new(plan, mode, bounds.scratch)?;
+    if confine {
+        layout.store = store_for(plan, mode, &mut layout.env);
+    }
+    // File times come from the kernel's coarse clock (a tick behind).
+    let since = std::time::SystemTime::now() - std::time::Duration::from_millis(20);
     if let Some(n) = &net {
         n.set_env(&mut layout.env);
     }
@@ -744,6 +826,21 @@ fn attempt(
         },
         planted: Vec::new(),
         net: None,
+        kept: layout.store.map(|s| crate::store::Kept {
+            home: s.home,
+            since,
+            // The files rootfence made there: copies and mount points.
+            skip: translate::private_home(plan)
+                .map(|h| {
+                    targets
+                        .iter()
+                        .filter_map(|(t, _)| t.strip_prefix(&h).ok())
+                        .map(Path::to_path_buf)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            user_home: plan.private_home.clone(),
+        }),
     };
     let supervised = prepared.and_then(|p| p.supervised);
     Ok(finish(

@@ -94,6 +94,7 @@ pub fn view_ops(
     scratch: Option<ScratchView<'_>>,
     layers: &[Layer],
     opened: &HashMap<PathBuf, OwnedFd>,
+    store: Option<&crate::store::Ready>,
 ) -> Result<(Vec<ViewOp>, Vec<Target>), SandboxError> {
     let private: Vec<&Path> = layers.iter().map(|(p, _)| p.as_path()).collect();
     let surveyed = view::survey(plan, &private, opened)?;
@@ -114,8 +115,31 @@ pub fn view_ops(
         home.as_deref().map(|path| view::PrivateHome {
             path,
             files: &home_files,
+            store: store.map(|s| (s.home.as_path(), s.identity)),
         }),
     );
+    if let (Some(store), Some(home)) = (store, home.as_deref()) {
+        let made: Vec<(PathBuf, crate::store::Made)> = ops
+            .iter()
+            .filter_map(|op| {
+                let what = match op {
+                    Op::Dir(_) => crate::store::Made::Dir,
+                    Op::File(_) | Op::CopyTo { .. } => crate::store::Made::File,
+                    Op::Symlink { .. } => crate::store::Made::Link,
+                    _ => return None,
+                };
+                let rel = op.target().strip_prefix(home).ok()?;
+                (!rel.as_os_str().is_empty()).then(|| (rel.to_path_buf(), what))
+            })
+            .collect();
+        for (from, to) in crate::store::clear_way(&store.home, &made) {
+            tracing::warn!(
+                "the server had left {} in its store where rootfence builds its view: moved to {}",
+                from.display(),
+                to.display()
+            );
+        }
+    }
     let mut targets: Vec<Target> = Vec::with_capacity(ops.len() + 1);
     let mut out = Vec::with_capacity(ops.len() + 1);
     if let Some(s) = scratch
@@ -172,7 +196,7 @@ fn kind(op: &Op) -> OpKind {
         Op::Proc => OpKind::Proc,
         Op::Overlay { .. } => OpKind::Overlay,
         Op::Copy(_) => OpKind::Copy,
-        Op::Tmpfs(_) => OpKind::Home,
+        Op::Tmpfs(_) | Op::Store { .. } => OpKind::Home,
         _ => OpKind::Other,
     }
 }
@@ -240,6 +264,18 @@ fn translate(
                 OsStr::new(&format!("mode=0700,size={PRIVATE_HOME_MIB}m")),
                 "tmpfs options",
             )?,
+        },
+        Op::Store {
+            path,
+            store,
+            identity,
+        } => ViewOp::Bind {
+            src: cpath(HOST, &store)?,
+            dst: cpath("", &path)?,
+            attrs: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            fixup: true,
+            identity: Some(identity),
+            on_itself: false,
         },
         Op::CopyTo { from, to } => ViewOp::Copy {
             src: cpath(HOST, &from)?,

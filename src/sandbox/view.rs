@@ -155,6 +155,17 @@ pub enum Op {
     /// An empty writable `tmpfs` of the server's own at this path (its
     /// private home directory): grants below it are mounted into it.
     Tmpfs(PathBuf),
+    /// The server's own store bound at `path` (its home directory),
+    /// read-write, never executable: grants below it are mounted into it.
+    Store {
+        /// The home directory, in the view.
+        path: PathBuf,
+        /// The store's `home/` on the host (canonical).
+        store: PathBuf,
+        /// Its (device, inode): the child binds it only if it finds that
+        /// object there.
+        identity: (u64, u64),
+    },
     /// Copy the host's file `from` to `to` in the view (a file rootfence
     /// wrote for the server, put in its private home).
     CopyTo {
@@ -175,6 +186,7 @@ impl Op {
     pub fn target(&self) -> &Path {
         match self {
             Op::Dir(p) | Op::File(p) | Op::Copy(p) | Op::Tmpfs(p) => p,
+            Op::Store { path, .. } => path,
             Op::CopyTo { to, .. } => to,
             Op::Symlink { at, .. } => at,
             Op::Bind { path, .. } | Op::Overlay { path, .. } => path,
@@ -210,6 +222,9 @@ pub struct PrivateHome<'a> {
     pub path: &'a Path,
     /// Files put in it: the host's file and its name there.
     pub files: &'a [(PathBuf, OsString)],
+    /// The server's store bound there (its canonical `home/` and
+    /// identity); `None`: an empty `tmpfs`, discarded at exit.
+    pub store: Option<(&'a Path, (u64, u64))>,
 }
 
 /// The operations that build the view for `grants`, in the order they
@@ -367,7 +382,14 @@ impl Builder {
         self.ancestors_of(h.path);
         self.made.insert(h.path.to_path_buf());
         self.ops.push(Op::Dir(h.path.to_path_buf()));
-        self.ops.push(Op::Tmpfs(h.path.to_path_buf()));
+        self.ops.push(match h.store {
+            Some((store, identity)) => Op::Store {
+                path: h.path.to_path_buf(),
+                store: store.to_path_buf(),
+                identity,
+            },
+            None => Op::Tmpfs(h.path.to_path_buf()),
+        });
         for (from, name) in h.files {
             self.ops.push(Op::CopyTo {
                 from: from.clone(),
@@ -890,6 +912,7 @@ mod tests {
         let home = PrivateHome {
             path: Path::new("/home/u"),
             files: &files,
+            store: None,
         };
         let ops = plan_view(
             &[

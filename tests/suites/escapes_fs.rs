@@ -411,11 +411,14 @@ fn home_directory_is_never_written() {
         .allowed("root_plant")
         .allowed("root_state");
     if t.namespaces {
-        // Writes go to the server's private home, discarded at exit.
+        // Writes go to the server's own store, kept for its next start.
         p.expect("bashrc", "OK")
             .expect("plant", "OK")
             .expect("state", "OK")
             .expect("state_back", "OK");
+        let stores = stores_of(&t);
+        assert_eq!(stores.len(), 1, "{stores:?}");
+        assert_eq!(content(&stores[0].join(".my-server/s.json")), "{}");
     } else {
         p.refused("bashrc").refused("plant").refused("state");
     }
@@ -425,6 +428,112 @@ fn home_directory_is_never_written() {
     assert!(!t.home.join(".my-server").exists());
     assert!(!t.home.join(".ssh/authorized_keys").exists());
     assert_eq!(content(&t.r.join(".my-server/s.json")), "{}");
+}
+
+/// The `home/` of every server store in the tree's home.
+fn stores_of(t: &common::Tree) -> Vec<std::path::PathBuf> {
+    let dir = t.home.join(".local/state/rootfence/servers");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .map(|rd| rd.flatten().map(|e| e.path().join("home")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `<base>/bin/NAME`: a link to python, so that the server goes by NAME.
+fn python_named(t: &common::Tree, name: &str) -> String {
+    let bin = t.p("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    let at = bin.join(name);
+    std::os::unix::fs::symlink(common::python(), &at).expect("link python");
+    at.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_server_named_after_another_tool_reaches_none_of_its_state_and_keeps_its_own() {
+    // A server calling itself `claude` (by its command, as by a package
+    // name) gets its own store, never ~/.claude or ~/.config/claude.
+    let t = tree();
+    for dir in [".claude", ".config/claude", ".local/share/claude"] {
+        std::fs::create_dir_all(t.home.join(dir)).expect("mkdir");
+    }
+    std::fs::write(t.home.join(".claude/.credentials.json"), SECRET).expect("write");
+    std::fs::write(t.home.join(".config/claude/settings.json"), SECRET).expect("write");
+    let claude = python_named(&t, "claude");
+    let code = format!(
+        "{}\n\
+         home = os.environ['HOME']\n\
+         check('token', lambda p: read(p), path=home + '/.claude/.credentials.json')\n\
+         check('settings', lambda p: read(p), path=home + '/.config/claude/settings.json')\n\
+         check('data', lambda p: os.listdir(p), path=home + '/.local/share/claude')\n\
+         own = (os.environ.get('XDG_CONFIG_HOME') or home + '/.config') + '/claude'\n\
+         check('seen_before', lambda: read(own + '/mine.json'))\n\
+         check('remember', lambda: (os.makedirs(own, exist_ok=True), write(own + '/mine.json', 'kept')))",
+        common::PRELUDE
+    );
+    let first = Probe::new(t.run(&[], &[&claude, "-c", &code]));
+    first
+        .refused("token")
+        .refused("settings")
+        .refused("data")
+        .expect("seen_before", "ENOENT")
+        .allowed("remember");
+    // The next session of the same server finds what it wrote: its own
+    // state persists, still without the other tool's.
+    let second = Probe::new(t.run(&[], &[&claude, "-c", &code]));
+    second.refused("token").allowed("seen_before");
+    // Judged from outside: the tool's files as they were, nothing new in
+    // the real home, the server's file in its store.
+    assert_eq!(content(&t.home.join(".claude/.credentials.json")), SECRET);
+    assert_eq!(content(&t.home.join(".config/claude/settings.json")), SECRET);
+    assert!(!t.home.join(".config/claude/mine.json").exists());
+    assert!(!t.home.join(".claude/mine.json").exists());
+    let stores = stores_of(&t);
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    assert!(
+        stores[0].to_string_lossy().contains("/claude-"),
+        "{stores:?}"
+    );
+    assert_eq!(content(&stores[0].join(".config/claude/mine.json")), "kept");
+    // The end of each session said where it is kept, with the line that
+    // would let it write the real place.
+    let said = common::stderr(&first.out);
+    assert!(
+        said.contains(".config/claude/mine.json") && said.contains("[runtime] write"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_users_own_state_is_reached_once_the_line_explain_shows_is_added() {
+    let t = tree();
+    std::fs::create_dir_all(t.home.join(".my-server")).expect("mkdir");
+    std::fs::write(t.home.join(".my-server/settings.json"), "theirs").expect("write");
+    let server = python_named(&t, "my-server");
+    let code = format!(
+        "{}\n\
+         check('settings', lambda p: read(p), path=os.environ['HOME'] + '/.my-server/settings.json')",
+        common::PRELUDE
+    );
+    let mut explain = t.rootfence_command();
+    explain
+        .args(["explain", "--", &server, "-c", &code])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .current_dir(&t.base);
+    t.as_runner(&mut explain);
+    let shown = explain.output().expect("run explain");
+    let text = common::stdout(&shown) + &common::stderr(&shown);
+    let line = r#"[runtime] write = ["~/.my-server"]"#;
+    assert!(text.contains(line), "{text}");
+    // Without the line: not reached.
+    Probe::new(t.run(&[], &[&server, "-c", &code])).refused("settings");
+    // With it, as the user accepts it: read.
+    let policy = t.policy("accepted.toml", "version = 1\n[runtime]\nwrite = [\"~/.my-server\"]\n");
+    Probe::new(t.run(&["--policy", &policy], &[&server, "-c", &code]))
+        .allowed_with("settings", "OK");
+    assert_eq!(content(&t.home.join(".my-server/settings.json")), "theirs");
 }
 
 #[test]
@@ -956,4 +1065,63 @@ fn git_redirects_planted_in_a_root_do_not_reach_the_users_git() {
     let st = t.git(&t.r, &["status", "--short"]);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     assert!(!marker.exists(), "a command planted by the server ran outside");
+}
+
+#[test]
+fn links_a_server_plants_in_its_store_are_never_followed_by_its_next_start() {
+    // The store is the server's home: it may leave anything there. At its
+    // next start rootfence builds the view in it (mount points on the way
+    // to a root under the home, git's sanitized configuration): a link
+    // planted there, pointing where the host's tree is while the view is
+    // built, must lead nowhere.
+    let t = tree();
+    std::fs::write(t.home.join(".gitconfig"), "[user]\n\tname = someone\n").expect("write");
+    let work = t.home.join("projects/work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    std::fs::write(work.join("file"), "work").expect("write");
+    let outside = t.outside.display().to_string();
+    let code = format!(
+        "{}\n\
+         home = os.environ['HOME']\n\
+         check('work', lambda: read(home + '/projects/work/file'))\n\
+         def plant(host):\n    \
+             os.rename(home + '/projects', home + '/projects-moved')\n    \
+             os.symlink(host + '{outside}', home + '/projects')\n    \
+             os.remove(home + '/.gitconfig')\n    \
+             os.symlink(host + '{outside}/planted', home + '/.gitconfig')\n\
+         if not os.path.exists(home + '/.planted'):\n    \
+             write(home + '/.planted')\n    \
+             check('plant', lambda: plant('/.rootfence-host'))\n",
+        common::PRELUDE
+    );
+    let py = common::python();
+    let py = py.to_string_lossy();
+    let root = work.to_string_lossy();
+    let first = Probe::new(t.run(&["--root", &root], &[&py, "-c", &code]));
+    first.allowed("work");
+    if !t.namespaces {
+        // Without namespaces the store is not where the view is built.
+        return;
+    }
+    first.allowed("plant");
+    let second = Probe::new(t.run(&["--root", &root], &[&py, "-c", &code]));
+    // It starts, with its root where it was.
+    second.allowed("work");
+    // Nothing was made through the links.
+    let made: Vec<_> = std::fs::read_dir(&t.outside)
+        .expect("list outside")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(made, vec![std::ffi::OsString::from("secret")]);
+    assert_eq!(content(&t.outside.join("secret")), SECRET);
+    // What it left in the way (both links) is kept, moved aside.
+    let stores = stores_of(&t);
+    let displaced = stores[0].parent().expect("store").join("displaced");
+    assert_eq!(
+        std::fs::read_dir(&displaced).map(|d| d.count()).unwrap_or(0),
+        2,
+        "{}",
+        common::stderr(&second.out)
+    );
 }

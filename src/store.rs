@@ -1,0 +1,546 @@
+//! Each server's own state store: a directory rootfence creates and owns,
+//! one per server identity, kept across sessions (as Flatpak keeps
+//! `~/.var/app/ID`).
+//!
+//! What a server writes under its home directory is its state. The store
+//! is where that state lives: with namespaces the server's home directory
+//! *is* the store's `home/` (bound there in its view, with the grants below
+//! the home mounted into it); without them, its XDG directories
+//! (`XDG_CONFIG_HOME`, `XDG_DATA_HOME`, `XDG_STATE_HOME`, `XDG_CACHE_HOME`)
+//! point into it. Nothing the server writes there is lost at exit, and
+//! nothing of the user's own home reaches it: the user's `~/.NAME` is
+//! reached only through a policy line the user adds.
+//!
+//! The identity ([`ServerId`]) is the command as the user's configuration
+//! states it (a package runner's package without its version, so an
+//! upgrade keeps its state), never what the server reports about itself.
+//! Its readable prefix names the store for people; the hash decides.
+//!
+//! [`ServerId::of`] and [`location`] are pure; [`ensure`] and
+//! [`written_since`] touch the filesystem.
+
+use std::ffi::OsString;
+use std::hash::Hasher;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::runtime::HostEnv;
+
+/// Where the stores are, below rootfence's state directory.
+const SERVERS: &str = "rootfence/servers";
+
+/// The directory of a store the server sees as its home.
+pub const HOME: &str = "home";
+
+/// A server's identity: `NAME-HASH`, where the hash is of the command as
+/// configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerId(String);
+
+impl ServerId {
+    /// The identity of the server `argv` starts (as given, after `--`).
+    ///
+    /// # Security
+    ///
+    /// The identity is the user's statement (the configured command line),
+    /// with versions of packages left out; the readable `name` is only a
+    /// label (the hash alone tells stores apart), so a server that calls
+    /// itself after another program gets a store of its own, never that
+    /// program's directory.
+    pub fn of(argv: &[OsString], name: Option<&str>) -> ServerId {
+        let mut h = siphasher::sip::SipHasher13::new_with_keys(0x7374_6f72, 0x6520_6964);
+        for a in argv {
+            let a = a.to_string_lossy();
+            h.write(without_version(&a).as_bytes());
+            h.write_u8(0);
+        }
+        let label: String = name
+            .unwrap_or("server")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        let label = label.trim_start_matches('.');
+        let label = if label.is_empty() { "server" } else { label };
+        ServerId(format!("{label}-{:016x}", h.finish()))
+    }
+
+    /// The identity as text (a file name).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ServerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A package spec without its version: `@scope/name@1.2` → `@scope/name`,
+/// `name@latest` → `name`, `npm:name@2` → `npm:name`, `name==1.2` and
+/// `name>=1` → `name`. Anything else (paths, URLs, options) as given.
+fn without_version(arg: &str) -> &str {
+    if arg.starts_with('-') || arg.contains("://") {
+        return arg;
+    }
+    if let Some(i) = arg.find(['=', '<', '>', '~', '!'])
+        && i > 0
+        && !arg.starts_with('@')
+        && !arg[..i].contains('/')
+        && ["==", ">=", "<=", "~=", "!="]
+            .iter()
+            .any(|op| arg[i..].starts_with(op))
+    {
+        return &arg[..i];
+    }
+    // npm: the version is after the last '@' that does not start a scope.
+    let body_start = if arg.starts_with("npm:") { 4 } else { 0 };
+    let body = &arg[body_start..];
+    let scoped = body.starts_with('@');
+    let Some(at) = body[usize::from(scoped)..]
+        .rfind('@')
+        .map(|i| i + usize::from(scoped))
+    else {
+        return arg;
+    };
+    let version = &body[at + 1..];
+    let versionlike = version
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '^' | '~' | '*' | '='))
+        || (version.starts_with('v') && version[1..].starts_with(|c: char| c.is_ascii_digit()))
+        || matches!(
+            version,
+            "latest" | "next" | "beta" | "alpha" | "canary" | "rc"
+        );
+    if versionlike && !version.contains('/') && (!scoped || body[..at].contains('/')) {
+        &arg[..body_start + at]
+    } else {
+        arg
+    }
+}
+
+/// Where the store of `id` is: `$XDG_STATE_HOME/rootfence/servers/ID`, or
+/// `~/.local/state/rootfence/servers/ID`. `None` without a home directory.
+pub fn location(env: &HostEnv, id: &ServerId) -> Option<PathBuf> {
+    let base = env
+        .vars
+        .get("XDG_STATE_HOME")
+        .filter(|v| v.starts_with('/'))
+        .map(PathBuf::from)
+        .or_else(|| env.home.as_ref().map(|h| h.join(".local/state")))?;
+    Some(base.join(SERVERS).join(id.as_str()))
+}
+
+/// A store made ready for a launch.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// The store's `home/`, canonical.
+    pub home: PathBuf,
+    /// Its (device, inode): what the child must find there.
+    pub identity: (u64, u64),
+}
+
+/// Create the store `dir` (and its `home/`) if missing, mode 0700, and
+/// check it.
+///
+/// # Security
+///
+/// Every directory from rootfence's state directory down is rootfence's
+/// own (created here, mode 0700); the store and its `home/` must be real
+/// directories owned by this user, never symbolic links, or nothing is
+/// used. The server can write only inside `home/`, never the store's
+/// directory itself, so it cannot move `home/` elsewhere.
+pub fn ensure(dir: &Path) -> io::Result<Ready> {
+    let home = dir.join(HOME);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&home)?;
+    let me = rustix::process::geteuid().as_raw();
+    for d in [dir, home.as_path()] {
+        let m = std::fs::symlink_metadata(d)?;
+        if !m.is_dir() || m.uid() != me {
+            return Err(io::Error::other(format!(
+                "{} is not a directory of this user's (remove it; rootfence makes it anew)",
+                d.display()
+            )));
+        }
+        if m.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    let canonical = std::fs::canonicalize(&home)?;
+    let m = std::fs::symlink_metadata(&canonical)?;
+    Ok(Ready {
+        home: canonical,
+        identity: (m.dev(), m.ino()),
+    })
+}
+
+/// What rootfence makes at a place in the server's home when it builds
+/// the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Made {
+    /// A directory (on the way to a grant, or its mount point).
+    Dir,
+    /// A regular file (a copy, or a file grant's mount point).
+    File,
+    /// A symbolic link (recreated as it is outside).
+    Link,
+}
+
+/// Clear the way in the store's `home/` for what rootfence makes there
+/// (`made`: paths relative to `home`, parents before children): whatever
+/// the server left where a directory, file or link of rootfence's goes
+/// (a symbolic link on the way, a file where a directory goes) is moved
+/// aside to the store's `displaced/`, kept, and returned (from, to).
+///
+/// # Security
+///
+/// This is for the server's own sake (a store it filled with obstacles
+/// still starts); the view's builder never follows a link in the store
+/// either way, so a link that appears after this is refused, not followed.
+pub fn clear_way(home: &Path, made: &[(PathBuf, Made)]) -> Vec<(PathBuf, PathBuf)> {
+    let mut moved = Vec::new();
+    let Some(store) = home.parent() else {
+        return moved;
+    };
+    for (rel, what) in made {
+        let mut at = home.to_path_buf();
+        let parts: Vec<_> = rel.components().collect();
+        for (i, part) in parts.iter().enumerate() {
+            at.push(part);
+            let Ok(m) = std::fs::symlink_metadata(&at) else {
+                break;
+            };
+            let last = i + 1 == parts.len();
+            let fits = match (last, what) {
+                (false, _) | (true, Made::Dir) => m.is_dir(),
+                (true, Made::File) => m.is_file(),
+                (true, Made::Link) => m.file_type().is_symlink(),
+            };
+            if fits {
+                continue;
+            }
+            let aside = store.join("displaced").join(format!(
+                "{}-{}",
+                SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+                part.as_os_str().to_string_lossy()
+            ));
+            let done = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(store.join("displaced"))
+                .and_then(|()| std::fs::rename(&at, &aside));
+            match done {
+                Ok(()) => moved.push((at.clone(), aside)),
+                Err(e) => tracing::debug!("cannot move {} aside: {e}", at.display()),
+            }
+            break;
+        }
+    }
+    moved
+}
+
+/// Most entries of a store looked at when reporting what was written.
+const MAX_WALK: usize = 20_000;
+
+/// Most files named in a report.
+const MAX_NAMED: usize = 8;
+
+/// What a server wrote in its store's `home/` since `since`: the regular
+/// files changed at or after it, relative to `home`, sorted, leaving out
+/// `skip` (files rootfence itself put there); at most [`MAX_WALK`] entries
+/// are looked at.
+pub fn written_since(home: &Path, since: SystemTime, skip: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    let mut seen = 0usize;
+    while let Some(rel) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(home.join(&rel)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            seen += 1;
+            if seen > MAX_WALK {
+                out.sort();
+                return out;
+            }
+            let r = rel.join(e.file_name());
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(r);
+            } else if m.is_file() && m.modified().is_ok_and(|t| t >= since) && !skip.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The places of `written` (relative paths) a policy line would name to
+/// let the server write the real place instead: the top-level entry, or
+/// the entry inside an XDG directory (`.config/NAME`, `.local/share/NAME`).
+pub fn places(written: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for w in written {
+        let parts: Vec<_> = w.components().map(|c| c.as_os_str()).collect();
+        let depth = match parts.first().and_then(|p| p.to_str()) {
+            Some(".config" | ".cache") => 2,
+            Some(".local") => 3,
+            _ => 1,
+        };
+        let place: PathBuf = parts.iter().take(depth.min(parts.len())).collect();
+        if !out.contains(&place) {
+            out.push(place);
+        }
+    }
+    out
+}
+
+/// A launched server's store, for saying at its end what it wrote there.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The store's `home/`.
+    pub home: PathBuf,
+    /// When the server was launched.
+    pub since: SystemTime,
+    /// Files rootfence put there itself (relative).
+    pub skip: Vec<PathBuf>,
+    /// The user's home directory (for `~/` in the lines shown).
+    pub user_home: Option<PathBuf>,
+}
+
+impl Kept {
+    /// What the server wrote in its store this time, in one paragraph
+    /// with the policy line that would let it write the real places
+    /// instead; `None` when it wrote nothing there.
+    pub fn report(&self) -> Option<String> {
+        let written = written_since(&self.home, self.since, &self.skip);
+        if written.is_empty() {
+            return None;
+        }
+        let shown = |p: &Path| crate::runtime::shown(p, self.user_home.as_deref());
+        let mut named: Vec<String> = written
+            .iter()
+            .take(MAX_NAMED)
+            .map(|w| format!("~/{}", w.display()))
+            .collect();
+        if written.len() > MAX_NAMED {
+            named.push(format!("and {} more", written.len() - MAX_NAMED));
+        }
+        let lines: Vec<String> = places(&written)
+            .iter()
+            .map(|p| format!("\"~/{}\"", p.display()))
+            .collect();
+        Some(format!(
+            "the server wrote {} file{} under its home directory, outside its roots: {}. They are kept in its own store {} (it finds them at its next start), not in your home; to let it write the real places instead, add to the policy: [runtime] write = [{}]",
+            written.len(),
+            if written.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            shown(&self.home),
+            lines.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn versions_are_left_out_of_package_specs() {
+        for (spec, bare) in [
+            ("@scope/pkg@1.2.3", "@scope/pkg"),
+            ("@scope/pkg", "@scope/pkg"),
+            ("pkg@latest", "pkg"),
+            ("npm:@scope/pkg@2", "npm:@scope/pkg"),
+            ("npm:pkg@2", "npm:pkg"),
+            ("mcp-server-time==0.6.2", "mcp-server-time"),
+            ("markitdown-mcp>=0.1", "markitdown-mcp"),
+            ("/home/u/src/x@2/index.js", "/home/u/src/x@2/index.js"),
+            ("git+https://h/x.git@v1", "git+https://h/x.git@v1"),
+            ("--from=x@1", "--from=x@1"),
+            ("a=b", "a=b"),
+            ("user@host", "user@host"),
+            ("pkg@^2.1", "pkg"),
+        ] {
+            assert_eq!(without_version(spec), bare, "{spec}");
+        }
+    }
+
+    #[test]
+    fn an_upgrade_keeps_the_store_and_another_command_gets_another() {
+        let a = ServerId::of(&argv(&["npx", "-y", "@x/server@1.0.0"]), Some("server"));
+        let b = ServerId::of(&argv(&["npx", "-y", "@x/server@latest"]), Some("server"));
+        let c = ServerId::of(&argv(&["npx", "-y", "@y/server@1.0.0"]), Some("server"));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.as_str().starts_with("server-"), "{a}");
+    }
+
+    #[test]
+    fn the_label_is_a_plain_file_name_and_not_the_identity() {
+        let id = ServerId::of(&argv(&["/bin/x"]), Some("../.ssh/My Server"));
+        assert!(!id.as_str().contains('/'), "{id}");
+        assert!(!id.as_str().starts_with('.'), "{id}");
+        // The same command under another label: same hash.
+        let other = ServerId::of(&argv(&["/bin/x"]), Some("claude"));
+        assert_eq!(
+            id.as_str().rsplit('-').next(),
+            other.as_str().rsplit('-').next()
+        );
+    }
+
+    #[test]
+    fn the_store_is_in_rootfences_state_directory() {
+        let env = HostEnv {
+            home: Some("/home/u".into()),
+            ..HostEnv::default()
+        };
+        let id = ServerId::of(&argv(&["x"]), Some("x"));
+        assert_eq!(
+            location(&env, &id).unwrap(),
+            PathBuf::from(format!("/home/u/.local/state/rootfence/servers/{id}"))
+        );
+        let mut env = env;
+        env.vars.insert("XDG_STATE_HOME".into(), "/s".into());
+        assert_eq!(
+            location(&env, &id).unwrap(),
+            PathBuf::from(format!("/s/rootfence/servers/{id}"))
+        );
+        env.vars.insert("XDG_STATE_HOME".into(), "rel".into());
+        env.home = None;
+        assert_eq!(location(&env, &id), None);
+    }
+
+    #[test]
+    fn a_store_is_made_private_and_a_link_in_its_place_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("servers/x-1");
+        let r = ensure(&dir).unwrap();
+        assert_eq!(r.home, std::fs::canonicalize(dir.join("home")).unwrap());
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A second time: the same store.
+        assert_eq!(ensure(&dir).unwrap().identity, r.identity);
+        // A link where the store's home should be is not followed.
+        let other = tmp.path().join("servers/x-2");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), other.join("home")).unwrap();
+        assert!(ensure(&other).is_err());
+    }
+
+    #[test]
+    fn what_the_server_left_in_the_way_is_moved_aside_and_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join("ok/dir")).unwrap();
+        std::os::unix::fs::symlink("/elsewhere", home.join(".cache")).unwrap();
+        std::fs::write(home.join(".gitconfig-dir"), "mine").unwrap();
+        std::fs::create_dir_all(home.join(".link-wanted")).unwrap();
+        let made = [
+            (PathBuf::from("ok"), Made::Dir),
+            (PathBuf::from("ok/dir"), Made::Dir),
+            (PathBuf::from(".cache"), Made::Dir),
+            (PathBuf::from(".cache/uv"), Made::Dir),
+            (PathBuf::from(".gitconfig-dir/x"), Made::File),
+            (PathBuf::from(".link-wanted"), Made::Link),
+            (PathBuf::from("missing/x"), Made::File),
+        ];
+        let moved = clear_way(&home, &made);
+        let from: Vec<_> = moved.iter().map(|(f, _)| f.clone()).collect();
+        assert_eq!(
+            from,
+            vec![
+                home.join(".cache"),
+                home.join(".gitconfig-dir"),
+                home.join(".link-wanted")
+            ]
+        );
+        for (_, to) in &moved {
+            assert!(to.starts_with(tmp.path().join("displaced")), "{to:?}");
+            assert!(to.symlink_metadata().is_ok(), "kept: {to:?}");
+        }
+        assert!(home.join("ok/dir").is_dir());
+    }
+
+    #[test]
+    fn what_was_written_is_listed_with_the_lines_that_would_allow_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        std::fs::create_dir_all(home.join(".cache/uv/x")).unwrap();
+        std::fs::write(home.join(".cache/uv/x/f"), "").unwrap();
+        // File times come from a coarse clock, behind the fine one.
+        let since = SystemTime::now() - std::time::Duration::from_secs(1);
+        // Written at an earlier session.
+        std::fs::File::options()
+            .write(true)
+            .open(home.join(".cache/uv/x/f"))
+            .unwrap()
+            .set_modified(since - std::time::Duration::from_secs(3600))
+            .unwrap();
+        std::fs::create_dir_all(home.join("mcp-data/db")).unwrap();
+        std::fs::write(home.join("mcp-data/db/context.db"), "x").unwrap();
+        std::fs::write(home.join(".tool.json"), "{}").unwrap();
+        std::fs::write(home.join(".gitconfig"), "").unwrap();
+        std::fs::create_dir_all(home.join(".config/tool")).unwrap();
+        std::fs::write(home.join(".config/tool/s.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("/x", home.join(".link")).unwrap();
+        let w = written_since(home, since, &[PathBuf::from(".gitconfig")]);
+        assert_eq!(
+            w,
+            vec![
+                PathBuf::from(".config/tool/s.json"),
+                PathBuf::from(".tool.json"),
+                PathBuf::from("mcp-data/db/context.db")
+            ]
+        );
+        assert_eq!(
+            places(&w),
+            vec![
+                PathBuf::from(".config/tool"),
+                PathBuf::from(".tool.json"),
+                PathBuf::from("mcp-data")
+            ]
+        );
+        let kept = Kept {
+            home: home.to_path_buf(),
+            since,
+            skip: vec![PathBuf::from(".gitconfig")],
+            user_home: None,
+        };
+        let r = kept.report().unwrap();
+        assert!(r.contains("3 files"), "{r}");
+        assert!(
+            r.contains(r#"[runtime] write = ["~/.config/tool", "~/.tool.json", "~/mcp-data"]"#),
+            "{r}"
+        );
+        let later = Kept {
+            since: SystemTime::now() + std::time::Duration::from_secs(60),
+            ..kept
+        };
+        assert_eq!(later.report(), None);
+    }
+}
