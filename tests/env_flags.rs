@@ -29,6 +29,7 @@ fn host_env(vars: &[(&str, &str)]) -> HostEnv {
             .collect::<BTreeMap<_, _>>(),
         home: Some(PathBuf::from("/home/a")),
         cwd: None,
+        host_set: None,
     }
 }
 
@@ -167,6 +168,48 @@ fn precedence_is_pass_then_rules_then_flag_then_set() {
 }
 
 #[test]
+fn variables_the_host_set_for_the_launch_pass_unless_refused() {
+    let mut env = host_env(&[
+        ("ALLOW_COMMANDS", "ls,cat"),
+        ("GIT_USERNAME", "me"),
+        ("LD_PRELOAD", "/tmp/x.so"),
+        ("ROOTFENCE_LOG", "debug"),
+        ("INHERITED_TOKEN", "hunter2"),
+    ]);
+    env.host_set = Some(
+        ["ALLOW_COMMANDS", "GIT_USERNAME", "LD_PRELOAD", "ROOTFENCE_LOG"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    );
+    let pol = policy("");
+    let plan = plan::build(&pol, vec![], vec![], command(&[]), &env);
+    for k in ["ALLOW_COMMANDS", "GIT_USERNAME"] {
+        assert!(
+            matches!(plan.env.get(k), Some((_, EnvSource::Host))),
+            "{k}: {:?}",
+            plan.env
+        );
+    }
+    for k in ["LD_PRELOAD", "ROOTFENCE_LOG", "INHERITED_TOKEN"] {
+        assert!(!plan.env.contains_key(k), "{k}: {:?}", plan.env);
+        assert!(plan.env_dropped.iter().any(|d| d == k), "{k}");
+    }
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("LD_PRELOAD, set by the host")),
+        "{:?}",
+        plan.warnings
+    );
+    // Where the host's environment cannot be read, only the policy's
+    // pass list passes, as before.
+    env.host_set = None;
+    let plan = plan::build(&pol, vec![], vec![], command(&[]), &env);
+    assert!(!plan.env.contains_key("ALLOW_COMMANDS"));
+}
+
+#[test]
 fn a_flag_naming_an_unset_variable_is_a_warning_not_a_value() {
     let pol = policy("").with_env_flags(&flags(&["MISSING"])).unwrap();
     let plan = plan::build(&pol, vec![], vec![], command(&[]), &host_env(&[]));
@@ -244,17 +287,39 @@ fn exec_gives_flagged_variables_and_refuses_ld_preload_for_real() {
         .args(["--env", "MEMORY_FILE_PATH", "--env", "MODE=fast", "--"])
         .args(["/bin/sh", "-c", &script])
         .env("MEMORY_FILE_PATH", "/data/memory.json")
-        .env("OTHER", "not passed")
+        .env("OTHER", "set by the host")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
+    // OTHER is not in the host's (this test's) own environment: the host
+    // set it for this launch, as a config's `env` block does.
     assert_eq!(
         stdout.trim(),
-        "MEM=/data/memory.json MODE=fast OTHER=unset",
+        "MEM=/data/memory.json MODE=fast OTHER=set by the host",
         "{out:?}"
     );
     assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+
+    // Inherited, it does not pass: started by a shell whose own
+    // environment holds OTHER, rootfence's OTHER is the host's own.
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg("\"$0\" exec --root \"$1\" --env MEMORY_FILE_PATH --env MODE=fast -- /bin/sh -c \"$2\"; exit $?")
+        .arg(env!("CARGO_BIN_EXE_rootfence"))
+        .arg(&root)
+        .arg(&script)
+        .env("MEMORY_FILE_PATH", "/data/memory.json")
+        .env("OTHER", "the host's own")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "MEM=/data/memory.json MODE=fast OTHER=unset",
+        "{out:?}"
+    );
     std::fs::remove_file(&marker).unwrap();
 
     // The forbidden counterpart: the command never runs.

@@ -36,6 +36,7 @@ fn env(home: &Path) -> HostEnv {
         vars,
         home: Some(home.to_path_buf()),
         cwd: Some(home.to_path_buf()),
+        host_set: None,
     }
 }
 

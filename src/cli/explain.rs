@@ -348,6 +348,7 @@ fn render_environment(s: &mut String, plan: &SandboxPlan) {
                 plan::EnvSource::Set => "set by policy",
                 plan::EnvSource::Rule => "set by the runtime rules",
                 plan::EnvSource::Flag => "--env",
+                plan::EnvSource::Host => "set by the host for this launch",
             }
         );
     }

@@ -142,6 +142,10 @@ pub enum EnvSource {
     /// Given with `--env` (`NAME` passes rootfence's value, `NAME=VALUE`
     /// sets it); overrides `env.pass` and the rules, not `env.set`.
     Flag,
+    /// Set by the host for this launch (a host config's `env` block: not
+    /// in the host's own environment, or changed), where rootfence could
+    /// read the host's; the rules, `--env` and `env.set` override it.
+    Host,
 }
 
 /// Whether the server gets namespaces of its own (and with them a
@@ -718,6 +722,7 @@ fn environment(
             }
         }
     }
+    host_set(policy, env, &mut out, warnings);
     for (k, v) in &command.env {
         out.insert(k.clone(), (v.clone(), EnvSource::Rule));
     }
@@ -757,6 +762,39 @@ fn environment(
         .cloned()
         .collect();
     (out, dropped)
+}
+
+/// The variables the host set for this launch (`env.host_set`), unless
+/// refused like a flag naming them would be (they make a runtime load
+/// code) or rootfence's own; what passes already is left as it is.
+///
+/// # Security
+///
+/// The input is the host's configuration (what it added to its own
+/// environment for this command), never the server's.
+fn host_set(
+    policy: &Policy,
+    env: &HostEnv,
+    out: &mut BTreeMap<String, (String, EnvSource)>,
+    warnings: &mut Vec<String>,
+) {
+    let Some(set) = &env.host_set else {
+        return;
+    };
+    for k in set {
+        let ours = k.starts_with("ROOTFENCE_") || (policy.raw.runtime.scratch && k == "TMPDIR");
+        if ours || out.contains_key(k) {
+            continue;
+        }
+        let Some(v) = env.vars.get(k) else { continue };
+        if let Some(rule) = policy.env_refusal(k) {
+            warnings.push(format!(
+                "{k}, set by the host for this server, is not passed: {k} {}; to allow it, name it in the policy's [env] pass", rule.why
+            ));
+            continue;
+        }
+        out.insert(k.clone(), (v.clone(), EnvSource::Host));
+    }
 }
 
 /// Apply `[roots] vcs` to the control files found in read-write roots:

@@ -207,6 +207,11 @@ pub struct HostEnv {
     pub home: Option<PathBuf>,
     /// Current directory.
     pub cwd: Option<PathBuf>,
+    /// The names of the variables the host set for this launch: added to
+    /// or changed from the host's own environment (rootfence's parent's,
+    /// see [`HostEnv::current`]). `None`: that cannot be told (the parent
+    /// cannot be read), and only the policy's `[env] pass` passes.
+    pub host_set: Option<std::collections::BTreeSet<String>>,
 }
 
 impl HostEnv {
@@ -219,10 +224,17 @@ impl HostEnv {
             .get("HOME")
             .filter(|h| h.starts_with('/'))
             .map(PathBuf::from);
+        let host_set = parent_environment().map(|parent| {
+            vars.iter()
+                .filter(|(k, v)| parent.get(*k) != Some(*v))
+                .map(|(k, _)| k.clone())
+                .collect()
+        });
         HostEnv {
             vars,
             home,
             cwd: std::env::current_dir().ok(),
+            host_set,
         }
     }
 
@@ -233,6 +245,35 @@ impl HostEnv {
             .filter(|v| v.starts_with('/'))
             .map(PathBuf::from)
     }
+}
+
+/// Most bytes of the parent's environment read.
+const MAX_PARENT_ENVIRON: u64 = 1 << 20;
+
+/// The environment the parent process (the host) was started with, from
+/// `/proc/PPID/environ` (readable for the same user); `None` when it
+/// cannot be read, or rootfence's parent is gone (init adopted it).
+fn parent_environment() -> Option<BTreeMap<String, String>> {
+    use std::io::Read;
+    let ppid = std::os::unix::process::parent_id();
+    if ppid <= 1 {
+        return None;
+    }
+    let mut raw = Vec::new();
+    std::fs::File::open(format!("/proc/{ppid}/environ"))
+        .ok()?
+        .take(MAX_PARENT_ENVIRON)
+        .read_to_end(&mut raw)
+        .ok()?;
+    Some(
+        raw.split(|&b| b == 0)
+            .filter_map(|kv| {
+                let kv = std::str::from_utf8(kv).ok()?;
+                let (k, v) = kv.split_once('=')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect(),
+    )
 }
 
 /// Why a command could not be resolved.

@@ -168,6 +168,9 @@ pub struct ChildSetup {
     pub rlimits: Vec<Rlimit>,
     /// What to execute.
     pub exec: ExecImage,
+    /// Without namespaces: the directory to start in (with them, the
+    /// view's own says it).
+    pub cwd: Option<CString>,
 }
 
 // SAFETY: raw descriptors, C strings and pointers into them are plain data;
@@ -272,6 +275,12 @@ impl ChildSetup {
         let err = self.err_w;
         // SAFETY (whole body): as in `run`.
         unsafe {
+            // Where it starts (a failure leaves it where rootfence is).
+            if self.ns.is_none()
+                && let Some(cwd) = &self.cwd
+            {
+                libc::chdir(cwd.as_ptr());
+            }
             if let Some(ll) = &self.landlock {
                 restrict(err, ll);
             }

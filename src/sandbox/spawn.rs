@@ -383,6 +383,31 @@ fn store_for(
     Some(ready)
 }
 
+/// Where the server starts: rootfence's working directory (the host's)
+/// when the plan grants it; otherwise its first root, or else `home` (its
+/// own home), said in the log. `None`: nowhere better than `/`.
+fn working_dir(plan: &SandboxPlan, home: Option<&Path>) -> Option<PathBuf> {
+    let here = std::env::current_dir().ok();
+    if let Some(c) = &here
+        && plan.grants.iter().any(|g| c.starts_with(&g.path))
+    {
+        return Some(c.clone());
+    }
+    let instead = plan
+        .roots
+        .first()
+        .map(|r| r.path.clone())
+        .or_else(|| home.map(Path::to_path_buf))?;
+    if let Some(c) = here {
+        tracing::info!(
+            "the working directory {} is not granted: the server starts in {}",
+            c.display(),
+            instead.display()
+        );
+    }
+    Some(instead)
+}
+
 /// The confinement of one launch, ready for the child.
 struct Prepared {
     rung: Rung,
@@ -683,9 +708,7 @@ fn namespace_setup(
 ) -> Result<(NsChild, OwnedFd, OwnedFd), SandboxError> {
     let (sync_r, sync_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
-    let cwd = std::env::current_dir()
-        .ok()
-        .filter(|c| plan.grants.iter().any(|g| c.starts_with(&g.path)))
+    let cwd = working_dir(plan, translate::private_home(plan).as_deref())
         .map(|c| cpath("", &c))
         .transpose()?;
     let n_ops = ops.len();
@@ -767,7 +790,16 @@ fn attempt(
         sync_w = Some(w);
         status_r = Some(r);
     }
+    // Without namespaces the server starts where rootfence is, unless
+    // that is not granted.
+    let cwd = match (mode.namespaces, confine) {
+        (false, true) => working_dir(plan, layout.store.as_ref().map(|s| s.home.as_path()))
+            .map(|c| cpath("", &c))
+            .transpose()?,
+        _ => None,
+    };
     let setup = ChildSetup {
+        cwd,
         // SAFETY: getpid cannot fail.
         parent_pid: unsafe { libc::getpid() },
         err_w: err_w.as_raw_fd(),

@@ -103,6 +103,7 @@ pub fn start_with(
             .collect(),
         home: Some(home.to_path_buf()),
         cwd: Some(cwd.to_path_buf()),
+        host_set: None,
     };
     let config = SessionConfig {
         policy,

@@ -1125,3 +1125,29 @@ fn links_a_server_plants_in_its_store_are_never_followed_by_its_next_start() {
         common::stderr(&second.out)
     );
 }
+
+#[test]
+fn a_server_started_outside_its_grants_starts_in_its_first_root() {
+    // The tree's commands start in its base directory, which no grant
+    // holds: the server starts in its first root instead (bun, for one,
+    // cannot start in a directory it may not read).
+    let t = tree();
+    let code = format!(
+        "{}\ncheck('list', lambda: os.listdir('.'))\nprint('cwd=' + os.getcwd())",
+        common::PRELUDE
+    );
+    let py = common::python();
+    let py = py.to_string_lossy();
+    let p = Probe::new(t.run(&[], &[&py, "-c", &code]));
+    p.allowed("list");
+    assert_eq!(p.value("cwd"), t.r.display().to_string());
+    // Started in a granted directory, it stays there.
+    let out = t
+        .command(&[], &[&py, "-c", &code])
+        .current_dir(&t.ro)
+        .output()
+        .expect("run rootfence exec");
+    let p = Probe::new(out);
+    p.allowed("list");
+    assert_eq!(p.value("cwd"), t.ro.display().to_string());
+}

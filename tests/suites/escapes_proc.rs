@@ -81,7 +81,7 @@ fn proc_of_the_parent_gives_no_root() {
 fn proc_of_the_parent_gives_no_environment() {
     let t = tree();
     let out = t
-        .command(
+        .command_inherited(
             &[],
             &[
                 python().to_str().unwrap(),
@@ -461,9 +461,11 @@ print('injected=' + repr(injected))
 
 #[test]
 fn environment_is_exactly_the_plans() {
+    // The host's own environment (inherited by rootfence) holds secrets:
+    // none reaches the server.
     let t = tree();
     let out = t
-        .command(&[], &["/usr/bin/env"])
+        .command_inherited(&[], &["/usr/bin/env"])
         .env("AWS_SECRET_ACCESS_KEY", SECRET)
         .env("GITHUB_TOKEN", SECRET)
         .env("LD_PRELOAD", "/tmp/evil.so")
@@ -484,6 +486,17 @@ fn environment_is_exactly_the_plans() {
         ["GIT_CONFIG_GLOBAL", "HOME", "LANG", "PATH", "TERM", "TMPDIR"],
         "{env}"
     );
+    // What the host sets for this launch (a config's `env` block) passes,
+    // but a variable that makes a runtime load code does not.
+    let out = t
+        .command(&[], &["/usr/bin/env"])
+        .env("GITHUB_TOKEN", "the-servers-own-token")
+        .env("LD_PRELOAD", "/tmp/evil.so")
+        .output()
+        .unwrap();
+    let env = stdout(&out);
+    assert!(env.contains("GITHUB_TOKEN=the-servers-own-token"), "{env}");
+    assert!(!env.contains("LD_PRELOAD"), "{env}");
 }
 
 #[test]

@@ -88,6 +88,7 @@ impl Tree {
                     .collect(),
                 home: Some(self.p("home")),
                 cwd: Some(self.base.clone()),
+                host_set: None,
             },
             roots_observer: None,
             remembered_init: None,
