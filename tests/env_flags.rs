@@ -177,10 +177,15 @@ fn variables_the_host_set_for_the_launch_pass_unless_refused() {
         ("INHERITED_TOKEN", "hunter2"),
     ]);
     env.host_set = Some(
-        ["ALLOW_COMMANDS", "GIT_USERNAME", "LD_PRELOAD", "ROOTFENCE_LOG"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        [
+            "ALLOW_COMMANDS",
+            "GIT_USERNAME",
+            "LD_PRELOAD",
+            "ROOTFENCE_LOG",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
     );
     let pol = policy("");
     let plan = plan::build(&pol, vec![], vec![], command(&[]), &env);

@@ -381,3 +381,83 @@ fn rootfence_exec_runs_from_a_path_search() {
         .unwrap();
     assert_eq!(stdout(&out).trim(), "found", "{}", stderr(&out));
 }
+
+/// A package runner rootfence knows by its table (bun here, a stand-in
+/// with bun's question and answer) gets the cache it names: the server it
+/// runs is read from the cache, offline, and what it writes there stays
+/// in a private layer.
+#[test]
+fn a_launcher_is_asked_where_its_cache_is_and_gets_it() {
+    let t = Tree::new();
+    let tools = t.p("tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    let asked = t.p("asked");
+    let bun = tools.join("bun");
+    std::fs::write(
+        &bun,
+        format!(
+            "#!/bin/sh\n\
+             dir=${{BUN_INSTALL_CACHE_DIR:-$HOME/.bun/install/cache}}\n\
+             if [ \"$1 $2\" = \"pm cache\" ]; then echo x >> {asked}; echo \"$HOME/.bun/install/cache\"; exit 0; fi\n\
+             cat \"$dir/$1/server.txt\" || {{ echo 'error: EAI_AGAIN registry.npmjs.org' >&2; exit 1; }}\n\
+             echo planted > \"$dir/planted\" && echo wrote\n",
+            asked = asked.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&bun, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("bun", tools.join("bunx")).unwrap();
+    let cache = t.home.join(".bun/install/cache");
+    std::fs::create_dir_all(cache.join("some-server")).unwrap();
+    std::fs::write(
+        cache.join("some-server/server.txt"),
+        "served from the cache\n",
+    )
+    .unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools.display());
+    let run = || {
+        t.command(&[], &["bunx", "some-server"])
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "served from the cache\nwrote\n",
+        "{}",
+        stderr(&out)
+    );
+    // Written to the private layer, never the real cache.
+    assert!(!cache.join("planted").exists());
+    // Asked once: the answer is kept for the next launch.
+    let out = run();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&asked).unwrap().lines().count(), 1);
+    // explain says which cache and why.
+    let out = t
+        .rootfence_command()
+        .args(["explain", "--", "bunx", "some-server"])
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("as `bun pm cache` says"), "{text}");
+    assert!(text.contains(&cache.display().to_string()), "{text}");
+    // A command that runs no launcher asks none, and gets no such cache.
+    let out = t
+        .command(
+            &[],
+            &[
+                "/bin/sh",
+                "-c",
+                &format!("cat {}/some-server/server.txt", cache.display()),
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+}

@@ -1,7 +1,8 @@
 //! The cache rule: package caches behind private layers, and the settings
 //! that point launchers at them.
 //!
-//! `npx` and `uvx` run packages out of their caches, and the user's own
+//! `npx`, `uvx` and the other package runners run packages out of their
+//! caches, and the user's own
 //! `npx` and `uvx` run whatever is there later, outside the sandbox: the
 //! server reads a cache, and what it writes goes to a private layer of its
 //! own (discarded at exit; without namespaces, an empty private directory
@@ -65,8 +66,33 @@ fn uv_pythons(env: &HostEnv) -> Option<PathBuf> {
     })
 }
 
-/// Grant the caches that exist, each behind a private layer.
-pub fn collect(c: &mut Collect) {
+/// Grant the caches that exist, each behind a private layer: npm's and
+/// uv's (where their variables or defaults put them), and those the
+/// launcher `argv` runs says it has ([`super::launchers`]).
+pub fn collect(c: &mut Collect, argv: &[OsString]) {
+    if let Some(l) = super::launchers::of(argv) {
+        for (ask, dir) in l.cache_dirs(c.env) {
+            if shared(&dir, c.env) || too_wide(&dir, c.env) {
+                c.note(format!(
+                    "{} ({}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {} to a directory of its own",
+                    dir.display(),
+                    ask.why,
+                    ask.var
+                ));
+                continue;
+            }
+            if !dir.is_dir() {
+                continue;
+            }
+            c.add_private(
+                dir,
+                Rights::RX,
+                Rule::Cache,
+                format!("{}; writes go to a private layer", ask.why),
+                Some(ask.var),
+            );
+        }
+    }
     for cache in caches(c.env) {
         let Some(dir) = cache.dir else { continue };
         if shared(&dir, c.env) || too_wide(&dir, c.env) {
@@ -122,17 +148,15 @@ const UV_ONLINE_FLAGS: &[&str] = &[
 pub fn settings(
     argv: &[OsString],
     policy: &Policy,
-    env: &HostEnv,
     needs: &[RuntimeNeed],
     notes: &mut Vec<String>,
 ) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for cache in caches(env) {
-        if let Some(n) = needs
-            .iter()
-            .find(|n| n.private_env.as_deref() == Some(cache.var))
-        {
-            out.insert(cache.var.to_string(), n.path.to_string_lossy().into_owned());
+    // Each launcher pointed at the cache granted (the one it named, or
+    // its default: the same place).
+    for n in needs {
+        if let Some(var) = &n.private_env {
+            out.insert(var.clone(), n.path.to_string_lossy().into_owned());
         }
     }
     // The registries are reached over HTTPS (or HTTP): a policy granting

@@ -20,6 +20,7 @@
 mod cache;
 mod exe;
 mod gitconfig;
+mod launchers;
 mod narrow;
 mod project;
 mod rules;
@@ -414,7 +415,7 @@ pub fn discover(
     }
     project::collect(&mut c, argv, &program, interpreter.is_some());
     if toolchains {
-        cache::collect(&mut c);
+        cache::collect(&mut c, argv);
     }
     let own_state = state::existing(c.env, argv, &program, &policy.deny);
     let name = state::names(argv, &program).into_iter().next();
@@ -422,7 +423,7 @@ pub fn discover(
     let mut needs = narrow::around_denied(c.needs, &policy.deny, &mut c.notes, env);
     needs.sort_by(|a, b| a.path.cmp(&b.path).then(a.rule.cmp(&b.rule)));
     let mut notes = c.notes;
-    let env_out = cache::settings(argv, policy, env, &needs, &mut notes);
+    let env_out = cache::settings(argv, policy, &needs, &mut notes);
     let git_config = policy
         .raw
         .runtime

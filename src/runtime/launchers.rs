@@ -1,0 +1,338 @@
+//! Package runners, each asked where its cache is.
+//!
+//! `bunx`, `pnpm dlx`, `deno run npm:...`, `pipx run`, `yarn dlx`, `npx`
+//! and `uvx` run packages out of a cache of their own. Instead of guessing
+//! each one's layout, rootfence asks the launcher the command runs, the way
+//! its user would (`bun pm cache`, `pnpm store path`, `deno info --json`,
+//! ...): one table entry per launcher. The launcher is the user's own
+//! program (found on the user's `PATH`, named by the configured command),
+//! asked with the user's environment in the home directory, never the
+//! server; its answer is granted only as the cache rule grants (read, a
+//! private layer for writes, never a shared or too wide directory, never a
+//! denied path).
+//!
+//! Answers are kept per launcher binary in rootfence's cache
+//! (`$XDG_CACHE_HOME/rootfence/launchers/`), keyed by the binary's path,
+//! size and modification time and the variables that move its cache, so a
+//! launch asks a launcher once, not every time.
+
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::HostEnv;
+use super::exe::{base_name, which};
+
+/// How a launcher's answer is read.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// The first line is the path.
+    Line,
+    /// A JSON object; the path is the string under this key.
+    JsonKey(&'static str),
+}
+
+/// A package runner and how to ask it where its caches are.
+pub struct Launcher {
+    /// The commands that run it (`bunx` is bun's).
+    commands: &'static [&'static str],
+    /// The program asked, found on `PATH`.
+    program: &'static str,
+    /// Its questions, one per cache.
+    pub asks: &'static [Ask],
+}
+
+/// One question to a launcher: where one of its caches is.
+pub struct Ask {
+    /// The arguments.
+    args: &'static [&'static str],
+    answer: Answer,
+    /// The variable that points the launcher at this cache (for a
+    /// private, empty one where no overlay can be had), and that moves
+    /// its answer.
+    pub var: &'static str,
+    /// What the cache is, for `explain`.
+    pub why: &'static str,
+}
+
+/// The launchers rootfence asks. A new one is one entry here.
+const LAUNCHERS: &[Launcher] = &[
+    Launcher {
+        commands: &["bun", "bunx"],
+        program: "bun",
+        asks: &[Ask {
+            args: &["pm", "cache"],
+            answer: Answer::Line,
+            var: "BUN_INSTALL_CACHE_DIR",
+            why: "bun's package cache (bunx runs packages from it), as `bun pm cache` says",
+        }],
+    },
+    Launcher {
+        commands: &["pnpm", "pnpx"],
+        program: "pnpm",
+        asks: &[
+            Ask {
+                args: &["store", "path"],
+                answer: Answer::Line,
+                var: "npm_config_store_dir",
+                why: "pnpm's store (pnpm dlx installs from it), as `pnpm store path` says",
+            },
+            Ask {
+                args: &["config", "get", "cache-dir"],
+                answer: Answer::Line,
+                var: "npm_config_cache_dir",
+                why: "pnpm's cache (pnpm dlx keeps its packages and metadata there), as `pnpm config get cache-dir` says",
+            },
+        ],
+    },
+    Launcher {
+        commands: &["deno"],
+        program: "deno",
+        asks: &[Ask {
+            args: &["info", "--json"],
+            answer: Answer::JsonKey("denoDir"),
+            var: "DENO_DIR",
+            why: "deno's cache (deno run npm:... runs packages from it), as `deno info --json` says",
+        }],
+    },
+    Launcher {
+        commands: &["pipx"],
+        program: "pipx",
+        asks: &[Ask {
+            args: &["environment", "--value", "PIPX_HOME"],
+            answer: Answer::Line,
+            var: "PIPX_HOME",
+            why: "pipx's home (pipx run keeps its environments there), as `pipx environment` says",
+        }],
+    },
+    Launcher {
+        commands: &["yarn"],
+        program: "yarn",
+        asks: &[Ask {
+            args: &["cache", "dir"],
+            answer: Answer::Line,
+            var: "YARN_CACHE_FOLDER",
+            why: "yarn's cache (yarn dlx runs packages from it), as `yarn cache dir` says",
+        }],
+    },
+];
+
+/// The launcher `argv` runs (by its command's name), if it is one rootfence
+/// asks.
+pub fn of(argv: &[std::ffi::OsString]) -> Option<&'static Launcher> {
+    let first = base_name(Path::new(argv.first()?));
+    LAUNCHERS
+        .iter()
+        .find(|l| l.commands.contains(&first.as_str()))
+}
+
+/// Longest a launcher may take to answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most bytes of an answer read.
+const MAX_ANSWER: u64 = 256 * 1024;
+
+impl Launcher {
+    /// Where this launcher says each of its caches is (see
+    /// [`Ask::cache_dir`]), with the question answered.
+    pub fn cache_dirs(&self, env: &HostEnv) -> Vec<(&'static Ask, PathBuf)> {
+        let Some(program) = which(self.program, env) else {
+            return Vec::new();
+        };
+        self.asks
+            .iter()
+            .filter_map(|a| Some((a, a.cache_dir(self.program, &program, env)?)))
+            .collect()
+    }
+}
+
+impl Ask {
+    /// Where the launcher `program` (found at `found`) says this cache is:
+    /// from rootfence's record of its answer when the binary and the
+    /// variable are unchanged, else by asking it (and recording the
+    /// answer). `None` when it gives no absolute path.
+    fn cache_dir(&self, name: &str, found: &Path, env: &HostEnv) -> Option<PathBuf> {
+        let program = found.to_path_buf();
+        let real = std::fs::canonicalize(&program).ok()?;
+        let m = std::fs::metadata(&real).ok()?;
+        let key = {
+            let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6c61_756e, 0x6368_6572);
+            h.write(real.as_os_str().as_encoded_bytes());
+            h.write_u64(m.len());
+            h.write_i64(m.mtime());
+            h.write_i64(m.mtime_nsec());
+            for a in self.args {
+                h.write(a.as_bytes());
+                h.write_u8(0);
+            }
+            h.write(env.vars.get(self.var).map_or(&b""[..], |v| v.as_bytes()));
+            h.write(
+                env.home
+                    .as_ref()
+                    .map_or(&b""[..], |h| h.as_os_str().as_encoded_bytes()),
+            );
+            format!("{name}-{:016x}", h.finish())
+        };
+        let record = record_dir(env).map(|d| d.join(&key));
+        if let Some(r) = &record
+            && let Ok(text) = std::fs::read_to_string(r)
+            && let Some(p) = text.lines().next().map(PathBuf::from)
+            && p.is_absolute()
+        {
+            return Some(p);
+        }
+        let answer = self.ask_it(name, &program, env)?;
+        if let Some(r) = &record {
+            let _ = write_record(r, &answer);
+        }
+        Some(answer)
+    }
+
+    /// Run the launcher with its question and read its answer.
+    fn ask_it(&self, name: &str, program: &Path, env: &HostEnv) -> Option<PathBuf> {
+        let mut cmd = Command::new(program);
+        cmd.args(self.args)
+            .env_clear()
+            .envs(&env.vars)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(h) = &env.home {
+            cmd.current_dir(h);
+        }
+        let mut child = cmd.spawn().ok()?;
+        let mut out = Vec::new();
+        let stdout = child.stdout.take()?;
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.take(MAX_ANSWER).read_to_end(&mut out);
+            out
+        });
+        let start = Instant::now();
+        let ok = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status.success(),
+                Ok(None) if start.elapsed() < ASK_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    tracing::debug!("{name} did not say where its cache is in time");
+                    break false;
+                }
+            }
+        };
+        if let Ok(o) = reader.join() {
+            out = o;
+        }
+        if !ok {
+            return None;
+        }
+        let text = String::from_utf8(out).ok()?;
+        let path = match self.answer {
+            Answer::Line => text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?
+                .to_string(),
+            Answer::JsonKey(k) => {
+                let v: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).ok()?;
+                v.get(k)?.as_str()?.to_string()
+            }
+        };
+        let path = PathBuf::from(path);
+        path.is_absolute().then_some(path)
+    }
+}
+
+/// Where the answers are recorded: `$XDG_CACHE_HOME/rootfence/launchers`
+/// (or `~/.cache/...`), a directory servers are denied.
+fn record_dir(env: &HostEnv) -> Option<PathBuf> {
+    let base = env
+        .vars
+        .get("XDG_CACHE_HOME")
+        .filter(|v| v.starts_with('/'))
+        .map(PathBuf::from)
+        .or_else(|| env.home.as_ref().map(|h| h.join(".cache")))?;
+    Some(base.join("rootfence/launchers"))
+}
+
+/// Record `answer` at `file`, whole or not at all.
+fn write_record(file: &Path, answer: &Path) -> std::io::Result<()> {
+    let dir = file
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no directory"))?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+    std::fs::write(&tmp, format!("{}\n", answer.display()))?;
+    std::fs::rename(&tmp, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    #[test]
+    fn the_command_names_its_launcher() {
+        let argv = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(of(&argv(&["bunx", "x"])).map(|l| l.program), Some("bun"));
+        assert_eq!(
+            of(&argv(&["/opt/bin/pnpm", "dlx", "x"])).map(|l| l.program),
+            Some("pnpm")
+        );
+        assert_eq!(
+            of(&argv(&["deno", "run", "npm:x"])).map(|l| l.program),
+            Some("deno")
+        );
+        assert!(of(&argv(&["node", "x.js"])).is_none());
+    }
+
+    #[test]
+    fn a_launcher_is_asked_once_and_its_answer_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let bin = base.join("bin");
+        let home = base.join("home");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let asked = base.join("asked");
+        let bun = bin.join("bun");
+        std::fs::write(
+            &bun,
+            format!(
+                "#!/bin/sh\necho x >> {}\n[ \"$1 $2\" = \"pm cache\" ] && echo \"$HOME/.bun/install/cache\"\n",
+                asked.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&bun, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let mut env = HostEnv {
+            home: Some(home.clone()),
+            ..HostEnv::default()
+        };
+        env.vars
+            .insert("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()));
+        env.vars.insert("HOME".into(), home.display().to_string());
+        let l = &LAUNCHERS[0];
+        let want = home.join(".bun/install/cache");
+        let dirs = |env: &HostEnv| -> Vec<PathBuf> {
+            l.cache_dirs(env).into_iter().map(|(_, p)| p).collect()
+        };
+        assert_eq!(dirs(&env), vec![want.clone()]);
+        assert_eq!(dirs(&env), vec![want]);
+        assert_eq!(std::fs::read_to_string(&asked).unwrap().lines().count(), 1);
+        // Its variable moves the answer: asked again.
+        env.vars
+            .insert("BUN_INSTALL_CACHE_DIR".into(), "/elsewhere".into());
+        dirs(&env);
+        assert_eq!(std::fs::read_to_string(&asked).unwrap().lines().count(), 2);
+    }
+}
