@@ -668,6 +668,112 @@ fn expand(s: &str, env: &[(&str, &str)]) -> String {
     out
 }
 
+/// A wrapped server launched as a host launches it: its command and args
+/// from the rewritten JSON (host variables expanded from `host_env`), its
+/// `env` on top of the host's own environment, MCP over stdio, initialized.
+struct Hosted {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    id: u64,
+}
+
+impl Hosted {
+    fn launch(server: &Value, host_env: &[(&str, &str)], cwd: &Path) -> Hosted {
+        let command = server["command"].as_str().unwrap();
+        let args: Vec<String> = strs(&server["args"])
+            .iter()
+            .map(|a| expand(a, host_env))
+            .collect();
+        let mut cmd = Command::new(command);
+        cmd.args(&args)
+            .env_clear()
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in host_env {
+            cmd.env(k, v);
+        }
+        if let Some(env) = server["env"].as_object() {
+            for (k, v) in env {
+                cmd.env(k, expand(v.as_str().unwrap(), host_env));
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr_pipe.read_to_string(&mut s);
+            s
+        });
+        let mut h = Hosted {
+            child,
+            stdin,
+            stdout,
+            stderr: Some(stderr),
+            id: 0,
+        };
+        h.send(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),
+        );
+        assert_eq!(h.recv()["result"]["serverInfo"]["name"], "fake");
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        h
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message, past rootfence's own warnings to the host.
+    fn recv(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "rootfence closed stdout"
+            );
+            let v = serde_json::from_str::<Value>(&line).unwrap();
+            if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
+                break v;
+            }
+        }
+    }
+
+    /// Call a tool of the fake server: its text and whether it is an error.
+    fn call(&mut self, tool: &str, args: Value) -> (String, bool) {
+        self.id += 1;
+        let id = self.id;
+        self.send(
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}),
+        );
+        let r = self.recv();
+        (
+            r["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            r["result"]["isError"] == json!(true),
+        )
+    }
+
+    /// Close the server's stdin as a host does: the session ends, and
+    /// successfully; rootfence's stderr.
+    fn end(mut self) -> String {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert!(status.success(), "{status:?}: {stderr}");
+        stderr
+    }
+}
+
 /// The wrapped Claude Code config's server, launched as the host launches
 /// it: its command and args from the rewritten JSON, its env on top of the
 /// host's, MCP over stdio. The `--env` variables reach the server, others
@@ -703,101 +809,37 @@ fn a_wrapped_claude_code_server_runs_as_the_host_launches_it() {
         ("SHELL", "/bin/bash"),
         ("ANTHROPIC_API_KEY", "host-secret"),
     ];
-    let args: Vec<String> = strs(&server["args"])
-        .iter()
-        .map(|a| expand(a, &host_env))
-        .collect();
-    let mut cmd = Command::new(&command);
-    cmd.args(&args)
-        .env_clear()
-        .current_dir(&t.project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in host_env {
-        cmd.env(k, v);
-    }
-    for (k, v) in server["env"].as_object().unwrap() {
-        cmd.env(k, expand(v.as_str().unwrap(), &host_env));
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr_pipe.read_to_string(&mut s);
-        s
-    });
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    // The next message, past rootfence's own warnings to the host.
-    let mut recv = || loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "rootfence closed stdout"
-        );
-        let v = serde_json::from_str::<Value>(&line).unwrap();
-        if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
-            break v;
-        }
-    };
-    send(
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),
-    );
-    assert_eq!(recv()["result"]["serverInfo"]["name"], "fake");
-    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    let mut id = 0;
-    let mut call = |tool: &str, args: Value| {
-        id += 1;
-        send(
-            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}),
-        );
-        let r = recv();
-        (
-            r["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            r["result"]["isError"] == json!(true),
-        )
-    };
+    let mut h = Hosted::launch(&server, &host_env, &t.project);
     let memory = data.join("memory.json");
     assert_eq!(
-        call("env", json!({"name": "MEMORY_FILE_PATH"})),
+        h.call("env", json!({"name": "MEMORY_FILE_PATH"})),
         (memory.display().to_string(), false)
     );
     assert_eq!(
-        call("env", json!({"name": "FAKE_TOOLS"})),
+        h.call("env", json!({"name": "FAKE_TOOLS"})),
         ("extra".into(), false)
     );
     // Not in the server's env block: stays with the host.
     assert_eq!(
-        call("env", json!({"name": "ANTHROPIC_API_KEY"})),
+        h.call("env", json!({"name": "ANTHROPIC_API_KEY"})),
         ("(unset)".into(), false)
     );
     // The root from --data-dir is enforced: writable, its sibling is not.
     let m = memory.display().to_string();
     assert_eq!(
-        call("write", json!({"path": m, "text": "{}"})),
+        h.call("write", json!({"path": m, "text": "{}"})),
         ("ok".into(), false)
     );
     assert_eq!(std::fs::read_to_string(&memory).unwrap(), "{}");
     let o = outside.join("x.json");
-    let (text, is_error) = call(
+    let (text, is_error) = h.call(
         "write",
         json!({"path": o.display().to_string(), "text": "{}"}),
     );
     assert!(is_error, "{text}");
     assert!(!o.exists());
     // The host closes the server's stdin: the session ends.
-    drop(stdin);
-    let status = child.wait().unwrap();
-    let stderr = stderr_reader.join().unwrap();
-    assert!(status.success(), "{status:?}: {stderr}");
+    let stderr = h.end();
     // run's one warning about what did not reach the server: the host's
     // setting, not the shell's.
     let warning = stderr
