@@ -103,9 +103,22 @@ impl Tree {
 
     /// `rootfence wrap ARGS`, asserted successful: (stdout, stderr).
     fn wrap(&self, args: &[&str]) -> (String, String) {
+        self.wrap_with_path(args, None)
+    }
+
+    /// `rootfence wrap ARGS` with the user's `PATH` set to `path` (when
+    /// given), asserted successful: (stdout, stderr).
+    fn wrap_with_path(&self, args: &[&str], path: Option<&str>) -> (String, String) {
         let mut all = vec!["wrap"];
         all.extend(args);
-        let out = self.rootfence(&all);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+        cmd.args(&all)
+            .current_dir(&self.project)
+            .env("HOME", &self.home);
+        if let Some(p) = path {
+            cmd.env("PATH", p);
+        }
+        let out = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{args:?}: {stderr}");
         (String::from_utf8(out.stdout).unwrap(), stderr)
@@ -460,8 +473,8 @@ fn roots_the_policy_refuses_and_refused_env_keys_are_reported_not_written() {
     assert!(args.contains(&t.notes.display().to_string()));
     assert!(
         stderr.contains(&format!(
-            "not a root: {ssh} (its arguments) would be refused"
-        )),
+            "server \"s\": {ssh} not made a root: ~/.ssh is a dot-directory of the home"
+        )) && stderr.contains("the policy refuses it as a root too (inside denied path ~/.ssh"),
         "{stderr}"
     );
     assert!(
@@ -1003,4 +1016,219 @@ fn a_server_naming_no_directory_under_claude_desktop_is_told_how_to_get_a_root()
         err.contains("--root-for nope: no server named nope (servers: commander, other)"),
         "{err}"
     );
+}
+
+/// The places in a temporary home that programs outside the sandbox read
+/// or run: what a server's README may name as its data directory.
+struct Home {
+    t: Tree,
+    /// A directory on the user's PATH outside the home.
+    tools_bin: PathBuf,
+    /// The PATH wrap runs with.
+    path: String,
+}
+
+fn home() -> Home {
+    let t = tree();
+    for d in [
+        ".config/autostart",
+        ".config/systemd/user",
+        ".local/bin",
+        "data",
+        "mcp-data",
+    ] {
+        std::fs::create_dir_all(t.home.join(d)).unwrap();
+    }
+    for f in [".bashrc", ".profile"] {
+        std::fs::write(t.home.join(f), "# start-up file\n").unwrap();
+    }
+    let tools_bin = t.base.join("tools/bin");
+    std::fs::create_dir_all(&tools_bin).unwrap();
+    let path = format!("{}:/usr/bin:/bin", tools_bin.display());
+    Home { t, tools_bin, path }
+}
+
+/// Every argument a README may dictate that names a place programs outside
+/// the sandbox read or run (the home, its dot-directories, a PATH
+/// directory, a shell start-up file) is declined with one line naming the
+/// server, the argument, why and the flag; the data places beside them
+/// still become roots; the same places given with wrap's --root-for or
+/// --root become roots.
+#[test]
+fn wrap_makes_roots_only_of_data_places() {
+    let h = home();
+    let t = &h.t;
+    let tools_bin = h.tools_bin.display().to_string();
+    let text = json!({"mcpServers": {
+        "autostart": {"command": "uvx", "args": ["srv"],
+                      "env": {"DATA_DIR": "~/.config/autostart"}},
+        "bin": {"command": "uvx", "args": ["srv", "--cache-dir", "~/.local/bin"]},
+        "systemd": {"command": "uvx", "args": ["srv"],
+                    "env": {"DB_URL": "sqlite:///~/.config/systemd/user/x.db"}},
+        "home": {"command": "npx", "args": ["-y", "srv", "~"]},
+        "homeabs": {"command": "npx", "args": ["-y", "srv", t.home.display().to_string()]},
+        "pathdir": {"command": "npx", "args": ["-y", "srv", tools_bin]},
+        "bashrc": {"command": "npx", "args": ["-y", "srv", "--rc", "~/.bashrc"]},
+        "profile": {"command": "npx", "args": ["-y", "srv", "--init=~/.profile"]},
+        "newapp": {"command": "uvx", "args": ["srv"],
+                   "env": {"APP_DIR": "~/.config/newapp"}},
+        // The allowed twins: data places in the home.
+        "data": {"command": "uvx", "args": ["srv", "--db-path", "~/data/x.db"]},
+        "mcpdata": {"command": "uvx", "args": ["srv"], "env": {"DATA_DIR": "~/mcp-data"}}
+    }})
+    .to_string();
+    let file = t.write("claude_desktop_config.json", &text);
+    let f = file.to_str().unwrap();
+    let home_abs = t.home.display().to_string();
+    // (server, argument, the root it would have been, why); the home
+    // holds ~/.ssh, so the policy refuses it too and no flag is offered.
+    let declined = [
+        (
+            "autostart",
+            "DATA_DIR=~/.config/autostart",
+            "~/.config/autostart",
+            "inside ~/.config",
+        ),
+        (
+            "bin",
+            "--cache-dir ~/.local/bin",
+            "~/.local/bin",
+            "inside ~/.local",
+        ),
+        (
+            "systemd",
+            "DB_URL=sqlite:///~/.config/systemd/user/x.db",
+            "~/.config/systemd/user",
+            "inside ~/.config",
+        ),
+        ("home", "~", "~", "the home directory"),
+        ("homeabs", home_abs.as_str(), "~", "the home directory"),
+        (
+            "pathdir",
+            tools_bin.as_str(),
+            tools_bin.as_str(),
+            "on your PATH",
+        ),
+        ("bashrc", "--rc ~/.bashrc", "~", "shell start-up file"),
+        ("profile", "--init=~/.profile", "~", "shell start-up file"),
+        (
+            "newapp",
+            "APP_DIR=~/.config/newapp",
+            "~/.config/newapp",
+            "inside ~/.config",
+        ),
+    ];
+    let check = |create: bool| {
+        let mut args = vec![f, "--rootfence", ROOTFENCE];
+        if create {
+            args.push("--create-roots");
+        }
+        let (wrapped, stderr) = t.wrap_with_path(&args, Some(&h.path));
+        let v = parse(&wrapped);
+        let roots = |name: &str| roots_of(&strs(&v["mcpServers"][name]["args"]));
+        for (name, arg, place, why) in declined {
+            assert!(
+                roots(name).is_empty(),
+                "{name}: {:?}\n{stderr}",
+                roots(name)
+            );
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(&format!("server \"{name}\": {arg} not made a root: ")))
+                .unwrap_or_else(|| panic!("{name}: no line for {arg}:\n{stderr}"));
+            assert!(line.contains(why), "{line}");
+            if place == "~" {
+                assert!(
+                    line.contains("; the policy refuses it as a root too ("),
+                    "{line}"
+                );
+            } else {
+                assert!(
+                    line.ends_with(&format!("pass --root-for {name}={place}")),
+                    "{line}"
+                );
+            }
+        }
+        assert_eq!(roots("data"), ["~/data"], "{stderr}");
+        assert_eq!(roots("mcpdata"), ["~/mcp-data"], "{stderr}");
+        assert!(!stderr.contains("\"data\": ") && !stderr.contains("\"mcpdata\": "));
+    };
+    check(false);
+    // --create-roots creates no declined place.
+    check(true);
+    assert!(!t.home.join(".config/newapp").exists());
+
+    // The user states it: the place becomes a root, without a line.
+    let autostart = t.home.join(".config/autostart").display().to_string();
+    let local_bin = t.home.join(".local/bin").display().to_string();
+    let (wrapped, stderr) = t.wrap_with_path(
+        &[
+            f,
+            "--rootfence",
+            ROOTFENCE,
+            "--root-for",
+            "autostart=~/.config/autostart",
+            "--root",
+            &local_bin,
+        ],
+        Some(&h.path),
+    );
+    let v = parse(&wrapped);
+    let roots = |name: &str| roots_of(&strs(&v["mcpServers"][name]["args"]));
+    assert!(roots("autostart").contains(&autostart), "{stderr}");
+    assert!(roots("bin").contains(&local_bin), "{stderr}");
+    assert!(
+        !stderr.contains("DATA_DIR=~/.config/autostart not made a root")
+            && !stderr.contains("--cache-dir ~/.local/bin not made a root"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("server \"home\": ~ not made a root"),
+        "{stderr}"
+    );
+}
+
+/// A wrapped server whose README names an autostart directory, the
+/// directory of the user's own commands (~/.local/bin) and a data
+/// directory, launched as the host launches it: it writes its data, and
+/// the autostart entry and the command it tries to plant are not created
+/// in the real home.
+#[test]
+fn a_wrapped_server_cannot_plant_an_autostart_entry_or_a_command() {
+    let h = home();
+    let t = &h.t;
+    let text = json!({"mcpServers": {"fake": {
+        "command": fake_server().display().to_string(),
+        "args": ["--cache-dir", "~/.local/bin", "--data-dir", "~/mcp-data"],
+        "env": {"DATA_DIR": "~/.config/autostart"}
+    }}})
+    .to_string();
+    let file = t.write(".mcp.json", &text);
+    let (wrapped, stderr) = t.wrap_with_path(&[file.to_str().unwrap()], Some(&h.path));
+    let server = parse(&wrapped)["mcpServers"]["fake"].clone();
+    assert_eq!(roots_of(&strs(&server["args"])), ["~/mcp-data"], "{stderr}");
+    let host_env = [
+        ("PATH", h.path.as_str()),
+        ("HOME", t.home.to_str().unwrap()),
+    ];
+    let mut s = Hosted::launch(&server, &host_env, &t.project);
+    let data = t.home.join("mcp-data/memory.json");
+    assert_eq!(
+        s.call(
+            "write",
+            json!({"path": data.display().to_string(), "text": "{}"})
+        ),
+        ("ok".into(), false)
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "{}");
+    for planted in [".config/autostart/x.desktop", ".local/bin/ls"] {
+        let p = t.home.join(planted);
+        let (text, is_error) = s.call(
+            "write",
+            json!({"path": p.display().to_string(), "text": "#!/bin/sh\nexec evil\n"}),
+        );
+        assert!(is_error, "{planted}: {text}");
+        assert!(!p.exists(), "{planted} was created in the real home");
+    }
+    s.end();
 }
