@@ -89,6 +89,12 @@ become: run [--policy P] [--env NAME]... [--root DIR]... -- COMMAND ARGS...
   variables are known only when the host launches the server (a note says
   so). A directory that does not exist yet becomes a root only with
   --create-roots, which creates it.
+- a certificate variable (SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS,
+  REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, DENO_CERT, PIP_CERT, GIT_SSL_CAINFO,
+  ...: a word of its name begins or ends with CERT, or it holds CA_BUNDLE,
+  CAINFO, CAPATH, CAFILE or SSL_ROOTS) needs nothing when the system's
+  files hold it (/etc/ssl, /etc/pki, /usr, ...); elsewhere its file or
+  directory becomes --ro-root, read-only, never writable.
 - --root DIR adds a root to every wrapped server, --root-for NAME=DIR to
   one: what a server needs under a host that declares no roots (Claude
   Desktop) when its configuration names no directory (a note says so),
@@ -168,9 +174,9 @@ impl Probe for MachineProbe {
         }
     }
 
-    fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String> {
+    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String> {
         let policy = self.policies.get(&policy.map(str::to_string))?;
-        let input = RootInput::command_line(dir.to_string_lossy(), Access::ReadWrite);
+        let input = RootInput::command_line(path.to_string_lossy(), access);
         let (_, refused) = roots::resolve_all(&[input], &policy.root_rules(self.cwd.clone()));
         refused.first().map(|r| r.reason.to_string())
     }

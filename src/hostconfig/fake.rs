@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::Probe;
+use crate::roots::Access;
 
 /// The machine a test describes.
 pub struct FakeProbe {
@@ -41,6 +42,23 @@ impl FakeProbe {
             links: BTreeMap::new(),
         }
     }
+
+    /// Add a directory (and its ancestors).
+    pub fn dir(&mut self, p: &str) -> &mut Self {
+        for a in Path::new(p).ancestors() {
+            self.dirs.insert(a.to_path_buf());
+        }
+        self
+    }
+
+    /// Add a file (and its directory).
+    pub fn file(&mut self, p: &str) -> &mut Self {
+        if let Some(d) = Path::new(p).parent().and_then(Path::to_str) {
+            self.dir(d);
+        }
+        self.files.insert(PathBuf::from(p));
+        self
+    }
 }
 
 impl Probe for FakeProbe {
@@ -75,7 +93,7 @@ impl Probe for FakeProbe {
         Some(p)
     }
 
-    fn root_refusal(&self, _dir: &Path, _policy: Option<&str>) -> Option<String> {
+    fn root_refusal(&self, _dir: &Path, _policy: Option<&str>, _access: Access) -> Option<String> {
         None
     }
 

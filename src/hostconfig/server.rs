@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::Format;
+use super::certs::{self, Cert};
 use super::place::{self, Declined};
+use crate::roots::Access;
 
 /// What `wrap` needs to know about the machine: whether a path is a
 /// directory, the home directory, the user's `PATH`.
@@ -23,8 +25,8 @@ pub trait Probe {
     /// its deepest existing ancestor's with the rest appended.
     fn canonical(&self, path: &Path) -> Option<PathBuf>;
     /// Why `rootfence run` under `policy` (`None`: the built-in default)
-    /// would refuse `dir` as a root, if it would.
-    fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String>;
+    /// would refuse `path` as a root with `access`, if it would.
+    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String>;
     /// Whether the existing file `path` is code (a script or an
     /// executable), not data.
     fn is_code(&self, path: &Path) -> bool;
@@ -78,6 +80,9 @@ pub struct Decision {
     pub notes: Vec<String>,
     /// The roots inferred (wrap only), as written in the args.
     pub roots: Vec<String>,
+    /// The read-only roots inferred (wrap only: certificates), as
+    /// written in the args.
+    pub ro_roots: Vec<String>,
     /// The places named by its arguments or env that were not made roots
     /// because they are not data places (wrap only).
     pub declined: Vec<Declined>,
@@ -94,6 +99,7 @@ impl Decision {
             action: Action::Leave,
             notes: vec![note.into()],
             roots: vec![],
+            ro_roots: vec![],
             declined: vec![],
             env: vec![],
             create: vec![],
@@ -237,7 +243,13 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
                 from: &format!("env {k}"),
                 arg: format!("{k}={v}"),
             };
-            if let Some(path) = url_path(v) {
+            if certs::is_cert_var(k) {
+                match certs::judge(v, opts, probe) {
+                    Some(Cert::Grant(text)) => found.ro_root(text, from.from),
+                    Some(other) => found.notes.push(format!("env {k}: {other}")),
+                    None => {}
+                }
+            } else if let Some(path) = url_path(v) {
                 consider(&path, &from, opts, probe, &mut found);
             } else if path_like(v) && names_a_path(k) {
                 consider(v, &from, opts, probe, &mut found);
@@ -261,6 +273,10 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
         out.push("--root".into());
         out.push(r.clone());
     }
+    for r in &found.ro_roots {
+        out.push("--ro-root".into());
+        out.push(r.clone());
+    }
     out.push("--".into());
     out.push(command.to_string());
     out.extend(original);
@@ -271,6 +287,7 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
         }),
         notes,
         roots,
+        ro_roots: found.ro_roots,
         declined: found.declined,
         env: env_names,
         create: found.create,
@@ -311,6 +328,7 @@ pub fn undo(entry: &Value, rootfence: &str) -> Decision {
         }),
         notes: vec![format!("restored: {cmd}")],
         roots: vec![],
+        ro_roots: vec![],
         declined: vec![],
         env: vec![],
         create: vec![],
@@ -328,6 +346,7 @@ struct Origin<'a> {
 #[derive(Default)]
 struct Found {
     roots: Vec<String>,
+    ro_roots: Vec<String>,
     create: Vec<PathBuf>,
     notes: Vec<String>,
     declined: Vec<Declined>,
@@ -340,6 +359,15 @@ impl Found {
         if !self.roots.contains(&text) {
             self.notes.push(format!("root from {from}: {text}{why}"));
             self.roots.push(text);
+        }
+    }
+
+    fn ro_root(&mut self, text: String, from: &str) {
+        if !self.ro_roots.contains(&text) {
+            self.notes.push(format!(
+                "read-only root from {from}: {text} (certificates the server reads, never writes)"
+            ));
+            self.ro_roots.push(text);
         }
     }
 
@@ -382,7 +410,7 @@ fn given_root(r: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found)
             .push(format!("not a root: {r} (given) is a system directory"));
         return;
     }
-    match probe.root_refusal(&local, opts.policy.as_deref()) {
+    match probe.root_refusal(&local, opts.policy.as_deref(), Access::ReadWrite) {
         Some(why) => found
             .notes
             .push(format!("not a root: {r} (given) would be refused ({why})")),
@@ -482,7 +510,7 @@ fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, fou
     }
     let refusal = probe
         .is_dir(&dir)
-        .then(|| probe.root_refusal(&dir, opts.policy.as_deref()))
+        .then(|| probe.root_refusal(&dir, opts.policy.as_deref(), Access::ReadWrite))
         .flatten();
     if let Some(why) = place::not_data(&local, &dir, probe) {
         if refusal.is_none() && found.given_covers(&dir, probe) {
@@ -529,7 +557,11 @@ fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, fou
 /// The value as a path here, with the text to write in the args (host
 /// variables kept). None when it names no path. `~` and a host's home
 /// variable alone name the home.
-fn localize(v: &str, opts: &WrapOptions, probe: &dyn Probe) -> Option<(String, PathBuf)> {
+pub(super) fn localize(
+    v: &str,
+    opts: &WrapOptions,
+    probe: &dyn Probe,
+) -> Option<(String, PathBuf)> {
     let home_prefixes: &[&str] = match opts.format {
         Format::VsCode | Format::Cursor => &["${userHome}/", "${env:HOME}/"],
         Format::ClaudeCode => &["${HOME}/", "$HOME/"],
@@ -589,7 +621,7 @@ fn url_path(v: &str) -> Option<String> {
 
 /// A value that looks like a path: absolute, the home or under it, or
 /// under a host's home or folder variable.
-fn path_like(v: &str) -> bool {
+pub(super) fn path_like(v: &str) -> bool {
     const HOMES: &[&str] = &["~", "${userHome}", "${env:HOME}", "${HOME}", "$HOME"];
     v.starts_with('/')
         || v.starts_with("${workspaceFolder}")
