@@ -103,9 +103,22 @@ impl Tree {
 
     /// `rootfence wrap ARGS`, asserted successful: (stdout, stderr).
     fn wrap(&self, args: &[&str]) -> (String, String) {
+        self.wrap_with_path(args, None)
+    }
+
+    /// `rootfence wrap ARGS` with the user's `PATH` set to `path` (when
+    /// given), asserted successful: (stdout, stderr).
+    fn wrap_with_path(&self, args: &[&str], path: Option<&str>) -> (String, String) {
         let mut all = vec!["wrap"];
         all.extend(args);
-        let out = self.rootfence(&all);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rootfence"));
+        cmd.args(&all)
+            .current_dir(&self.project)
+            .env("HOME", &self.home);
+        if let Some(p) = path {
+            cmd.env("PATH", p);
+        }
+        let out = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{args:?}: {stderr}");
         (String::from_utf8(out.stdout).unwrap(), stderr)
@@ -460,8 +473,8 @@ fn roots_the_policy_refuses_and_refused_env_keys_are_reported_not_written() {
     assert!(args.contains(&t.notes.display().to_string()));
     assert!(
         stderr.contains(&format!(
-            "not a root: {ssh} (its arguments) would be refused"
-        )),
+            "server \"s\": {ssh} not made a root: ~/.ssh is a dot-directory of the home"
+        )) && stderr.contains("the policy refuses it as a root too (inside denied path ~/.ssh"),
         "{stderr}"
     );
     assert!(
@@ -668,6 +681,112 @@ fn expand(s: &str, env: &[(&str, &str)]) -> String {
     out
 }
 
+/// A wrapped server launched as a host launches it: its command and args
+/// from the rewritten JSON (host variables expanded from `host_env`), its
+/// `env` on top of the host's own environment, MCP over stdio, initialized.
+struct Hosted {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    id: u64,
+}
+
+impl Hosted {
+    fn launch(server: &Value, host_env: &[(&str, &str)], cwd: &Path) -> Hosted {
+        let command = server["command"].as_str().unwrap();
+        let args: Vec<String> = strs(&server["args"])
+            .iter()
+            .map(|a| expand(a, host_env))
+            .collect();
+        let mut cmd = Command::new(command);
+        cmd.args(&args)
+            .env_clear()
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in host_env {
+            cmd.env(k, v);
+        }
+        if let Some(env) = server["env"].as_object() {
+            for (k, v) in env {
+                cmd.env(k, expand(v.as_str().unwrap(), host_env));
+            }
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr_pipe.read_to_string(&mut s);
+            s
+        });
+        let mut h = Hosted {
+            child,
+            stdin,
+            stdout,
+            stderr: Some(stderr),
+            id: 0,
+        };
+        h.send(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),
+        );
+        assert_eq!(h.recv()["result"]["serverInfo"]["name"], "fake");
+        h.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        h
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message, past rootfence's own warnings to the host.
+    fn recv(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "rootfence closed stdout"
+            );
+            let v = serde_json::from_str::<Value>(&line).unwrap();
+            if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
+                break v;
+            }
+        }
+    }
+
+    /// Call a tool of the fake server: its text and whether it is an error.
+    fn call(&mut self, tool: &str, args: Value) -> (String, bool) {
+        self.id += 1;
+        let id = self.id;
+        self.send(
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}),
+        );
+        let r = self.recv();
+        (
+            r["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            r["result"]["isError"] == json!(true),
+        )
+    }
+
+    /// Close the server's stdin as a host does: the session ends, and
+    /// successfully; rootfence's stderr.
+    fn end(mut self) -> String {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert!(status.success(), "{status:?}: {stderr}");
+        stderr
+    }
+}
+
 /// The wrapped Claude Code config's server, launched as the host launches
 /// it: its command and args from the rewritten JSON, its env on top of the
 /// host's, MCP over stdio. The `--env` variables reach the server, others
@@ -703,101 +822,37 @@ fn a_wrapped_claude_code_server_runs_as_the_host_launches_it() {
         ("SHELL", "/bin/bash"),
         ("ANTHROPIC_API_KEY", "host-secret"),
     ];
-    let args: Vec<String> = strs(&server["args"])
-        .iter()
-        .map(|a| expand(a, &host_env))
-        .collect();
-    let mut cmd = Command::new(&command);
-    cmd.args(&args)
-        .env_clear()
-        .current_dir(&t.project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in host_env {
-        cmd.env(k, v);
-    }
-    for (k, v) in server["env"].as_object().unwrap() {
-        cmd.env(k, expand(v.as_str().unwrap(), &host_env));
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr_pipe.read_to_string(&mut s);
-        s
-    });
-    let mut send = |v: Value| {
-        writeln!(stdin, "{v}").unwrap();
-        stdin.flush().unwrap();
-    };
-    // The next message, past rootfence's own warnings to the host.
-    let mut recv = || loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "rootfence closed stdout"
-        );
-        let v = serde_json::from_str::<Value>(&line).unwrap();
-        if v["method"] != "notifications/message" || v["params"]["logger"] != "rootfence" {
-            break v;
-        }
-    };
-    send(
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}),
-    );
-    assert_eq!(recv()["result"]["serverInfo"]["name"], "fake");
-    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    let mut id = 0;
-    let mut call = |tool: &str, args: Value| {
-        id += 1;
-        send(
-            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}),
-        );
-        let r = recv();
-        (
-            r["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            r["result"]["isError"] == json!(true),
-        )
-    };
+    let mut h = Hosted::launch(&server, &host_env, &t.project);
     let memory = data.join("memory.json");
     assert_eq!(
-        call("env", json!({"name": "MEMORY_FILE_PATH"})),
+        h.call("env", json!({"name": "MEMORY_FILE_PATH"})),
         (memory.display().to_string(), false)
     );
     assert_eq!(
-        call("env", json!({"name": "FAKE_TOOLS"})),
+        h.call("env", json!({"name": "FAKE_TOOLS"})),
         ("extra".into(), false)
     );
     // Not in the server's env block: stays with the host.
     assert_eq!(
-        call("env", json!({"name": "ANTHROPIC_API_KEY"})),
+        h.call("env", json!({"name": "ANTHROPIC_API_KEY"})),
         ("(unset)".into(), false)
     );
     // The root from --data-dir is enforced: writable, its sibling is not.
     let m = memory.display().to_string();
     assert_eq!(
-        call("write", json!({"path": m, "text": "{}"})),
+        h.call("write", json!({"path": m, "text": "{}"})),
         ("ok".into(), false)
     );
     assert_eq!(std::fs::read_to_string(&memory).unwrap(), "{}");
     let o = outside.join("x.json");
-    let (text, is_error) = call(
+    let (text, is_error) = h.call(
         "write",
         json!({"path": o.display().to_string(), "text": "{}"}),
     );
     assert!(is_error, "{text}");
     assert!(!o.exists());
     // The host closes the server's stdin: the session ends.
-    drop(stdin);
-    let status = child.wait().unwrap();
-    let stderr = stderr_reader.join().unwrap();
-    assert!(status.success(), "{status:?}: {stderr}");
+    let stderr = h.end();
     // run's one warning about what did not reach the server: the host's
     // setting, not the shell's.
     let warning = stderr
@@ -961,4 +1016,219 @@ fn a_server_naming_no_directory_under_claude_desktop_is_told_how_to_get_a_root()
         err.contains("--root-for nope: no server named nope (servers: commander, other)"),
         "{err}"
     );
+}
+
+/// The places in a temporary home that programs outside the sandbox read
+/// or run: what a server's README may name as its data directory.
+struct Home {
+    t: Tree,
+    /// A directory on the user's PATH outside the home.
+    tools_bin: PathBuf,
+    /// The PATH wrap runs with.
+    path: String,
+}
+
+fn home() -> Home {
+    let t = tree();
+    for d in [
+        ".config/autostart",
+        ".config/systemd/user",
+        ".local/bin",
+        "data",
+        "mcp-data",
+    ] {
+        std::fs::create_dir_all(t.home.join(d)).unwrap();
+    }
+    for f in [".bashrc", ".profile"] {
+        std::fs::write(t.home.join(f), "# start-up file\n").unwrap();
+    }
+    let tools_bin = t.base.join("tools/bin");
+    std::fs::create_dir_all(&tools_bin).unwrap();
+    let path = format!("{}:/usr/bin:/bin", tools_bin.display());
+    Home { t, tools_bin, path }
+}
+
+/// Every argument a README may dictate that names a place programs outside
+/// the sandbox read or run (the home, its dot-directories, a PATH
+/// directory, a shell start-up file) is declined with one line naming the
+/// server, the argument, why and the flag; the data places beside them
+/// still become roots; the same places given with wrap's --root-for or
+/// --root become roots.
+#[test]
+fn wrap_makes_roots_only_of_data_places() {
+    let h = home();
+    let t = &h.t;
+    let tools_bin = h.tools_bin.display().to_string();
+    let text = json!({"mcpServers": {
+        "autostart": {"command": "uvx", "args": ["srv"],
+                      "env": {"DATA_DIR": "~/.config/autostart"}},
+        "bin": {"command": "uvx", "args": ["srv", "--cache-dir", "~/.local/bin"]},
+        "systemd": {"command": "uvx", "args": ["srv"],
+                    "env": {"DB_URL": "sqlite:///~/.config/systemd/user/x.db"}},
+        "home": {"command": "npx", "args": ["-y", "srv", "~"]},
+        "homeabs": {"command": "npx", "args": ["-y", "srv", t.home.display().to_string()]},
+        "pathdir": {"command": "npx", "args": ["-y", "srv", tools_bin]},
+        "bashrc": {"command": "npx", "args": ["-y", "srv", "--rc", "~/.bashrc"]},
+        "profile": {"command": "npx", "args": ["-y", "srv", "--init=~/.profile"]},
+        "newapp": {"command": "uvx", "args": ["srv"],
+                   "env": {"APP_DIR": "~/.config/newapp"}},
+        // The allowed twins: data places in the home.
+        "data": {"command": "uvx", "args": ["srv", "--db-path", "~/data/x.db"]},
+        "mcpdata": {"command": "uvx", "args": ["srv"], "env": {"DATA_DIR": "~/mcp-data"}}
+    }})
+    .to_string();
+    let file = t.write("claude_desktop_config.json", &text);
+    let f = file.to_str().unwrap();
+    let home_abs = t.home.display().to_string();
+    // (server, argument, the root it would have been, why); the home
+    // holds ~/.ssh, so the policy refuses it too and no flag is offered.
+    let declined = [
+        (
+            "autostart",
+            "DATA_DIR=~/.config/autostart",
+            "~/.config/autostart",
+            "inside ~/.config",
+        ),
+        (
+            "bin",
+            "--cache-dir ~/.local/bin",
+            "~/.local/bin",
+            "inside ~/.local",
+        ),
+        (
+            "systemd",
+            "DB_URL=sqlite:///~/.config/systemd/user/x.db",
+            "~/.config/systemd/user",
+            "inside ~/.config",
+        ),
+        ("home", "~", "~", "the home directory"),
+        ("homeabs", home_abs.as_str(), "~", "the home directory"),
+        (
+            "pathdir",
+            tools_bin.as_str(),
+            tools_bin.as_str(),
+            "on your PATH",
+        ),
+        ("bashrc", "--rc ~/.bashrc", "~", "shell start-up file"),
+        ("profile", "--init=~/.profile", "~", "shell start-up file"),
+        (
+            "newapp",
+            "APP_DIR=~/.config/newapp",
+            "~/.config/newapp",
+            "inside ~/.config",
+        ),
+    ];
+    let check = |create: bool| {
+        let mut args = vec![f, "--rootfence", ROOTFENCE];
+        if create {
+            args.push("--create-roots");
+        }
+        let (wrapped, stderr) = t.wrap_with_path(&args, Some(&h.path));
+        let v = parse(&wrapped);
+        let roots = |name: &str| roots_of(&strs(&v["mcpServers"][name]["args"]));
+        for (name, arg, place, why) in declined {
+            assert!(
+                roots(name).is_empty(),
+                "{name}: {:?}\n{stderr}",
+                roots(name)
+            );
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(&format!("server \"{name}\": {arg} not made a root: ")))
+                .unwrap_or_else(|| panic!("{name}: no line for {arg}:\n{stderr}"));
+            assert!(line.contains(why), "{line}");
+            if place == "~" {
+                assert!(
+                    line.contains("; the policy refuses it as a root too ("),
+                    "{line}"
+                );
+            } else {
+                assert!(
+                    line.ends_with(&format!("pass --root-for {name}={place}")),
+                    "{line}"
+                );
+            }
+        }
+        assert_eq!(roots("data"), ["~/data"], "{stderr}");
+        assert_eq!(roots("mcpdata"), ["~/mcp-data"], "{stderr}");
+        assert!(!stderr.contains("\"data\": ") && !stderr.contains("\"mcpdata\": "));
+    };
+    check(false);
+    // --create-roots creates no declined place.
+    check(true);
+    assert!(!t.home.join(".config/newapp").exists());
+
+    // The user states it: the place becomes a root, without a line.
+    let autostart = t.home.join(".config/autostart").display().to_string();
+    let local_bin = t.home.join(".local/bin").display().to_string();
+    let (wrapped, stderr) = t.wrap_with_path(
+        &[
+            f,
+            "--rootfence",
+            ROOTFENCE,
+            "--root-for",
+            "autostart=~/.config/autostart",
+            "--root",
+            &local_bin,
+        ],
+        Some(&h.path),
+    );
+    let v = parse(&wrapped);
+    let roots = |name: &str| roots_of(&strs(&v["mcpServers"][name]["args"]));
+    assert!(roots("autostart").contains(&autostart), "{stderr}");
+    assert!(roots("bin").contains(&local_bin), "{stderr}");
+    assert!(
+        !stderr.contains("DATA_DIR=~/.config/autostart not made a root")
+            && !stderr.contains("--cache-dir ~/.local/bin not made a root"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("server \"home\": ~ not made a root"),
+        "{stderr}"
+    );
+}
+
+/// A wrapped server whose README names an autostart directory, the
+/// directory of the user's own commands (~/.local/bin) and a data
+/// directory, launched as the host launches it: it writes its data, and
+/// the autostart entry and the command it tries to plant are not created
+/// in the real home.
+#[test]
+fn a_wrapped_server_cannot_plant_an_autostart_entry_or_a_command() {
+    let h = home();
+    let t = &h.t;
+    let text = json!({"mcpServers": {"fake": {
+        "command": fake_server().display().to_string(),
+        "args": ["--cache-dir", "~/.local/bin", "--data-dir", "~/mcp-data"],
+        "env": {"DATA_DIR": "~/.config/autostart"}
+    }}})
+    .to_string();
+    let file = t.write(".mcp.json", &text);
+    let (wrapped, stderr) = t.wrap_with_path(&[file.to_str().unwrap()], Some(&h.path));
+    let server = parse(&wrapped)["mcpServers"]["fake"].clone();
+    assert_eq!(roots_of(&strs(&server["args"])), ["~/mcp-data"], "{stderr}");
+    let host_env = [
+        ("PATH", h.path.as_str()),
+        ("HOME", t.home.to_str().unwrap()),
+    ];
+    let mut s = Hosted::launch(&server, &host_env, &t.project);
+    let data = t.home.join("mcp-data/memory.json");
+    assert_eq!(
+        s.call(
+            "write",
+            json!({"path": data.display().to_string(), "text": "{}"})
+        ),
+        ("ok".into(), false)
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "{}");
+    for planted in [".config/autostart/x.desktop", ".local/bin/ls"] {
+        let p = t.home.join(planted);
+        let (text, is_error) = s.call(
+            "write",
+            json!({"path": p.display().to_string(), "text": "#!/bin/sh\nexec evil\n"}),
+        );
+        assert!(is_error, "{planted}: {text}");
+        assert!(!p.exists(), "{planted} was created in the real home");
+    }
+    s.end();
 }

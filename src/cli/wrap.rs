@@ -81,12 +81,25 @@ become: run [--policy P] [--env NAME]... [--root DIR]... -- COMMAND ARGS...
   ${workspaceFolder} become --root: a directory itself, a data file its
   directory (also a file the server will create). Never a root: code (a
   script or an executable), a system directory (/usr, /etc, /opt, ...), a
-  root the policy would refuse; other host variables are known only when
-  the host launches the server (a note says so). A directory that does not
-  exist yet becomes a root only with --create-roots, which creates it.
+  root the policy would refuse, a place programs outside the sandbox read
+  or run (the home or an ancestor of it, a dot-directory of the home or
+  anything in one, a directory on PATH or ~/bin, in or holding one, a
+  shell start-up file): those get a line naming the server, the argument,
+  why, and the --root-for NAME=DIR that makes it a root. Other host
+  variables are known only when the host launches the server (a note says
+  so). A directory that does not exist yet becomes a root only with
+  --create-roots, which creates it.
+- a certificate variable (SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS,
+  REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, DENO_CERT, PIP_CERT, GIT_SSL_CAINFO,
+  ...: a word of its name begins or ends with CERT, or it holds CA_BUNDLE,
+  CAINFO, CAPATH, CAFILE or SSL_ROOTS) needs nothing when the system's
+  files hold it (/etc/ssl, /etc/pki, /usr, ...); elsewhere its file or
+  directory becomes --ro-root, read-only, never writable.
 - --root DIR adds a root to every wrapped server, --root-for NAME=DIR to
   one: what a server needs under a host that declares no roots (Claude
-  Desktop) when its configuration names no directory (a note says so).
+  Desktop) when its configuration names no directory (a note says so),
+  and the user's word for a place wrap declined (never a system
+  directory).
 Left alone, with a note: servers already run by rootfence (wrapping twice
 changes nothing), remote servers (url, type http or sse), servers run by
 docker or podman. What was inferred for each server is printed on stderr.
@@ -105,11 +118,12 @@ Exit status: 0 done (also when nothing needed changing); 1 the file cannot
 be read, parsed, recognised or written, or its backup differs (--force);
 2 bad options (a policy that does not load, --policy-for naming no server).";
 
-/// The machine as `wrap` sees it: directories, the home directory, and the
-/// roots engine under each server's policy.
+/// The machine as `wrap` sees it: directories, the home directory, the
+/// user's `PATH`, and the roots engine under each server's policy.
 struct MachineProbe {
     home: Option<PathBuf>,
     cwd: Option<PathBuf>,
+    path: Vec<PathBuf>,
     policies: BTreeMap<Option<String>, Policy>,
 }
 
@@ -143,9 +157,26 @@ impl Probe for MachineProbe {
         self.home.clone()
     }
 
-    fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String> {
+    fn path_dirs(&self) -> Vec<PathBuf> {
+        self.path.clone()
+    }
+
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        // The deepest existing ancestor, canonical, and the rest as given.
+        let mut rest = Vec::new();
+        let mut at = path;
+        loop {
+            if let Ok(c) = std::fs::canonicalize(at) {
+                return Some(rest.iter().rev().fold(c, |p, r| p.join(r)));
+            }
+            rest.push(at.file_name()?);
+            at = at.parent()?;
+        }
+    }
+
+    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String> {
         let policy = self.policies.get(&policy.map(str::to_string))?;
-        let input = RootInput::command_line(dir.to_string_lossy(), Access::ReadWrite);
+        let input = RootInput::command_line(path.to_string_lossy(), access);
         let (_, refused) = roots::resolve_all(&[input], &policy.root_rules(self.cwd.clone()));
         refused.first().map(|r| r.reason.to_string())
     }
@@ -203,6 +234,11 @@ pub(super) fn wrap(args: &WrapArgs) -> ExitCode {
         let probe = MachineProbe {
             home: env.home.clone(),
             cwd: env.cwd.clone(),
+            path: env
+                .vars
+                .get("PATH")
+                .map(|p| std::env::split_paths(p).collect())
+                .unwrap_or_default(),
             policies,
         };
         hostconfig::wrap(&shown, &text, format, &settings, &probe).inspect(|o| {
@@ -301,7 +337,11 @@ fn settings(
         };
         policy_for.insert(name.to_string(), load(Path::new(file))?);
     }
+    // `~` and `~/...` are left for the server's options to expand.
     let abs_root = |p: &Path| {
+        if p.starts_with("~") {
+            return p.to_string_lossy().into_owned();
+        }
         absolute(p, env.cwd.as_deref())
             .to_string_lossy()
             .into_owned()
@@ -379,6 +419,11 @@ fn report(file: &str, outcome: &Outcome, undo: bool) {
         }
         for n in &d.notes {
             eprintln!("    {n}");
+        }
+    }
+    for (name, d) in &outcome.servers {
+        for declined in &d.declined {
+            eprintln!("rootfence: {}", declined.line(name));
         }
     }
 }

@@ -7,6 +7,10 @@
 //! `args` values stay as they were. Pure: reading and writing files is the
 //! CLI's job, and the filesystem is asked only through [`Probe`].
 
+mod certs;
+#[cfg(test)]
+mod fake;
+mod place;
 pub mod server;
 
 use std::collections::BTreeMap;

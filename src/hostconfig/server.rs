@@ -6,9 +6,12 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::Format;
+use super::certs::{self, Cert};
+use super::place::{self, Declined};
+use crate::roots::Access;
 
 /// What `wrap` needs to know about the machine: whether a path is a
-/// directory, and the home directory.
+/// directory, the home directory, the user's `PATH`.
 pub trait Probe {
     /// Whether `path` is an existing directory.
     fn is_dir(&self, path: &Path) -> bool;
@@ -16,9 +19,14 @@ pub trait Probe {
     fn exists(&self, path: &Path) -> bool;
     /// The home directory, for `~/...` and `${userHome}`.
     fn home(&self) -> Option<PathBuf>;
+    /// The directories of the user's `PATH`, in order.
+    fn path_dirs(&self) -> Vec<PathBuf>;
+    /// Where `path` leads: its canonical form, or (when it does not exist)
+    /// its deepest existing ancestor's with the rest appended.
+    fn canonical(&self, path: &Path) -> Option<PathBuf>;
     /// Why `rootfence run` under `policy` (`None`: the built-in default)
-    /// would refuse `dir` as a root, if it would.
-    fn root_refusal(&self, dir: &Path, policy: Option<&str>) -> Option<String>;
+    /// would refuse `path` as a root with `access`, if it would.
+    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String>;
     /// Whether the existing file `path` is code (a script or an
     /// executable), not data.
     fn is_code(&self, path: &Path) -> bool;
@@ -72,6 +80,12 @@ pub struct Decision {
     pub notes: Vec<String>,
     /// The roots inferred (wrap only), as written in the args.
     pub roots: Vec<String>,
+    /// The read-only roots inferred (wrap only: certificates), as
+    /// written in the args.
+    pub ro_roots: Vec<String>,
+    /// The places named by its arguments or env that were not made roots
+    /// because they are not data places (wrap only).
+    pub declined: Vec<Declined>,
     /// The `--env` names added (wrap only).
     pub env: Vec<String>,
     /// Directories to create before the server is launched (wrap with
@@ -85,6 +99,8 @@ impl Decision {
             action: Action::Leave,
             notes: vec![note.into()],
             roots: vec![],
+            ro_roots: vec![],
+            declined: vec![],
             env: vec![],
             create: vec![],
         }
@@ -198,33 +214,56 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
     for r in &opts.roots {
         given_root(r, opts, probe, &mut found);
     }
+    // The option a value follows (`--cache-dir` of `--cache-dir DIR`), to
+    // show the argument as written.
+    let mut flag: Option<&str> = None;
     for a in &original {
-        let value = match a.split_once('=') {
-            Some((flag, v)) if flag.starts_with('-') => v,
-            _ if a.starts_with('-') => continue,
-            _ => a.as_str(),
+        let (value, arg) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (v, a.clone()),
+            _ if a.starts_with('-') => {
+                flag = Some(a);
+                continue;
+            }
+            _ => (
+                a.as_str(),
+                flag.map_or_else(|| a.clone(), |f| format!("{f} {a}")),
+            ),
         };
-        consider(value, "its arguments", opts, probe, &mut found);
+        flag = None;
+        let from = Origin {
+            from: "its arguments",
+            arg,
+        };
+        consider(value, &from, opts, probe, &mut found);
     }
     if let Some(env) = entry.get("env").and_then(Value::as_object) {
         for (k, v) in env {
             let Some(v) = v.as_str() else { continue };
-            let from = format!("env {k}");
-            if let Some(path) = url_path(v) {
+            let from = Origin {
+                from: &format!("env {k}"),
+                arg: format!("{k}={v}"),
+            };
+            if certs::is_cert_var(k) {
+                match certs::judge(v, opts, probe) {
+                    Some(Cert::Grant(text)) => found.ro_root(text, from.from),
+                    Some(other) => found.notes.push(format!("env {k}: {other}")),
+                    None => {}
+                }
+            } else if let Some(path) = url_path(v) {
                 consider(&path, &from, opts, probe, &mut found);
             } else if path_like(v) && names_a_path(k) {
                 consider(v, &from, opts, probe, &mut found);
             } else if path_like(v) {
                 notes.push(format!(
                     "env {k} names a path ({v}): the server reaches it only inside a root; {}",
-                    reach_hint(v)
+                    reach_hint(v, opts, probe)
                 ));
             }
         }
     }
     notes.append(&mut found.notes);
     let roots = found.roots;
-    if roots.is_empty() && opts.format == Format::ClaudeDesktop {
+    if roots.is_empty() && found.declined.is_empty() && opts.format == Format::ClaudeDesktop {
         notes.push(
             "no root: nothing in its arguments or env names a directory, and Claude Desktop declares no roots, so the server sees none of your files; give it one with `rootfence wrap --root-for NAME=DIR` (or add \"--root\", \"DIR\" before \"--\" in its args)"
                 .into(),
@@ -232,6 +271,10 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
     }
     for r in &roots {
         out.push("--root".into());
+        out.push(r.clone());
+    }
+    for r in &found.ro_roots {
+        out.push("--ro-root".into());
         out.push(r.clone());
     }
     out.push("--".into());
@@ -244,6 +287,8 @@ pub fn wrap(entry: &Value, opts: &WrapOptions, probe: &dyn Probe) -> Decision {
         }),
         notes,
         roots,
+        ro_roots: found.ro_roots,
+        declined: found.declined,
         env: env_names,
         create: found.create,
     }
@@ -283,17 +328,30 @@ pub fn undo(entry: &Value, rootfence: &str) -> Decision {
         }),
         notes: vec![format!("restored: {cmd}")],
         roots: vec![],
+        ro_roots: vec![],
+        declined: vec![],
         env: vec![],
         create: vec![],
     }
+}
+
+/// Where a value comes from: for notes (`its arguments`, `env K`) and
+/// for the line of a declined place (the argument as written).
+struct Origin<'a> {
+    from: &'a str,
+    arg: String,
 }
 
 /// Roots found so far for one server.
 #[derive(Default)]
 struct Found {
     roots: Vec<String>,
+    ro_roots: Vec<String>,
     create: Vec<PathBuf>,
     notes: Vec<String>,
+    declined: Vec<Declined>,
+    /// The roots the user gave, as local paths.
+    given: Vec<PathBuf>,
 }
 
 impl Found {
@@ -303,17 +361,38 @@ impl Found {
             self.roots.push(text);
         }
     }
+
+    fn ro_root(&mut self, text: String, from: &str) {
+        if !self.ro_roots.contains(&text) {
+            self.notes.push(format!(
+                "read-only root from {from}: {text} (certificates the server reads, never writes)"
+            ));
+            self.ro_roots.push(text);
+        }
+    }
+
+    /// Whether `dir` is inside a root the user gave (in any of its forms).
+    fn given_covers(&self, dir: &Path, probe: &dyn Probe) -> bool {
+        let dirs = [Some(place::normal(dir)), probe.canonical(dir)];
+        self.given.iter().any(|g| {
+            let gs = [Some(place::normal(g)), probe.canonical(g)];
+            dirs.iter()
+                .flatten()
+                .any(|d| gs.iter().flatten().any(|g| d.starts_with(g)))
+        })
+    }
 }
 
-/// A root the user gave: made absolute (`~/` expanded), checked like an
-/// inferred one, never a system directory.
+/// A root the user gave: made absolute (`~` and `~/` expanded), checked
+/// like an inferred one, never a system directory; the user's word, so
+/// any place else (the home, a dot-directory, a PATH directory).
 fn given_root(r: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found) {
-    let local = match r.strip_prefix("~/") {
-        Some(rest) => match probe.home() {
-            Some(h) => h.join(rest),
+    let local = match r.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => match probe.home() {
+            Some(h) => place::normal(&h.join(rest.trim_start_matches('/'))),
             None => PathBuf::from(r),
         },
-        None => PathBuf::from(r),
+        _ => PathBuf::from(r),
     };
     let text = local.to_string_lossy().into_owned();
     if !local.is_absolute() {
@@ -331,11 +410,14 @@ fn given_root(r: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found)
             .push(format!("not a root: {r} (given) is a system directory"));
         return;
     }
-    match probe.root_refusal(&local, opts.policy.as_deref()) {
+    match probe.root_refusal(&local, opts.policy.as_deref(), Access::ReadWrite) {
         Some(why) => found
             .notes
             .push(format!("not a root: {r} (given) would be refused ({why})")),
-        None => found.root(text, "the command line", ""),
+        None => {
+            found.given.push(local);
+            found.root(text, "the command line", "");
+        }
     }
 }
 
@@ -359,10 +441,14 @@ const SYSTEM_TREES: &[&str] = &[
 ///   missing file's), created by the caller.
 ///
 /// Never a root: a file that is code (a script, an executable: the
-/// server's own code must not be writable by it), a system tree, a root
-/// the policy would refuse. Other host variables (`${input:...}`,
-/// `${env:...}`) are only known when the host launches the server: noted.
-fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found) {
+/// server's own code must not be writable by it), a system tree, a place
+/// that is not a data place ([`place::not_data`]: the home, its
+/// dot-directories, `PATH`, start-up files; declined with the flag that
+/// states it, unless a root the user gave holds it), a root the policy
+/// would refuse. Other host variables (`${input:...}`, `${env:...}`) are
+/// only known when the host launches the server: noted.
+fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, found: &mut Found) {
+    let from = origin.from;
     let folder_vars = matches!(opts.format, Format::VsCode | Format::Cursor);
     if folder_vars && (v == "${workspaceFolder}" || v == "${workspaceFolder}/") {
         // The folder the host opened: known only to the host.
@@ -384,8 +470,8 @@ fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &
         return;
     }
     // What would become the root: the directory itself, or the file's.
-    let (dir_text, dir, what) = if probe.is_dir(&local) {
-        (text, local, "")
+    let (dir_text, dir, of_file) = if probe.is_dir(&local) {
+        (text, local.clone(), false)
     } else if probe.exists(&local) {
         if probe.is_code(&local) {
             found.notes.push(format!(
@@ -394,19 +480,19 @@ fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &
             return;
         }
         match parent(&text, &local) {
-            Some((t, d)) => (t, d, " (the directory of a file it uses)"),
+            Some((t, d)) => (t, d, true),
             None => return,
         }
     } else if looks_like_file(v) {
         match parent(&text, &local) {
-            Some((t, d)) => (t, d, " (the directory of a file it uses)"),
+            Some((t, d)) => (t, d, true),
             None => return,
         }
     } else if from != "its arguments"
         || opts.create_roots
         || local.parent().is_some_and(|p| probe.is_dir(p))
     {
-        (text, local, "")
+        (text, local.clone(), false)
     } else {
         // A word that merely starts with / (a route, an option value).
         return;
@@ -422,13 +508,40 @@ fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &
         ));
         return;
     }
-    if probe.is_dir(&dir) {
-        match probe.root_refusal(&dir, opts.policy.as_deref()) {
-            Some(why) => found.notes.push(format!(
-                "not a root: {dir_text} ({from}) would be refused ({why})"
-            )),
-            None => found.root(dir_text, from, what),
+    let refusal = probe
+        .is_dir(&dir)
+        .then(|| probe.root_refusal(&dir, opts.policy.as_deref(), Access::ReadWrite))
+        .flatten();
+    if let Some(why) = place::not_data(&local, &dir, probe) {
+        if refusal.is_none() && found.given_covers(&dir, probe) {
+            found.notes.push(format!(
+                "{dir_text} ({from}): inside a root given on the command line"
+            ));
+            return;
         }
+        let home = probe.home();
+        found.declined.push(Declined {
+            argument: origin.arg.clone(),
+            dir: place::shown(&dir, home.as_deref()),
+            file: of_file.then(|| place::shown(&local, home.as_deref())),
+            why,
+            refused: refusal,
+        });
+        return;
+    }
+    if let Some(why) = refusal {
+        found.notes.push(format!(
+            "not a root: {dir_text} ({from}) would be refused ({why})"
+        ));
+        return;
+    }
+    if probe.is_dir(&dir) {
+        let what = if of_file {
+            " (the directory of a file it uses)"
+        } else {
+            ""
+        };
+        found.root(dir_text, from, what);
     } else if opts.create_roots {
         if !found.create.contains(&dir) {
             found.create.push(dir.clone());
@@ -442,14 +555,22 @@ fn consider(v: &str, from: &str, opts: &WrapOptions, probe: &dyn Probe, found: &
 }
 
 /// The value as a path here, with the text to write in the args (host
-/// variables kept). None when it names no path.
-fn localize(v: &str, opts: &WrapOptions, probe: &dyn Probe) -> Option<(String, PathBuf)> {
+/// variables kept). None when it names no path. `~` and a host's home
+/// variable alone name the home.
+pub(super) fn localize(
+    v: &str,
+    opts: &WrapOptions,
+    probe: &dyn Probe,
+) -> Option<(String, PathBuf)> {
     let home_prefixes: &[&str] = match opts.format {
         Format::VsCode | Format::Cursor => &["${userHome}/", "${env:HOME}/"],
         Format::ClaudeCode => &["${HOME}/", "$HOME/"],
         Format::ClaudeDesktop => &[],
     };
-    let local = if let Some(rest) = v.strip_prefix("~/") {
+    let home_alone = v == "~" || home_prefixes.iter().any(|p| v == p.trim_end_matches('/'));
+    let local = if home_alone {
+        probe.home()?
+    } else if let Some(rest) = v.strip_prefix("~/") {
         probe.home()?.join(rest)
     } else if let Some(rest) = home_prefixes.iter().find_map(|p| v.strip_prefix(p)) {
         probe.home()?.join(rest)
@@ -463,21 +584,26 @@ fn localize(v: &str, opts: &WrapOptions, probe: &dyn Probe) -> Option<(String, P
     if local.to_string_lossy().contains("${") {
         return None;
     }
-    Some((v.trim_end_matches('/').to_string(), local))
+    let text = match v.trim_end_matches('/') {
+        "" => "/",
+        t => t,
+    };
+    Some((text.to_string(), place::normal(&local)))
 }
 
-/// The directory of a file value: its text and local path.
+/// The directory of a file value: its text and local path (`~` for a
+/// file in the home, `/` for one at the top).
 fn parent(text: &str, local: &Path) -> Option<(String, PathBuf)> {
     let (t, _) = text.rsplit_once('/')?;
     let dir = local.parent()?.to_path_buf();
-    if t.is_empty() || t == "~" || t.ends_with('}') && !t.contains('/') {
-        return None;
-    }
+    let t = if t.is_empty() { "/" } else { t };
     Some((t.to_string(), dir))
 }
 
-/// The absolute path a database URL names (`sqlite:////abs/x.db`,
-/// `sqlite:///abs/x.db`, `duckdb:///abs/x.duckdb`, `file:///abs/x`).
+/// The path a database URL names: absolute (`sqlite:////abs/x.db`,
+/// `sqlite:///abs/x.db`, `duckdb:///abs/x.duckdb`, `file:///abs/x`), or
+/// under the home (`sqlite:///~/x.db`, as the servers that expand `~`
+/// read it).
 fn url_path(v: &str) -> Option<String> {
     let (scheme, rest) = v.split_once("://")?;
     let known = ["sqlite", "duckdb", "file"]
@@ -487,19 +613,22 @@ fn url_path(v: &str) -> Option<String> {
         return None;
     }
     let path = rest.split(['?', '#']).next()?.trim_start_matches('/');
+    if path == "~" || path.starts_with("~/") {
+        return Some(path.to_string());
+    }
     (!path.is_empty()).then(|| format!("/{path}"))
 }
 
-/// A value that looks like a path: absolute, under the home directory, or
+/// A value that looks like a path: absolute, the home or under it, or
 /// under a host's home or folder variable.
-fn path_like(v: &str) -> bool {
+pub(super) fn path_like(v: &str) -> bool {
+    const HOMES: &[&str] = &["~", "${userHome}", "${env:HOME}", "${HOME}", "$HOME"];
     v.starts_with('/')
-        || v.starts_with("~/")
-        || v.starts_with("${userHome}/")
-        || v.starts_with("${env:HOME}/")
-        || v.starts_with("${HOME}/")
-        || v.starts_with("$HOME/")
         || v.starts_with("${workspaceFolder}")
+        || HOMES.iter().any(|h| {
+            v.strip_prefix(h)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+        })
 }
 
 /// An environment variable whose name says it holds a path.
@@ -525,14 +654,38 @@ fn names_a_path(k: &str) -> bool {
         )
 }
 
-/// How to let the server reach the file `path`: its directory as a root.
-fn reach_hint(path: &str) -> String {
-    match path.rsplit_once('/') {
-        Some((dir, _)) if !dir.is_empty() && dir != "~" => format!(
-            "to let it, add \"--root\", \"{dir}\" before \"--\" in its args, or grant the file in a policy ([runtime] write)"
-        ),
-        _ => "to let it, grant it in a policy ([runtime] write)".to_string(),
+/// How to let the server reach the file `path`: its directory as a root,
+/// unless every server reads it already (the system's files), it is a
+/// system directory, or it is not a data place.
+fn reach_hint(path: &str, opts: &WrapOptions, probe: &dyn Probe) -> String {
+    const POLICY: &str = "grant the file in a policy ([runtime] read or write)";
+    let local = localize(path, opts, probe).map(|(_, l)| l);
+    if let Some(l) = &local {
+        let canonical = probe.canonical(l).unwrap_or_else(|| l.clone());
+        if crate::runtime::system_reads(l) && crate::runtime::system_reads(&canonical) {
+            return "it is readable already: the system's files are granted to every server"
+                .to_string();
+        }
     }
+    let Some((dir, _)) = path.rsplit_once('/').filter(|(d, _)| !d.is_empty()) else {
+        return format!("to let it, {POLICY}");
+    };
+    let dir_local = local.as_deref().and_then(Path::parent);
+    if let Some(d) = dir_local {
+        if SYSTEM_TREES
+            .iter()
+            .any(|t| crate::roots::within(d, Path::new(t)))
+        {
+            return format!("{dir} is a system directory; to let it, {POLICY}");
+        }
+        if let Some(l) = &local
+            && let Some(why) = place::not_data(l, d, probe)
+        {
+            let shown = place::shown(d, probe.home().as_deref());
+            return format!("{shown} {why}: not to be a root; to let it, {POLICY}");
+        }
+    }
+    format!("to let it, add \"--root\", \"{dir}\" before \"--\" in its args, or {POLICY}")
 }
 
 /// A missing path whose last component has an extension (`x.db`,

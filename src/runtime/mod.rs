@@ -38,6 +38,7 @@ use serde::Serialize;
 pub use exe::which;
 pub use gitconfig::sanitize as sanitize_git_config;
 pub use rules::{HOME as HOME_STATEMENT, NEVER as NEVER_STATEMENT, Rule};
+pub use system::reads as system_reads;
 
 use crate::policy::{Policy, ProfileName};
 

@@ -1,6 +1,6 @@
 //! The system rule: what every program on this machine reads to start.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Collect, PROC_SELF, Rights, Rule};
 
@@ -56,6 +56,16 @@ const DEVICES: &[(&str, Rights, bool)] = &[
     ("/dev/random", Rights::R, false),
     ("/dev/urandom", Rights::R, true),
 ];
+
+/// Whether the system rule lets every server read `path`: it is inside
+/// one of the system trees or the `/etc` entries above. Pure: `path` is
+/// taken as given (pass its canonical form to judge where it leads).
+pub fn reads(path: &Path) -> bool {
+    TREES
+        .iter()
+        .chain(ETC_FILES)
+        .any(|t| crate::roots::within(path, Path::new(t)))
+}
 
 /// Grant what the system rule grants.
 pub fn collect(c: &mut Collect) {
