@@ -62,7 +62,7 @@ impl Rule {
                 "project: for a script (the command itself or its first file argument), the nearest directory above it holding package.json, pyproject.toml, setup.py, Cargo.toml, go.mod or deno.json, with the node_modules above it: read and execute, .git left out"
             }
             Rule::Cache => {
-                "cache: the package caches of npm and uv and uv's tools and Pythons: read and execute, writes go to a private layer discarded at exit"
+                "cache: the package caches of npm and uv and uv's tools and Pythons, and those the package runner the command runs names when asked (bun, pnpm, deno, pipx, yarn): read and execute, writes go to a private layer discarded at exit"
             }
             Rule::State => {
                 "state: the server's own store, ~/.local/state/rootfence/servers/ID/home, one per configured command and kept across sessions: with namespaces it is the server's home directory, without them its XDG directories point into it (read, write). Its input is the command as configured; the server's name grants nothing: your own ~/.NAME is reached only through a policy line ([runtime] write), which explain shows"
