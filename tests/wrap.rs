@@ -699,8 +699,21 @@ impl Hosted {
             .iter()
             .map(|a| expand(a, host_env))
             .collect();
-        let mut cmd = Command::new(command);
-        cmd.args(&args)
+        // The host is a process of its own environment (`host_env`, a
+        // shell here) that starts the entry's command with the entry's
+        // `env` added, as hosts do.
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg("\"$@\"; exit $?")
+            .arg("sh")
+            .arg("/usr/bin/env");
+        if let Some(env) = server["env"].as_object() {
+            for (k, v) in env {
+                cmd.arg(format!("{k}={}", expand(v.as_str().unwrap(), host_env)));
+            }
+        }
+        cmd.arg(command)
+            .args(&args)
             .env_clear()
             .current_dir(cwd)
             .stdin(Stdio::piped())
@@ -708,11 +721,6 @@ impl Hosted {
             .stderr(Stdio::piped());
         for (k, v) in host_env {
             cmd.env(k, v);
-        }
-        if let Some(env) = server["env"].as_object() {
-            for (k, v) in env {
-                cmd.env(k, expand(v.as_str().unwrap(), host_env));
-            }
         }
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
