@@ -228,7 +228,9 @@ impl HostEnv {
             .map(PathBuf::from);
         let host_set = parent_environment().map(|parent| {
             vars.iter()
-                .filter(|(k, v)| parent.get(*k) != Some(*v))
+                .filter(|(k, v)| {
+                    parent.get(*k) != Some(*v) && !SHELL_BOOKKEEPING.contains(&k.as_str())
+                })
                 .map(|(k, _)| k.clone())
                 .collect()
         });
@@ -248,6 +250,10 @@ impl HostEnv {
             .map(PathBuf::from)
     }
 }
+
+/// Variables a shell changes for every command it starts: never "set by
+/// the host for this launch".
+const SHELL_BOOKKEEPING: &[&str] = &["PWD", "OLDPWD", "SHLVL", "_"];
 
 /// Most bytes of the parent's environment read.
 const MAX_PARENT_ENVIRON: u64 = 1 << 20;
