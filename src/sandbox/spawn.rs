@@ -301,6 +301,13 @@ impl Layout {
                     }
                 }
             }
+            // The server's own /dev/shm, in its scratch space.
+            if mode.namespaces {
+                match size {
+                    Some(_) => dirs.push(PathBuf::from(translate::SHM_DIR)),
+                    None => host_dirs.push(PathBuf::from(translate::SHM_DIR)),
+                }
+            }
             for d in &host_dirs {
                 let dir = s.path().join(d);
                 std::fs::create_dir_all(&dir)
@@ -454,9 +461,8 @@ fn prepare(
 
 /// The Landlock rules only the child can make: with namespaces, the fresh
 /// `/proc`, each private layer's overlay, the sized scratch, the private
-/// home, and the directories of files copied into the view (new inodes);
-/// without, the
-/// server's own `/proc/self`.
+/// home, `/dev/shm`, and the directories of files copied into the view
+/// (new inodes); without, the server's own `/proc/self`.
 fn child_rules(
     r: &landlock::PreparedRuleset,
     namespaces: bool,
@@ -494,6 +500,15 @@ fn child_rules(
     // never execute.
     for (target, kind) in view.map(|v| v.1.as_slice()).unwrap_or_default() {
         if *kind == OpKind::Home {
+            rules.push(ChildRule {
+                path: cpath("", target)?,
+                access: r.scratch_access,
+            });
+        }
+    }
+    // So is /dev/shm, a directory of the scratch space mounted there.
+    for (target, kind) in view.map(|v| v.1.as_slice()).unwrap_or_default() {
+        if *kind == OpKind::Shm {
             rules.push(ChildRule {
                 path: cpath("", target)?,
                 access: r.scratch_access,
