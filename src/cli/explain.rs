@@ -420,6 +420,8 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
                 Err(refused) => serde_json::json!({ "refused": refused }),
             },
             "clone3": clone3_state(),
+            "cgroup": caps.cgroup,
+            "resources": sandbox::coverage::resources_here(&plan, &caps),
             "rung": rung.as_ref().ok(),
             "rung_missing": rung.as_ref().err(),
             "policy": policy.name(),
@@ -536,6 +538,18 @@ fn print_machine(caps: &sandbox::Capabilities) {
         Some(n) => println!("network namespace: NOT available: {}", n.why_not()),
         None => {}
     }
+    if let Some(c) = &caps.cgroup {
+        let mut line = if c.at.is_empty() {
+            "cgroup:   none for the servers".to_string()
+        } else {
+            let at: Vec<String> = c.at.iter().map(ToString::to_string).collect();
+            format!("cgroup:   {}", at.join("; "))
+        };
+        if let Some(why) = &c.why {
+            line.push_str(&format!(" ({why})"));
+        }
+        println!("{line}");
+    }
     println!("\nLandlock features:");
     for (abi, name, ok) in caps.features() {
         println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
@@ -564,7 +578,10 @@ pub fn isolation_lines(plan: &SandboxPlan, caps: &sandbox::Capabilities) -> Vec<
         }
     });
     for c in sandbox::coverage(plan, caps) {
-        if c.closed != sandbox::Closed::Yes {
+        // What [resources] bounds here is said even when all of it is.
+        if c.class == sandbox::coverage::RESOURCES && c.closed == sandbox::Closed::Yes {
+            out.push(format!("closed: {}: {}", c.class, c.how));
+        } else if c.closed != sandbox::Closed::Yes {
             out.push(format!(
                 "leaves {}: {}: {}",
                 closed(c.closed).trim().to_lowercase(),

@@ -432,31 +432,40 @@ impl Default for LimitsSection {
 
 /// `[resources]`: what the server may take of the machine. Hitting a
 /// bound fails the call that would cross it (`EAGAIN` for a new process or
-/// thread, `ENOMEM`, `EMFILE`, `ENOSPC`): the server can report it, and
-/// the session goes on. `rootfence doctor` says which bounds apply on this
-/// machine.
+/// thread, `ENOMEM`, `EMFILE`, `ENOSPC`), or, for the memory of the
+/// server's cgroup, ends the process that crossed it: the server can
+/// report it, and the session goes on. Where a cgroup can be had (cgroup
+/// v2 as root or in a subtree systemd delegates to the user, cgroup v1 as
+/// root), the server and everything it starts share one. `rootfence
+/// doctor` says which bounds apply on this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ResourcesSection {
     /// Processes and threads the server may have at once, all of them
-    /// together. With namespaces: `RLIMIT_NPROC` counted in the server's
-    /// own user namespace (rootfence not root), or, when rootfence is root,
-    /// its PID namespace's `kernel.pid_max` (Linux 6.14 and later; the
-    /// kernel does not reuse a namespace's lowest 300 pids, so between this
-    /// many and 299 more). Without namespaces not bounded (`RLIMIT_NPROC`
-    /// would count every process of the user). 0: no bound.
+    /// together: its cgroup's `pids.max` where one can be had. Else, with
+    /// namespaces, `RLIMIT_NPROC` counted in the server's own user
+    /// namespace (rootfence not root), or, when rootfence is root, its PID
+    /// namespace's `kernel.pid_max` (Linux 6.14 and later; the kernel does
+    /// not reuse a namespace's lowest 300 pids, so between this many and
+    /// 299 more); without namespaces not bounded (`RLIMIT_NPROC` would
+    /// count every process of the user). 0: no bound.
     pub processes: u64,
-    /// Memory of each process of the server, in MiB: its data (heap and
-    /// private writable mappings, `RLIMIT_DATA`). 0: no bound.
+    /// Memory of the server, in MiB: its cgroup's memory limit, where one
+    /// can be had, counting everything it and what it starts use together
+    /// (shared memory, memfds and the pages of its scratch filesystem
+    /// included); and each process's data (heap and private writable
+    /// mappings, `RLIMIT_DATA`), which alone is the bound where no cgroup
+    /// can be had. 0: no bound.
     pub memory_mb: u64,
     /// Open descriptors of each process (`RLIMIT_NOFILE`; never above
     /// rootfence's own hard limit). 0: rootfence's own limit.
     pub open_files: u64,
-    /// Size of the server's scratch directory (its `TMPDIR`) and private
-    /// layers together, in MiB: with namespaces a memory-backed filesystem
-    /// of this size (and 64 files per MiB) in its view, holding the private
-    /// layers' upper directories from Linux 6.6 on; without namespaces the
-    /// scratch directory is on the host's disk and not bounded. 0: no
+    /// Size of the server's scratch directory (its `TMPDIR`), its
+    /// `/dev/shm` and its private layers together, in MiB: with namespaces
+    /// a memory-backed filesystem of this size (and 64 files per MiB) in
+    /// its view, holding the private layers' upper directories from Linux
+    /// 6.6 on; without namespaces the scratch directory is on the host's
+    /// disk and not bounded (and the server has no `/dev/shm`). 0: no
     /// bound (the scratch directory on the host's disk).
     pub scratch_mb: u64,
 }

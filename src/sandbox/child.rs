@@ -23,6 +23,12 @@
 //!   namespace's init ([`super::init`]), which starts the server.
 //! - **Without namespaces**: the cloned child is the server itself.
 //!
+//! First of all the child joins the server's own cgroup (where one can be
+//! had, [`super::cgroup`]; on v2 `clone3` may have started it there), so
+//! that everything it and the server do is counted there. With
+//! namespaces, as root, the server's first step is a user namespace made
+//! for it with its own inotify limits ([`super::inotify`]).
+//!
 //! Either way the server process applies, in this order: `setsid` (no
 //! controlling terminal), parent-death signal `SIGKILL`, `RLIMIT_CORE` 0,
 //! `no_new_privs`, the limits of `[resources]`, the Landlock rules that can
@@ -47,7 +53,9 @@ use std::ffi::CString;
 use std::os::fd::RawFd;
 
 use super::caps::{DropCaps, drop_capabilities};
+use super::cgroup::Join;
 use super::init::{ServerStack, start_and_reap};
+use super::inotify::enter_user_namespace;
 use super::mount::{ViewSetup, build_view};
 use super::netns::{NetChild, setup_in_child};
 use super::protocol::{Step, errno, fail};
@@ -99,6 +107,9 @@ pub struct NsChild {
     /// Network by domain: the server's own network namespace, where the
     /// init makes the proxy's listener (see [`super::netns`]).
     pub net: Option<NetChild>,
+    /// rootfence's own v1 cgroups' `tasks`, open for writing: the init
+    /// moves itself back there once the rest of the namespace is gone.
+    pub cgroup_leave: Vec<RawFd>,
 }
 
 /// The program to execute, with argv and the environment as C arrays.
@@ -147,6 +158,10 @@ pub struct ChildSetup {
     pub parent_pid: libc::pid_t,
     /// The error pipe's write end (close-on-exec).
     pub err_w: RawFd,
+    /// The server's own cgroups' files the child writes itself into first
+    /// of all (at most one per hierarchy; a v2 one not when `clone3`
+    /// started it there).
+    pub cgroup_join: Vec<Join>,
     /// Descriptors (all above 2) to install as 0, 1 and 2; `None` keeps
     /// rootfence's.
     pub stdio: [Option<RawFd>; 3],
@@ -193,6 +208,7 @@ extern "C" fn server_main(arg: *mut libc::c_void) -> libc::c_int {
 
 impl ChildSetup {
     /// Run the child: set up, then `execve` the server. Never returns.
+    /// `in_cgroup`: `clone3` started it in the server's cgroup v2.
     ///
     /// # Safety
     ///
@@ -204,11 +220,17 @@ impl ChildSetup {
     ///
     /// The server is executed only after every step succeeded; otherwise
     /// the failed step is reported and nothing is run.
-    pub unsafe fn run(&self) -> ! {
+    pub unsafe fn run(&self, in_cgroup: bool) -> ! {
         let err = self.err_w;
         // SAFETY (whole body): raw system calls with valid arguments; every
         // pointer passed points to a local or to memory owned by `self`.
         unsafe {
+            // Before anything it does is charged elsewhere.
+            for (i, j) in self.cgroup_join.iter().enumerate() {
+                if !(j.v2 && in_cgroup) && libc::write(j.fd, c"0".as_ptr().cast(), 1) != 1 {
+                    fail(err, Step::Cgroup, i as u32, errno());
+                }
+            }
             for (i, fd) in self.stdio.iter().enumerate() {
                 if let Some(fd) = *fd
                     && libc::dup2(fd, i as libc::c_int) < 0
@@ -260,6 +282,7 @@ impl ChildSetup {
                 start_and_reap(
                     err,
                     ns.status_w,
+                    &ns.cgroup_leave,
                     &ns.server_stack,
                     server_main,
                     (self as *const ChildSetup).cast_mut().cast(),
@@ -269,7 +292,8 @@ impl ChildSetup {
         }
     }
 
-    /// The server's own steps: Landlock, capabilities, descriptors,
+    /// The server's own steps: (as root, with namespaces) a user namespace
+    /// with its own inotify limits, Landlock, capabilities, descriptors,
     /// signals, seccomp, limits, `execve`.
     unsafe fn confine_and_exec(&self) -> ! {
         let err = self.err_w;
@@ -280,6 +304,9 @@ impl ChildSetup {
                 && let Some(cwd) = &self.cwd
             {
                 libc::chdir(cwd.as_ptr());
+            }
+            if let Some(i) = self.ns.as_ref().and_then(|ns| ns.view.inotify.as_ref()) {
+                enter_user_namespace(err, i);
             }
             if let Some(ll) = &self.landlock {
                 restrict(err, ll);

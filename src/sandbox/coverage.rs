@@ -757,25 +757,61 @@ fn trust_rows(h: Here) -> Vec<Coverage> {
     ]
 }
 
-/// The machine's resources: what `[resources]` bounds here.
-fn resources_row(plan: &SandboxPlan, caps: &Capabilities, h: Here) -> Coverage {
+/// The class of the resources row, as `doctor` and the README name it.
+pub const RESOURCES: &str =
+    "the machine's resources (processes, threads, memory, open files, scratch space, inotify)";
+
+/// How each bound of `plan`'s `[resources]` applies on a machine with
+/// `caps` (`caps.namespaces` and `caps.cgroup` probed, see
+/// [`super::probe_with_namespaces`]), on the rung the plan gets there.
+pub fn resources_here(plan: &SandboxPlan, caps: &Capabilities) -> Vec<resources::Applied> {
+    let namespaces = rung(plan, caps)
+        .unwrap_or(if caps.abi() > 0 {
+            Rung::LandlockSeccomp
+        } else {
+            Rung::ViewSeccomp
+        })
+        .namespaces();
+    let mut rows = resources::applied(&plan.resources, &resources_where(caps, namespaces));
+    if plan.home_store.is_some() {
+        rows.push(resources::store_row());
+    }
+    rows
+}
+
+/// Where a server runs here, as far as `[resources]` is concerned.
+fn resources_where(caps: &Capabilities, namespaces: bool) -> resources::Where {
     let ns = caps.namespaces.as_ref();
-    let at = resources::Where {
-        namespaces: h.rung.namespaces(),
+    let (cgroup, no_cgroup) = match &caps.cgroup {
+        Some(c) => (c.controllers, c.why.clone().unwrap_or_default()),
+        None => (super::cgroup::Controllers::NONE, "not probed".to_string()),
+    };
+    resources::Where {
+        namespaces,
         own_user_namespace: ns.is_some_and(|n| n.own_user_namespace),
         nproc_per_namespace: super::nsprobe::kernel_at_least(&caps.kernel, (5, 14)),
         pid_max_per_namespace: ns.is_some_and(|n| n.pid_max),
         tmpfs_user_xattrs: super::nsprobe::kernel_at_least(&caps.kernel, (6, 6)),
-    };
-    let applied = resources::applied(&plan.resources, at);
+        cgroup,
+        no_cgroup,
+        user_inotify: resources::user_inotify(),
+        inotify_namespace: ns.is_some_and(|n| n.inotify),
+    }
+}
+
+/// The machine's resources: what `[resources]` bounds here.
+fn resources_row(plan: &SandboxPlan, caps: &Capabilities, h: Here) -> Coverage {
+    let at = resources_where(caps, h.rung.namespaces());
+    let applied = resources::applied(&plan.resources, &at);
     let how: Vec<String> = applied
         .iter()
         .map(|a| format!("{}: {}", a.what, a.how))
         .collect();
     Coverage {
-        class: "the machine's resources (processes, threads, memory, open files, scratch space)",
-        // Each process's memory is bounded, not their sum: no cgroup.
-        closed: if applied.iter().any(|a| a.bounded) {
+        class: RESOURCES,
+        closed: if applied.iter().all(|a| a.bounded) {
+            Closed::Yes
+        } else if applied.iter().any(|a| a.bounded) {
             Closed::Partly
         } else {
             Closed::No
@@ -809,6 +845,7 @@ mod tests {
             root: true,
             own_user_namespace: false,
             pid_max: available,
+            inotify: available,
             why: (!available).then(|| "refused".into()),
         }
     }
@@ -824,6 +861,7 @@ mod tests {
             seccomp,
             namespaces: None,
             network_namespace: None,
+            cgroup: None,
         }
     }
 
@@ -1047,5 +1085,34 @@ mod tests {
             "{}",
             res.how
         );
+    }
+
+    #[test]
+    fn with_a_cgroup_and_namespaces_every_resource_is_bounded() {
+        let mut c = caps(7, true);
+        c.namespaces = Some(ns(true));
+        c.cgroup = Some(super::super::cgroup::CgroupSupport {
+            controllers: super::super::cgroup::Controllers::BOTH,
+            at: Vec::new(),
+            why: None,
+        });
+        let mut p = plan(false);
+        let res = |p: &SandboxPlan| {
+            coverage(p, &c)
+                .into_iter()
+                .find(|r| r.class == RESOURCES)
+                .unwrap()
+        };
+        let full = res(&p);
+        assert_eq!(full.closed, Closed::Yes, "{}", full.how);
+        assert!(full.how.contains("pids.max"), "{}", full.how);
+        assert_eq!(resources_here(&p, &c).len(), 5);
+        // Without namespaces the cgroup still bounds processes and memory;
+        // scratch space and inotify are open.
+        p.namespaces = NamespaceMode::Off;
+        let ls = res(&p);
+        assert_eq!(ls.closed, Closed::Partly, "{}", ls.how);
+        assert!(ls.how.contains("pids.max"), "{}", ls.how);
+        assert!(ls.how.contains("inotify: not bounded"), "{}", ls.how);
     }
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Mutex, OnceLock};
 
+use super::cgroup::Cgroup;
 use super::coverage::{DomainRung, Rung};
 use super::scratch::Scratch;
 use super::seccomp::{self, FilterPolicy, supervisor};
@@ -154,7 +155,7 @@ fn live_remove(pid: libc::pid_t) {
 ///
 /// Dropping the handle kills the server (and with namespaces everything it
 /// started) if it has not been waited for, reaps it, and removes its
-/// scratch directory.
+/// cgroup and scratch directory.
 #[derive(Debug)]
 pub struct SandboxedChild {
     pub(super) pid: libc::pid_t,
@@ -164,6 +165,8 @@ pub struct SandboxedChild {
     pub(super) stdout: Option<OwnedFd>,
     pub(super) stderr: Option<OwnedFd>,
     pub(super) scratch: Option<Scratch>,
+    /// The server's own cgroup, removed once it has ended.
+    pub(super) cgroup: Option<Cgroup>,
     pub(super) confinement: Confinement,
     pub(super) namespaces: bool,
     pub(super) status: Option<ExitStatus>,
@@ -285,8 +288,17 @@ impl SandboxedChild {
         if let Some(status) = self.read_status() {
             // The init wrote it after every process of the namespace was
             // gone; its own exit (the namespaces torn down) is reaped in
-            // the background.
+            // the background, or now when it holds the server's cgroup
+            // until it exits (which is removed then).
             let pid = self.pid;
+            if self.cgroup.as_ref().is_some_and(Cgroup::held_until_exit) {
+                // SAFETY: reaping our own child.
+                unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                live_remove(pid);
+                self.status = Some(status);
+                self.finish();
+                return Ok(status);
+            }
             let _ = std::thread::Builder::new()
                 .name("rootfence-reap".into())
                 .spawn(move || {
@@ -320,8 +332,10 @@ impl SandboxedChild {
     }
 
     /// Once the server is gone: what it left in its roots is looked at
-    /// (and reported), and the scratch directory removed.
+    /// (and reported), its cgroup (with anything left in it) and the
+    /// scratch directory removed.
     fn finish(&mut self) {
+        drop(self.cgroup.take());
         self.planted = self.watch.after();
         for p in &self.planted {
             tracing::warn!(

@@ -81,7 +81,10 @@ const FORWARDED: &[libc::c_int] = &[
 extern "C" fn noop(_: libc::c_int) {}
 
 /// Start the server (`server(arg)` on `stack`, sharing this process's
-/// memory until its `execve`), then be the namespace's init until it exits.
+/// memory until its `execve`), then be the namespace's init until it exits;
+/// before it reports the server's status, it leaves the server's v1
+/// cgroups (writing `0` to each of `leave`, rootfence's own cgroups'
+/// `tasks`), so that rootfence finds them empty.
 ///
 /// # Safety
 ///
@@ -91,6 +94,7 @@ extern "C" fn noop(_: libc::c_int) {}
 pub(super) unsafe fn start_and_reap(
     err: RawFd,
     status_w: RawFd,
+    leave: &[RawFd],
     stack: &ServerStack,
     server: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arg: *mut libc::c_void,
@@ -124,25 +128,22 @@ pub(super) unsafe fn start_and_reap(
         if pid < 0 {
             fail(err, Step::Fork, 0, errno());
         }
-        reap(pid, status_w, &set)
+        reap(pid, status_w, leave, &set)
     }
 }
 
 /// Reap everything, forward the termination signals to the server, exit
 /// when it does (writing its wait status to the parent first). The kernel
 /// then kills whatever is left in the namespace.
-unsafe fn reap(server: libc::pid_t, status_w: RawFd, set: &libc::sigset_t) -> ! {
+unsafe fn reap(server: libc::pid_t, status_w: RawFd, leave: &[RawFd], set: &libc::sigset_t) -> ! {
     // SAFETY (whole body): raw system calls on locals.
     unsafe {
         // Keep nothing of the server's: its pipes close when it exits.
-        if status_w > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, (status_w - 1) as u32, 0);
-        }
-        libc::syscall(libc::SYS_close_range, (status_w + 1) as u32, u32::MAX, 0);
+        close_all_but(status_w, leave);
         loop {
             let sig = libc::sigwaitinfo(set, std::ptr::null_mut());
             if sig == libc::SIGCHLD {
-                reap_exited(server, status_w);
+                reap_exited(server, status_w, leave);
             } else if sig > 0 {
                 libc::kill(server, sig);
             }
@@ -150,11 +151,41 @@ unsafe fn reap(server: libc::pid_t, status_w: RawFd, set: &libc::sigset_t) -> ! 
     }
 }
 
+/// Close every descriptor but `status_w` and those of `leave` (at most
+/// [`MAX_LEAVE`] of them; any beyond are closed).
+///
+/// # Safety
+///
+/// Async-signal-safe: `close_range` on a sorted local array.
+unsafe fn close_all_but(status_w: RawFd, leave: &[RawFd]) {
+    let mut keep = [-1 as RawFd; MAX_LEAVE + 1];
+    keep[0] = status_w;
+    for (k, fd) in keep[1..].iter_mut().zip(leave) {
+        *k = *fd;
+    }
+    keep.sort_unstable();
+    let mut from: u32 = 0;
+    for fd in keep.into_iter().filter(|fd| *fd >= 0) {
+        let fd = fd as u32;
+        if fd > from {
+            // SAFETY: close_range with integer arguments.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0) };
+        }
+        from = fd.max(from) + 1;
+    }
+    // SAFETY: close_range with integer arguments.
+    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0) };
+}
+
+/// The most cgroups a server has (one per hierarchy: v2, or v1's memory
+/// and pids).
+pub(super) const MAX_LEAVE: usize = 2;
+
 /// Reap every exited process; when the server is one of them, end
 /// everything else in the namespace and reap it all, then report and exit:
 /// once the status is written, no process the server started is left (the
 /// kernel then only has to tear the namespaces down).
-unsafe fn reap_exited(server: libc::pid_t, status_w: RawFd) {
+unsafe fn reap_exited(server: libc::pid_t, status_w: RawFd, leave: &[RawFd]) {
     // SAFETY (whole body): raw system calls on locals.
     unsafe {
         loop {
@@ -169,6 +200,11 @@ unsafe fn reap_exited(server: libc::pid_t, status_w: RawFd) {
                 while libc::wait4(-1, &mut other, 0, std::ptr::null_mut()) > 0
                     || errno() == libc::EINTR
                 {}
+                // Out of the server's cgroup, now empty but for this
+                // process: rootfence removes it once it has the status.
+                for fd in leave.iter().take(MAX_LEAVE) {
+                    libc::write(*fd, c"0".as_ptr().cast(), 1);
+                }
                 libc::write(status_w, (&raw const status).cast(), 4);
                 libc::_exit(0);
             }

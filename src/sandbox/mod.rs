@@ -14,6 +14,8 @@
 //!   a future kernel adds) and its supervisor for `listen()` and
 //!   `connect()`;
 //! - `resources`: the bounds of `[resources]` as they apply here;
+//!   `cgroup`: the server's own cgroup, where one can be had; `inotify`:
+//!   its user namespace's own inotify limits;
 //! - `scratch`: the private `TMPDIR`;
 //! - [`view`]: the server's filesystem view: the survey of the grants and
 //!   the pure plan of mounts; `translate`: that plan as the child's
@@ -32,6 +34,7 @@
 //!   rootfence.
 
 mod caps;
+mod cgroup;
 mod child;
 mod clone;
 pub mod coverage;
@@ -40,6 +43,7 @@ mod handle;
 pub mod hints;
 mod ids;
 mod init;
+mod inotify;
 mod landlock;
 mod launcher;
 mod mount;
@@ -57,6 +61,7 @@ pub mod view;
 
 use std::path::PathBuf;
 
+pub use cgroup::{CgroupAt, CgroupSupport, Controllers};
 pub use clone::{CloneCall, found as clone_call};
 pub use coverage::{
     Closed, Coverage, DomainRung, Loss, Rung, coverage, domain_rung_here, losses, rung,
@@ -149,6 +154,12 @@ pub enum SandboxError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The server's own cgroup could not be made (`[resources]`), where
+    /// the probe found that one can be.
+    #[error(
+        "cannot make the server's own cgroup ([resources] memory_mb and processes): {0}; nothing was run (run `rootfence doctor`)"
+    )]
+    Cgroup(std::io::Error),
     /// The launcher thread could not be started or is gone.
     #[error("cannot start the launcher thread: {0}")]
     Launcher(std::io::Error),

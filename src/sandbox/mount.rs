@@ -17,6 +17,7 @@ use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::fd::RawFd;
 
+use super::inotify::{InotifySetup, take_proc, write_limits};
 use super::protocol::{Step, errno, fail};
 
 /// Where the host's tree is while the view is built (removed before the
@@ -142,6 +143,8 @@ pub struct ViewSetup {
     /// The PID namespace's `kernel.pid_max` (`[resources] processes`), as
     /// the text written to it.
     pub pid_max: Option<CString>,
+    /// The server's own inotify limits (see [`super::inotify`]).
+    pub inotify: Option<InotifySetup>,
     /// One slot per operation: the descriptor of each bind mount's tree,
     /// kept until its attributes are set (so they are set on that very
     /// mount, not on whatever a path names by then). Filled in the child.
@@ -201,6 +204,12 @@ pub(super) unsafe fn build_view(err: RawFd, view: &ViewSetup) {
         }
         if let Some(n) = &view.pid_max {
             write_sysctl(err, PID_MAX, n, Step::PidMax);
+        }
+        if let Some(i) = &view.inotify {
+            match i.new_user_namespace {
+                Some(_) => take_proc(err, i),
+                None => write_limits(err, i),
+            }
         }
         for (i, op) in view.ops.iter().enumerate() {
             if let ViewOp::Mask { dst } = op

@@ -3,7 +3,9 @@
 //! uses (a user namespace unless rootfence is root) and the mounts the view
 //! needs: a child in new mount, PID and IPC namespaces makes its mounts
 //! private, mounts a `tmpfs`, a fresh `/proc` and an overlay, sets a mount
-//! attribute, and sets its PID namespace's `kernel.pid_max`.
+//! attribute, sets its PID namespace's `kernel.pid_max`, and gives its user
+//! namespace its own inotify limits (as root, in a user namespace it makes
+//! for that, as a launch makes one for the server).
 
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -11,6 +13,7 @@ use serde::Serialize;
 
 use super::clone;
 use super::ids::{IdMaps, Identity, namespace_flags};
+use super::inotify::{self, IdMapLines};
 use super::mount::{MOUNT_ATTR_RDONLY, MountAttr};
 
 /// What a test launch found about namespaces on this machine, for this
@@ -31,6 +34,9 @@ pub struct NamespaceSupport {
     /// The PID namespace's `kernel.pid_max` can be set (Linux 6.14 and
     /// later): it bounds the processes of a server started by root.
     pub pid_max: bool,
+    /// The server's user namespace can be given its own inotify limits
+    /// (as root, a user namespace can be made for the server).
+    pub inotify: bool,
     /// Why not, when not available.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
@@ -134,6 +140,7 @@ pub fn probe_network_namespace() -> NetnsSupport {
 mod exit {
     pub const NO_OVERLAY: i32 = 1;
     pub const NO_PID_MAX: i32 = 2;
+    pub const NO_INOTIFY: i32 = 4;
     pub const PARENT: i32 = 10;
     pub const PRIVATE: i32 = 11;
     pub const TMPFS: i32 = 12;
@@ -179,6 +186,7 @@ pub fn probe_namespaces() -> NamespaceSupport {
         root: who == Identity::MachineRoot,
         own_user_namespace: !who.is_root(),
         pid_max: false,
+        inotify: false,
         why: Some(why),
     };
     let code = match run_probe(who, per_ns_pid_max) {
@@ -198,6 +206,7 @@ pub fn probe_namespaces() -> NamespaceSupport {
             root: who == Identity::MachineRoot,
             own_user_namespace: !who.is_root(),
             pid_max: per_ns_pid_max && code & exit::NO_PID_MAX == 0,
+            inotify: code & exit::NO_INOTIFY == 0,
             why: None,
         },
         _ => match code % exit::DENIED {
@@ -217,10 +226,15 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
     let (sync_r, sync_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|_| "cannot create a pipe".to_string())?;
     let sync_r_raw = sync_r.as_raw_fd();
+    // As root, the inotify limits go in a user namespace made for them.
+    let maps = who.is_root().then(IdMapLines::own);
     // SAFETY: the child runs only `probe_child` (raw system calls on
-    // static strings and locals), which never returns.
-    let started =
-        unsafe { clone::start(namespace_flags(who), || probe_child(sync_r_raw, pid_max)) };
+    // static strings, `maps` and locals), which never returns.
+    let started = unsafe {
+        clone::start(namespace_flags(who), || {
+            probe_child(sync_r_raw, pid_max, maps.as_ref())
+        })
+    };
     drop(sync_r);
     let started = started.map_err(|e| {
         format!(
@@ -274,8 +288,10 @@ pub fn refusal_hint(errno: Option<i32>, at_clone: bool) -> &'static str {
     }
 }
 
-/// The probe's child: see [`probe_namespaces`].
-fn probe_child(sync_r: RawFd, pid_max: bool) -> ! {
+/// The probe's child: see [`probe_namespaces`]. With `maps` (rootfence is
+/// root), the inotify limits go in a user namespace made for them, as a
+/// launch makes one for the server.
+fn probe_child(sync_r: RawFd, pid_max: bool, maps: Option<&IdMapLines>) -> ! {
     // SAFETY (whole body): raw system calls on static C strings and
     // locals, in the fresh child.
     unsafe {
@@ -323,6 +339,24 @@ fn probe_child(sync_r: RawFd, pid_max: bool) -> ! {
         if !pid_max || !set_pid_max() {
             missing |= exit::NO_PID_MAX;
         }
+        // The inotify limits: a user's own namespace's now, through the
+        // fresh /proc; as root, a clone of it is kept for the end (the
+        // user namespace made then has no right over these mounts).
+        let proc_clone = match maps {
+            Some(_) => libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                c"/tmp/p".as_ptr(),
+                1u32 | libc::O_CLOEXEC as u32,
+            ) as RawFd,
+            None => {
+                let limit = c"/tmp/p/sys/user/max_inotify_instances";
+                if inotify::write_at(libc::AT_FDCWD, limit, c"1") != 0 {
+                    missing |= exit::NO_INOTIFY;
+                }
+                -1
+            }
+        };
         let a = MountAttr {
             attr_set: MOUNT_ATTR_RDONLY,
             attr_clr: 0,
@@ -352,6 +386,12 @@ fn probe_child(sync_r: RawFd, pid_max: bool) -> ! {
         ) < 0
         {
             missing |= exit::NO_OVERLAY;
+        }
+        if let Some(maps) = maps
+            && (proc_clone < 0
+                || inotify::enter(proc_clone, maps, (c"1", c"1")) != inotify::Entered::Done)
+        {
+            missing |= exit::NO_INOTIFY;
         }
         libc::_exit(missing)
     }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::cgroup::CgroupSupport;
 use super::nsprobe::{NamespaceSupport, NetnsSupport};
 
 /// Landlock availability.
@@ -42,6 +43,9 @@ pub struct Capabilities {
     /// (network by domain's first design), found by a test launch: only
     /// [`probe_with_namespaces`] fills it.
     pub network_namespace: Option<NetnsSupport>,
+    /// The controllers a server's own cgroup gets here (found by making
+    /// one: only [`probe_with_namespaces`] fills it).
+    pub cgroup: Option<CgroupSupport>,
 }
 
 impl Capabilities {
@@ -114,6 +118,7 @@ pub fn probe() -> Capabilities {
         seccomp: seccomp_errno(),
         namespaces: None,
         network_namespace: None,
+        cgroup: None,
     }
 }
 
@@ -140,12 +145,14 @@ fn seccomp_errno() -> bool {
 }
 
 /// [`probe`], plus the test launches that find whether the server can get
-/// its namespaces and a network namespace (a millisecond or two; `doctor`
+/// its namespaces and a network namespace, and the probe cgroup that finds
+/// whether it can get a cgroup of its own (a millisecond or two; `doctor`
 /// and `explain` use it, a launch finds out by trying).
 pub fn probe_with_namespaces() -> Capabilities {
     let mut c = probe();
     c.namespaces = Some(namespaces().clone());
     c.network_namespace = Some(network_namespace().clone());
+    c.cgroup = Some(super::cgroup::place().support());
     c
 }
 

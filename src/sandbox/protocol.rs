@@ -63,11 +63,17 @@ pub enum Step {
     /// server's own network namespace (the detail: 0 loopback, 1 the
     /// listener, 2 sending it to rootfence).
     Network = 23,
+    /// Joining the server's own cgroup (`[resources] memory_mb` and
+    /// `processes`; the detail is the hierarchy's index).
+    Cgroup = 24,
+    /// Giving the server's user namespace its own inotify limits (the
+    /// detail is the write's index; as root, 10 is the clone of `/proc`).
+    Inotify = 25,
 }
 
 impl Step {
     /// Every step, for decoding.
-    const ALL: [Step; 23] = [
+    const ALL: [Step; 25] = [
         Step::Stdio,
         Step::Setsid,
         Step::Pdeathsig,
@@ -91,6 +97,8 @@ impl Step {
         Step::Exec,
         Step::Rlimit,
         Step::Network,
+        Step::Cgroup,
+        Step::Inotify,
     ];
 
     /// The step a number names.
@@ -131,6 +139,10 @@ impl std::fmt::Display for Step {
             Step::Network => {
                 "set up its own network (loopback, and the listener of rootfence's network proxy)"
             }
+            Step::Cgroup => {
+                "join its own cgroup ([resources] memory_mb and processes)"
+            }
+            Step::Inotify => "give its user namespace its own inotify limits",
         })
     }
 }

@@ -1,8 +1,19 @@
 //! `[resources]`: what a server may take of the machine, and how each bound
 //! is applied where it runs.
 //!
-//! This machine kind has no delegated cgroup, so the bounds are the
-//! kernel's per-process limits and the server's own namespaces:
+//! Where a cgroup can be had ([`super::cgroup`]: cgroup v2 as root or in a
+//! subtree delegated to the user, cgroup v1 as root), the server and
+//! everything it starts share one:
+//!
+//! - processes and threads: its `pids.max`, every process and thread of
+//!   the server (with namespaces, its init too);
+//! - memory: its memory limit, which counts what per-process limits do
+//!   not see: shared memory (`MAP_SHARED`), memfds, and the pages of the
+//!   scratch `tmpfs` and `/dev/shm`; a process that crosses it is killed
+//!   by the kernel's OOM killer, the others go on.
+//!
+//! Under it, and alone where no cgroup can be had, the kernel's
+//! per-process limits and the server's own namespaces are the floor:
 //!
 //! - processes and threads: `RLIMIT_NPROC`, which the kernel counts per
 //!   user *and user namespace* (Linux 5.14 and later). In the server's own
@@ -15,24 +26,35 @@
 //!   server for them;
 //! - memory: `RLIMIT_DATA` of each process (heap and private writable
 //!   mappings; address space merely reserved, as V8 and wasm do, does not
-//!   count);
+//!   count), which fails an allocation (`ENOMEM`) rather than killing;
 //! - open files: `RLIMIT_NOFILE` of each process;
-//! - scratch and private layers: a `tmpfs` of a bounded size (and number of
-//!   files) in the server's view, holding its `TMPDIR` and (Linux 6.6 and
+//! - scratch, `/dev/shm` and private layers: a `tmpfs` of a bounded size
+//!   (and number of files) in the server's view, holding its `TMPDIR`, its
+//!   `/dev/shm` (POSIX shared memory and semaphores) and (Linux 6.6 and
 //!   later, whose `tmpfs` keeps the user extended attributes overlayfs
 //!   needs) the private layers' upper directories; without namespaces the
-//!   scratch directory is on the host's disk and not bounded.
+//!   scratch directory is on the host's disk and not bounded, and the
+//!   host's `/dev/shm` (shared by every process) is not granted;
+//! - inotify: with namespaces, the server's own user namespace (the one
+//!   it runs in, or as root one made for it before it starts) gets a
+//!   quarter of the user's `max_inotify_instances` and
+//!   `max_inotify_watches`: the kernel counts inotify per user and user
+//!   namespace, and charges the server's against the user's too, so the
+//!   user keeps three quarters whatever the server does. Without
+//!   namespaces it is not bounded.
 //!
-//! [`bounds`] is the pure decision; the child applies it ([`super::child`],
+//! [`bounds`] is the pure decision; the parent makes the cgroup
+//! ([`super::cgroup`]) and the child applies the rest ([`super::child`],
 //! [`super::mount`]).
 
 use serde::Serialize;
 
+use super::cgroup::Controllers;
 use super::nsprobe::kernel_at_least;
 use crate::policy::ResourcesSection;
 
 /// Where the server runs, as far as the bounds are concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Where {
     /// The server gets its own namespaces.
     pub namespaces: bool,
@@ -45,20 +67,60 @@ pub struct Where {
     /// `tmpfs` keeps user extended attributes (Linux 6.6), which overlayfs
     /// needs of its upper layer in a user namespace.
     pub tmpfs_user_xattrs: bool,
+    /// The controllers the server's own cgroup gets here (none where no
+    /// cgroup can be had).
+    pub cgroup: Controllers,
+    /// Why a controller cannot be had, when one cannot.
+    pub no_cgroup: String,
+    /// The user's inotify limits: instances and watches.
+    pub user_inotify: (u64, u64),
+    /// With namespaces, the server's user namespace can be given its own
+    /// inotify limits (its own, or as root one made for it).
+    pub inotify_namespace: bool,
 }
 
 impl Where {
     /// For a server with or without `namespaces`, started by `who` on a
-    /// kernel of this `release` (`uname -r`).
-    pub fn new(namespaces: bool, who: super::ids::Identity, release: &str) -> Where {
+    /// kernel of this `release` (`uname -r`), with a cgroup of these
+    /// `controllers` (or why not), the user's inotify limits.
+    pub fn new(
+        namespaces: bool,
+        who: super::ids::Identity,
+        release: &str,
+        cgroup: (Controllers, String),
+        user_inotify: (u64, u64),
+    ) -> Where {
         Where {
             namespaces,
             own_user_namespace: !who.is_root(),
             nproc_per_namespace: kernel_at_least(release, (5, 14)),
             pid_max_per_namespace: super::nsprobe::pid_max_per_namespace(release),
             tmpfs_user_xattrs: kernel_at_least(release, (6, 6)),
+            cgroup: cgroup.0,
+            no_cgroup: cgroup.1,
+            user_inotify,
+            inotify_namespace: true,
         }
     }
+}
+
+/// The user's inotify limits (`/proc/sys/user/max_inotify_instances` and
+/// `max_inotify_watches`), read once; the kernel's defaults where they
+/// cannot be read.
+pub fn user_inotify() -> (u64, u64) {
+    static ONCE: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    *ONCE.get_or_init(|| {
+        let read = |f: &str, default: u64| {
+            std::fs::read_to_string(format!("/proc/sys/user/{f}"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(default)
+        };
+        (
+            read("max_inotify_instances", 128),
+            read("max_inotify_watches", 8192),
+        )
+    })
 }
 
 /// The kernel reuses no pid below this in a PID namespace once it has
@@ -80,6 +142,18 @@ pub struct ScratchSize {
 /// Files and directories the scratch filesystem may hold per MiB.
 pub const INODES_PER_MIB: u64 = 64;
 
+/// The share of the user's inotify limits a server gets: one in this many.
+pub const INOTIFY_SHARE: u64 = 4;
+
+/// The server's own inotify limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inotify {
+    /// `max_inotify_instances` of its user namespace.
+    pub instances: u64,
+    /// `max_inotify_watches` of its user namespace.
+    pub watches: u64,
+}
+
 /// The bounds a launch applies.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bounds {
@@ -89,6 +163,10 @@ pub struct Bounds {
     pub pid_max: Option<u64>,
     /// The scratch filesystem's size.
     pub scratch: Option<ScratchSize>,
+    /// What the server's own cgroup holds.
+    pub cgroup: super::cgroup::Limits,
+    /// Its user namespace's inotify limits.
+    pub inotify: Option<Inotify>,
 }
 
 /// The bounds of `r` for a server running `at`, given the hard limits
@@ -96,7 +174,7 @@ pub struct Bounds {
 /// rootfence's, which it could not raise).
 pub fn bounds(
     r: &ResourcesSection,
-    at: Where,
+    at: &Where,
     hard: impl Fn(libc::__rlimit_resource_t) -> u64,
 ) -> Bounds {
     let mut b = Bounds::default();
@@ -111,9 +189,16 @@ pub fn bounds(
         if at.own_user_namespace && at.nproc_per_namespace {
             // The namespace's init is one of the user's processes there.
             limit(libc::RLIMIT_NPROC, r.processes + 1);
-        } else if !at.own_user_namespace && at.pid_max_per_namespace {
+        } else if !at.own_user_namespace && at.pid_max_per_namespace && !at.cgroup.pids {
             b.pid_max = Some(r.processes + RESERVED_PIDS);
         }
+    }
+    if r.memory_mb > 0 && at.cgroup.memory {
+        b.cgroup.memory = Some(r.memory_mb.saturating_mul(1 << 20));
+    }
+    if r.processes > 0 && at.cgroup.pids {
+        // With namespaces the init is in the cgroup too.
+        b.cgroup.pids = Some(r.processes + u64::from(at.namespaces));
     }
     if r.scratch_mb > 0 && at.namespaces {
         b.scratch = Some(ScratchSize {
@@ -122,22 +207,30 @@ pub fn bounds(
             holds_layers: at.tmpfs_user_xattrs,
         });
     }
+    if at.namespaces && at.inotify_namespace {
+        let (instances, watches) = at.user_inotify;
+        b.inotify = Some(Inotify {
+            instances: (instances / INOTIFY_SHARE).max(1),
+            watches: (watches / INOTIFY_SHARE).max(1),
+        });
+    }
     b
 }
 
-/// One bound of `[resources]` as it applies here, for `doctor`.
+/// One bound of `[resources]` as it applies here, for `doctor` and
+/// `explain`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Applied {
     /// What is bounded.
     pub what: &'static str,
-    /// Whether it is bounded here.
+    /// Whether it is bounded here as the policy says.
     pub bounded: bool,
     /// How, or why not.
     pub how: String,
 }
 
 /// How each bound of `r` applies to a server running `at`.
-pub fn applied(r: &ResourcesSection, at: Where) -> Vec<Applied> {
+pub fn applied(r: &ResourcesSection, at: &Where) -> Vec<Applied> {
     let b = bounds(r, at, |_| u64::MAX);
     let has = |res| b.rlimits.iter().any(|(x, _)| *x == res);
     let off = |what, key: &str| Applied {
@@ -145,87 +238,138 @@ pub fn applied(r: &ResourcesSection, at: Where) -> Vec<Applied> {
         bounded: false,
         how: format!("[resources] {key} = 0"),
     };
+    let yes = |what, how: String| Applied {
+        what,
+        bounded: true,
+        how,
+    };
+    let no = |what, how: String| Applied {
+        what,
+        bounded: false,
+        how,
+    };
     let processes = if r.processes == 0 {
         off("processes and threads", "processes")
+    } else if b.cgroup.pids.is_some() {
+        yes(
+            "processes and threads",
+            format!(
+                "{} at once, every process and thread of the server and of what it starts together (its cgroup's pids.max)",
+                r.processes
+            ),
+        )
     } else if has(libc::RLIMIT_NPROC) {
-        Applied {
-            what: "processes and threads",
-            bounded: true,
-            how: format!(
+        yes(
+            "processes and threads",
+            format!(
                 "{} at once (RLIMIT_NPROC in the server's own user namespace)",
                 r.processes
             ),
-        }
+        )
     } else if let Some(n) = b.pid_max {
-        Applied {
-            what: "processes and threads",
-            bounded: true,
-            how: format!(
+        yes(
+            "processes and threads",
+            format!(
                 "{} to {} at once (the PID namespace's kernel.pid_max = {n}: root is exempt from RLIMIT_NPROC)",
                 r.processes,
                 n - 1
             ),
-        }
+        )
     } else {
-        Applied {
-            what: "processes and threads",
-            bounded: false,
-            how: if !at.namespaces {
-                "not bounded without namespaces (RLIMIT_NPROC would count every process of the user)".into()
+        no(
+            "processes and threads",
+            if !at.namespaces {
+                "not bounded without namespaces (RLIMIT_NPROC would count every process of the user) and without a cgroup".into()
             } else if at.own_user_namespace {
-                "not bounded: this kernel counts RLIMIT_NPROC per user, not per user namespace (needs Linux 5.14)".into()
+                "not bounded: this kernel counts RLIMIT_NPROC per user, not per user namespace (needs Linux 5.14), and there is no cgroup".into()
             } else {
-                "not bounded: root is exempt from RLIMIT_NPROC, and this kernel's kernel.pid_max is the machine's, not the PID namespace's (needs Linux 6.14)".into()
+                "not bounded: root is exempt from RLIMIT_NPROC, this kernel's kernel.pid_max is the machine's, not the PID namespace's (needs Linux 6.14), and there is no cgroup".into()
             },
-        }
+        )
     };
     let memory = if r.memory_mb == 0 {
         off("memory", "memory_mb")
-    } else {
-        Applied {
-            what: "memory",
-            bounded: true,
-            how: format!(
-                "{} MiB of data per process (RLIMIT_DATA); the server's total is not bounded (needs a delegated cgroup)",
-                r.memory_mb
+    } else if b.cgroup.memory.is_some() {
+        yes(
+            "memory",
+            format!(
+                "{m} MiB for the server and what it starts together, shared memory, memfds and tmpfs pages included (its cgroup's memory limit: the process that crosses it is killed), and {m} MiB of data per process (RLIMIT_DATA: an allocation beyond fails)",
+                m = r.memory_mb
             ),
-        }
+        )
+    } else {
+        no(
+            "memory",
+            format!(
+                "{} MiB of data per process only (RLIMIT_DATA); shared memory (MAP_SHARED, memfds, /dev/shm) and the server's total are not bounded: no cgroup can be had here ({})",
+                r.memory_mb, at.no_cgroup
+            ),
+        )
     };
     let files = if r.open_files == 0 {
         off("open files", "open_files")
     } else {
-        Applied {
-            what: "open files",
-            bounded: true,
-            how: format!(
+        yes(
+            "open files",
+            format!(
                 "{} per process (RLIMIT_NOFILE, at most rootfence's own hard limit)",
                 r.open_files
             ),
-        }
+        )
     };
     let scratch = match b.scratch {
         _ if r.scratch_mb == 0 => off("scratch space", "scratch_mb"),
-        Some(s) => Applied {
-            what: "scratch space",
-            bounded: true,
-            how: format!(
-                "{} MiB and {} files for TMPDIR{} (a tmpfs in the view)",
+        Some(s) => yes(
+            "scratch space",
+            format!(
+                "{} MiB and {} files for TMPDIR, /dev/shm (POSIX shared memory and semaphores){} (a tmpfs in the view)",
                 r.scratch_mb,
                 s.inodes,
                 if s.holds_layers {
                     " and the private layers together"
                 } else {
-                    "; the private layers' writes are on the host's disk, not bounded (tmpfs keeps the extended attributes overlayfs needs from Linux 6.6)"
+                    " together; the private layers' writes are on the host's disk, not bounded (tmpfs keeps the extended attributes overlayfs needs from Linux 6.6)"
                 }
             ),
-        },
-        None => Applied {
-            what: "scratch space",
-            bounded: false,
-            how: "not bounded without namespaces (TMPDIR is a directory on the host's disk)".into(),
-        },
+        ),
+        None => no(
+            "scratch space",
+            "not bounded without namespaces (TMPDIR is a directory on the host's disk); POSIX shared memory and semaphores are unavailable (the host's /dev/shm, shared by every process, is not granted)".into(),
+        ),
     };
-    vec![processes, memory, files, scratch]
+    let (iu, wu) = at.user_inotify;
+    let inotify = match b.inotify {
+        Some(i) => yes(
+            "inotify",
+            format!(
+                "{} instances and {} watches (its user namespace's own limits, a quarter of the user's {iu} and {wu}, which the server's count against too)",
+                i.instances, i.watches
+            ),
+        ),
+        None if !at.namespaces => no(
+            "inotify",
+            format!(
+                "not bounded without namespaces: the server's instances and watches count against the user's limits ({iu} and {wu}), all of which it can take"
+            ),
+        ),
+        None => no(
+            "inotify",
+            format!(
+                "not bounded: the server cannot get a user namespace of its own here, so its instances and watches count against the user's limits ({iu} and {wu}), all of which it can take"
+            ),
+        ),
+    };
+    vec![processes, memory, files, scratch, inotify]
+}
+
+/// The row of a server's own store (see [`crate::store`]): kept on the
+/// user's disk, bounded by nothing but the disk.
+pub fn store_row() -> Applied {
+    Applied {
+        what: "its own store",
+        bounded: false,
+        how: "what the server writes under its home is kept on your disk (~/.local/state/rootfence/servers) and not bounded; [runtime] home = \"ephemeral\" makes it a 256 MiB home discarded at exit".into(),
+    }
 }
 
 #[cfg(test)]
@@ -248,6 +392,18 @@ mod tests {
             nproc_per_namespace: true,
             pid_max_per_namespace: true,
             tmpfs_user_xattrs: true,
+            cgroup: Controllers::NONE,
+            no_cgroup: "none here".into(),
+            user_inotify: (128, 8192),
+            inotify_namespace: true,
+        }
+    }
+
+    fn with_cgroup(w: Where) -> Where {
+        Where {
+            cgroup: Controllers::BOTH,
+            no_cgroup: String::new(),
+            ..w
         }
     }
 
@@ -257,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_user_in_its_own_namespace_gets_nproc_counting_the_init() {
-        let b = bounds(&section(), at(true, true), |_| u64::MAX);
+        let b = bounds(&section(), &at(true, true), |_| u64::MAX);
         assert_eq!(get(&b, libc::RLIMIT_NPROC), Some(65));
         assert_eq!(b.pid_max, None);
         assert_eq!(get(&b, libc::RLIMIT_DATA), Some(256 << 20));
@@ -270,40 +426,77 @@ mod tests {
                 holds_layers: true,
             })
         );
+        assert_eq!(
+            b.inotify,
+            Some(Inotify {
+                instances: 32,
+                watches: 2048
+            })
+        );
     }
 
     #[test]
     fn root_is_bounded_by_the_pid_namespace_not_nproc() {
-        let b = bounds(&section(), at(true, false), |_| u64::MAX);
+        let b = bounds(&section(), &at(true, false), |_| u64::MAX);
         assert_eq!(get(&b, libc::RLIMIT_NPROC), None);
         assert_eq!(b.pid_max, Some(64 + RESERVED_PIDS));
         let old = Where {
             pid_max_per_namespace: false,
             ..at(true, false)
         };
-        let b = bounds(&section(), old, |_| u64::MAX);
+        let b = bounds(&section(), &old, |_| u64::MAX);
         assert_eq!((get(&b, libc::RLIMIT_NPROC), b.pid_max), (None, None));
-        assert!(!applied(&section(), old)[0].bounded);
+        assert!(!applied(&section(), &old)[0].bounded);
     }
 
     #[test]
-    fn without_namespaces_processes_and_scratch_are_not_bounded() {
+    fn a_cgroup_bounds_the_total_in_every_mode_and_the_rlimits_stay() {
+        for (namespaces, own) in [(true, true), (true, false), (false, true), (false, false)] {
+            let w = with_cgroup(at(namespaces, own));
+            let b = bounds(&section(), &w, |_| u64::MAX);
+            assert_eq!(b.cgroup.memory, Some(256 << 20));
+            // The init is in the cgroup with namespaces.
+            assert_eq!(b.cgroup.pids, Some(64 + u64::from(namespaces)));
+            // The cgroup's pids.max is exact: no pid_max slack over it.
+            assert_eq!(b.pid_max, None);
+            assert_eq!(get(&b, libc::RLIMIT_DATA), Some(256 << 20));
+            let a = applied(&section(), &w);
+            assert!(a[0].bounded && a[1].bounded, "{a:?}");
+            assert!(a[1].how.contains("shared memory"), "{}", a[1].how);
+        }
+    }
+
+    #[test]
+    fn without_a_cgroup_shared_memory_is_said_open() {
+        let a = applied(&section(), &at(true, true));
+        assert!(!a[1].bounded);
+        assert!(
+            a[1].how.contains("MAP_SHARED") && a[1].how.contains("none here"),
+            "{}",
+            a[1].how
+        );
+    }
+
+    #[test]
+    fn without_namespaces_processes_scratch_and_inotify_are_not_bounded() {
         for own in [true, false] {
-            let b = bounds(&section(), at(false, own), |_| u64::MAX);
+            let b = bounds(&section(), &at(false, own), |_| u64::MAX);
             assert_eq!((get(&b, libc::RLIMIT_NPROC), b.pid_max), (None, None));
             assert_eq!(b.scratch, None);
+            assert_eq!(b.inotify, None);
             assert_eq!(get(&b, libc::RLIMIT_NOFILE), Some(100));
-            let a = applied(&section(), at(false, own));
+            let a = applied(&section(), &at(false, own));
             assert_eq!(
                 a.iter().map(|x| x.bounded).collect::<Vec<_>>(),
-                [false, true, true, false]
+                [false, false, true, false, false]
             );
+            assert!(a[3].how.contains("/dev/shm"), "{}", a[3].how);
         }
     }
 
     #[test]
     fn no_limit_is_above_rootfences_own_and_zero_means_none() {
-        let b = bounds(&section(), at(true, true), |_| 50);
+        let b = bounds(&section(), &at(true, true), |_| 50);
         assert_eq!(get(&b, libc::RLIMIT_NOFILE), Some(50));
         assert_eq!(get(&b, libc::RLIMIT_NPROC), Some(50));
         let none = ResourcesSection {
@@ -312,7 +505,11 @@ mod tests {
             open_files: 0,
             scratch_mb: 0,
         };
-        assert_eq!(bounds(&none, at(true, true), |_| 50), Bounds::default());
-        assert!(applied(&none, at(true, true)).iter().all(|a| !a.bounded));
+        let w = Where {
+            inotify_namespace: false,
+            ..with_cgroup(at(true, true))
+        };
+        assert_eq!(bounds(&none, &w, |_| 50), Bounds::default());
+        assert!(applied(&none, &w).iter().all(|a| !a.bounded));
     }
 }

@@ -6,15 +6,17 @@
 //!    about namespaces and overlays is tried first ([`launch`]); with
 //!    `[network] allow_domains`, network by domain's design on that rung
 //!    (`netns::Net::prepare`);
-//! 2. the scratch directory, the environment and the private layers'
-//!    directories ([`Layout`]);
-//! 3. the confinement: the Landlock ruleset, the seccomp program, the
-//!    view's operations, the rules only the child can make, the
-//!    capabilities to drop, the limits of `[resources]` ([`prepare`]);
+//! 2. the scratch directory, the environment, and the directories of the
+//!    private layers and of the server's own `/dev/shm` ([`Layout`]);
+//! 3. the server's own cgroup where one can be had (`cgroup`), and the
+//!    confinement: the Landlock ruleset, the seccomp program, the view's
+//!    operations, the rules only the child can make, the capabilities to
+//!    drop, the limits of `[resources]` ([`prepare`]);
 //! 4. argv, the environment and the standard streams as the child needs
 //!    them, the pipes of the error protocol and the namespaces;
-//! 5. the clone on the launcher thread, the id maps, the go-ahead, and the
-//!    child's report ([`clone_and_start`]);
+//! 5. the clone on the launcher thread (into the cgroup v2 where `clone3`
+//!    can), the id maps, the go-ahead, and the child's report
+//!    ([`clone_and_start`]);
 //! 6. the supervisor of the filter's listener, the network proxy (with
 //!    `[network] allow_domains`, see `netns`), and the handle.
 //!
@@ -30,11 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::caps::{DropCaps, cap_state};
+use super::cgroup::{self, Cgroup};
 use super::child::{ChildRule, ChildSetup, ExecImage, LandlockChild, NsChild, Rlimit};
 use super::coverage::{DomainRung, Loss, Rung, losses};
 use super::handle::{CapabilityOutcome, Confinement, SandboxedChild, live_add};
 use super::ids::{IdMaps, Identity, namespace_flags};
 use super::init::ServerStack;
+use super::inotify::{IdMapLines, InotifySetup};
 use super::launcher::on_launcher;
 use super::mount::{ViewOp, ViewSetup};
 use super::netns::{self, Net};
@@ -303,6 +307,13 @@ impl Layout {
                     }
                 }
             }
+            // The server's own /dev/shm, in its scratch space.
+            if mode.namespaces {
+                match size {
+                    Some(_) => dirs.push(PathBuf::from(translate::SHM_DIR)),
+                    None => host_dirs.push(PathBuf::from(translate::SHM_DIR)),
+                }
+            }
             for d in &host_dirs {
                 let dir = s.path().join(d);
                 std::fs::create_dir_all(&dir)
@@ -556,9 +567,8 @@ fn prepare(
 
 /// The Landlock rules only the child can make: with namespaces, the fresh
 /// `/proc`, each private layer's overlay, the sized scratch, the private
-/// home, and the directories of files copied into the view (new inodes);
-/// without, the
-/// server's own `/proc/self`.
+/// home, `/dev/shm`, and the directories of files copied into the view
+/// (new inodes); without, the server's own `/proc/self`.
 fn child_rules(
     r: &landlock::PreparedRuleset,
     namespaces: bool,
@@ -596,6 +606,15 @@ fn child_rules(
     // never execute.
     for (target, kind) in view.map(|v| v.1.as_slice()).unwrap_or_default() {
         if *kind == OpKind::Home {
+            rules.push(ChildRule {
+                path: cpath("", target)?,
+                access: r.scratch_access,
+            });
+        }
+    }
+    // So is /dev/shm, a directory of the scratch space mounted there.
+    for (target, kind) in view.map(|v| v.1.as_slice()).unwrap_or_default() {
+        if *kind == OpKind::Shm {
             rules.push(ChildRule {
                 path: cpath("", target)?,
                 access: r.scratch_access,
@@ -655,8 +674,15 @@ fn capabilities_to_drop(namespaces: bool) -> (Option<DropCaps>, CapabilityOutcom
 
 /// The limits of `[resources]` for a server in `mode`.
 fn bounds_for(plan: &SandboxPlan, mode: Mode) -> Bounds {
-    let at = resources::Where::new(mode.namespaces, Identity::current(), &kernel_release());
-    resources::bounds(&plan.resources, at, |res| {
+    let place = cgroup::place();
+    let at = resources::Where::new(
+        mode.namespaces,
+        Identity::current(),
+        &kernel_release(),
+        (place.controllers(), place.why()),
+        resources::user_inotify(),
+    );
+    resources::bounds(&plan.resources, &at, |res| {
         let mut l = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,
@@ -704,6 +730,7 @@ fn namespace_setup(
     ops: Vec<ViewOp>,
     bounds: &Bounds,
     net: Option<&Net>,
+    cgroup: Option<&Cgroup>,
     child_ends: &mut Vec<OwnedFd>,
 ) -> Result<(NsChild, OwnedFd, OwnedFd), SandboxError> {
     let (sync_r, sync_w) = pipe()?;
@@ -726,14 +753,39 @@ fn namespace_setup(
                 .pid_max
                 .map(|n| cstring(OsStr::new(&n.to_string()), "pid_max"))
                 .transpose()?,
+            inotify: bounds.inotify.map(inotify_setup).transpose()?,
             tree_fds: (0..n_ops).map(|_| std::cell::Cell::new(-1)).collect(),
         },
         server_stack: ServerStack::new().map_err(SandboxError::Launcher)?,
         net: net.and_then(Net::child),
+        cgroup_leave: cgroup.map(Cgroup::leave_fds).unwrap_or_default(),
     };
     child_ends.push(sync_r);
     child_ends.push(status_w);
     Ok((ns, sync_w, status_r))
+}
+
+/// The server's inotify limits as the child writes them (as root, in a
+/// user namespace made for the server, with its own ids mapped).
+fn inotify_setup(i: resources::Inotify) -> Result<InotifySetup, SandboxError> {
+    let text = |n: u64| cstring(OsStr::new(&n.to_string()), "an inotify limit");
+    Ok(InotifySetup {
+        instances: text(i.instances)?,
+        watches: text(i.watches)?,
+        new_user_namespace: Identity::current().is_root().then(IdMapLines::own),
+        proc: std::cell::Cell::new(-1),
+    })
+}
+
+/// The server's own cgroup, where the bounds need one.
+fn make_cgroup(bounds: &Bounds, mode: Mode) -> Result<Option<Cgroup>, SandboxError> {
+    let place = cgroup::place();
+    let made =
+        Cgroup::create(place, bounds.cgroup, mode.namespaces).map_err(SandboxError::Cgroup)?;
+    if made.is_some() {
+        cgroup::sweep_stale(place);
+    }
+    Ok(made)
 }
 
 fn attempt(
@@ -759,6 +811,7 @@ fn attempt(
     }
     // File times come from the kernel's coarse clock (a tick behind).
     let since = std::time::SystemTime::now() - std::time::Duration::from_millis(20);
+    let cgroup = make_cgroup(&bounds, mode)?;
     if let Some(n) = &net {
         n.set_env(&mut layout.env);
     }
@@ -785,7 +838,14 @@ fn attempt(
     let mut sync_w = None;
     let mut status_r = None;
     if mode.namespaces && confine {
-        let (n, w, r) = namespace_setup(plan, ops, &bounds, net.as_ref(), &mut child_ends)?;
+        let (n, w, r) = namespace_setup(
+            plan,
+            ops,
+            &bounds,
+            net.as_ref(),
+            cgroup.as_ref(),
+            &mut child_ends,
+        )?;
         ns = Some(n);
         sync_w = Some(w);
         status_r = Some(r);
@@ -803,6 +863,7 @@ fn attempt(
         // SAFETY: getpid cannot fail.
         parent_pid: unsafe { libc::getpid() },
         err_w: err_w.as_raw_fd(),
+        cgroup_join: cgroup.as_ref().map(Cgroup::joins).unwrap_or_default(),
         stdio: streams.child,
         ns,
         landlock: prepared.as_mut().and_then(|p| p.landlock.take()),
@@ -825,8 +886,9 @@ fn attempt(
     let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung))
         | net.as_ref().map_or(0, Net::clone_flags);
     let ruleset = prepared.as_mut().and_then(|p| p.ruleset.take());
+    let into = cgroup.as_ref().and_then(Cgroup::clone_into);
     let started = on_launcher(move || {
-        let r = clone_and_start(&setup, flags, parent);
+        let r = clone_and_start(&setup, flags, into, parent);
         // The ruleset descriptor must outlive the clone; close it now.
         drop(ruleset);
         drop(setup);
@@ -847,6 +909,7 @@ fn attempt(
         stdout: None,
         stderr: None,
         scratch: layout.scratch,
+        cgroup,
         confinement,
         namespaces: mode.namespaces && confine,
         status: None,
@@ -1054,18 +1117,20 @@ fn classify(
     }
 }
 
-/// Clone the child (see [`clone::start`]), finish its set-up from the
-/// parent side, and wait until it has exec'd the server or failed.
+/// Clone the child (see [`clone::start_into`], into the cgroup v2 `into`
+/// where it can), finish its set-up from the parent side, and wait until
+/// it has exec'd the server or failed.
 fn clone_and_start(
     setup: &ChildSetup,
     flags: u64,
+    into: Option<std::os::fd::RawFd>,
     parent: Parent,
 ) -> Result<clone::Started, StartError> {
     // SAFETY: the child runs only `setup.run()` (raw system calls on
     // memory prepared before, no allocation, no lock), which never
     // returns.
-    let started =
-        unsafe { clone::start(flags, || setup.run()) }.map_err(|e| StartError::Os("clone", e))?;
+    let started = unsafe { clone::start_into(flags, into, |in_cgroup| setup.run(in_cgroup)) }
+        .map_err(|e| StartError::Os("clone", e))?;
     let Parent {
         child_ends,
         sync_w,

@@ -32,12 +32,17 @@ pub enum OpKind {
     Copy,
     /// The private home (a tmpfs of the server's own).
     Home,
+    /// The server's own `/dev/shm` (a directory of its scratch space).
+    Shm,
     /// Anything else.
     Other,
 }
 
 /// A view operation's target and kind, for naming it in errors.
 pub type Target = (PathBuf, OpKind);
+
+/// The directory of the scratch space bound at the server's `/dev/shm`.
+pub const SHM_DIR: &str = ".rootfence-shm";
 
 /// The descriptor numbers the child puts each overlay's lower layer at
 /// (below the usual soft limit of 1024 open files).
@@ -197,6 +202,7 @@ fn kind(op: &Op) -> OpKind {
         Op::Overlay { .. } => OpKind::Overlay,
         Op::Copy(_) => OpKind::Copy,
         Op::Tmpfs(_) | Op::Store { .. } => OpKind::Home,
+        Op::Shm(_) => OpKind::Shm,
         _ => OpKind::Other,
     }
 }
@@ -254,6 +260,23 @@ fn translate(
         } => overlay(path, layer, identity, scratch, layers)?,
         Op::Proc => ViewOp::Proc {
             dst: c"/proc".to_owned(),
+        },
+        // Bound from the scratch space (its own filesystem, or the host's
+        // directory), so that it is counted in it.
+        Op::Shm(p) => ViewOp::Bind {
+            src: match scratch {
+                Some(s) => cpath("", &s.staged(Path::new(SHM_DIR)))?,
+                None => {
+                    return Err(SandboxError::Launcher(io::Error::other(
+                        "/dev/shm without a scratch directory",
+                    )));
+                }
+            },
+            dst: cpath("", &p)?,
+            attrs: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+            fixup: true,
+            identity: None,
+            on_itself: false,
         },
         Op::Mask(p) => ViewOp::Mask {
             dst: cpath("", &p)?,
@@ -386,6 +409,48 @@ mod tests {
             sized_without_layers.staged(Path::new(".rootfence-layer-0")),
             Path::new("/.rootfence-scratch/.rootfence-layer-0")
         );
+    }
+
+    #[test]
+    fn dev_shm_is_bound_from_the_scratch_space_writable_and_noexec() {
+        let dirs = [];
+        let host = ScratchView {
+            path: Path::new("/tmp/rootfence-1-ab"),
+            size: None,
+            dirs: &dirs,
+        };
+        let sized = ScratchView {
+            size: Some(ScratchSize {
+                bytes: 1 << 20,
+                inodes: 1024,
+                holds_layers: true,
+            }),
+            ..host
+        };
+        for (s, src) in [
+            (host, "/.rootfence-host/tmp/rootfence-1-ab/.rootfence-shm"),
+            (sized, "/.rootfence-scratch/.rootfence-shm"),
+        ] {
+            let op = translate(Op::Shm("/dev/shm".into()), Some(s), &[]).expect("translated");
+            let ViewOp::Bind {
+                src: from,
+                dst,
+                attrs,
+                fixup,
+                ..
+            } = op
+            else {
+                panic!("{op:?}");
+            };
+            assert_eq!(from.to_str(), Ok(src));
+            assert_eq!(dst.to_str(), Ok("/dev/shm"));
+            assert_eq!(
+                attrs,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC
+            );
+            assert!(fixup, "its own attributes: writable, unlike the view");
+        }
+        assert!(translate(Op::Shm("/dev/shm".into()), None, &[]).is_err());
     }
 
     #[test]

@@ -35,6 +35,9 @@
 //!   at or above it (as Landlock's rules combine).
 //! - Grants under `/proc` are replaced by the fresh `/proc`; `/dev/fd`,
 //!   `/dev/stdin`, `/dev/stdout`, `/dev/stderr` are symlinks into it.
+//! - With a scratch directory, `/dev/shm` (POSIX shared memory and
+//!   semaphores) is the server's own: a directory of its scratch space,
+//!   writable, never executable, counted within its size.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -174,6 +177,9 @@ pub enum Op {
         /// Where, in the view.
         to: PathBuf,
     },
+    /// The server's own `/dev/shm` at this path: a directory of its
+    /// scratch space, bound writable, `noexec`, `nosuid`, `nodev`.
+    Shm(PathBuf),
     /// A fresh `/proc` of the server's PID namespace.
     Proc,
     /// An empty read-only directory over a directory of the fresh `/proc`
@@ -185,7 +191,7 @@ impl Op {
     /// The path in the view the operation creates or mounts on.
     pub fn target(&self) -> &Path {
         match self {
-            Op::Dir(p) | Op::File(p) | Op::Copy(p) | Op::Tmpfs(p) => p,
+            Op::Dir(p) | Op::File(p) | Op::Copy(p) | Op::Tmpfs(p) | Op::Shm(p) => p,
             Op::Store { path, .. } => path,
             Op::CopyTo { to, .. } => to,
             Op::Symlink { at, .. } => at,
@@ -520,7 +526,8 @@ impl Builder {
         }
     }
 
-    /// A fresh /proc, and the /dev links into it.
+    /// A fresh /proc, the /dev links into it, and (with a scratch
+    /// directory) the server's own /dev/shm.
     fn proc_and_dev(&mut self) {
         if self.made.insert(PathBuf::from("/proc")) {
             self.ops.push(Op::Dir(PathBuf::from("/proc")));
@@ -546,6 +553,11 @@ impl Builder {
                     text: OsString::from(text),
                 });
             }
+        }
+        let shm = PathBuf::from("/dev/shm");
+        if self.scratch.is_some() && !self.in_mounted(&shm) && self.made.insert(shm.clone()) {
+            self.ops.push(Op::Dir(shm.clone()));
+            self.ops.push(Op::Shm(shm));
         }
     }
 }
@@ -1052,6 +1064,24 @@ mod tests {
             )]
         );
         assert!(ops.contains(&Op::Dir("/tmp".into())));
+    }
+
+    #[test]
+    fn dev_shm_is_the_servers_own_with_a_scratch_directory_only() {
+        let ops = plan_view(&[], Some(Path::new("/tmp/rootfence-1-ab")), None);
+        let at = |op: &Op| ops.iter().position(|o| o == op);
+        let shm = at(&Op::Shm("/dev/shm".into())).expect("a /dev/shm");
+        assert!(at(&Op::Dir("/dev/shm".into())) < Some(shm));
+        // Without scratch space there is none (the host's is never bound).
+        let ops = plan_view(&[], None, None);
+        assert!(!ops.iter().any(|o| o.target() == Path::new("/dev/shm")));
+        // A host /dev mounted whole keeps its own.
+        let ops = plan_view(
+            &[g("/dev", true, false)],
+            Some(Path::new("/tmp/rootfence-1-ab")),
+            None,
+        );
+        assert!(!ops.iter().any(|o| matches!(o, Op::Shm(_))));
     }
 
     #[test]
