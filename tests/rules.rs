@@ -133,19 +133,27 @@ fn uv_from_its_standalone_installer_runs_the_uv_beside_it() {
 }
 
 #[test]
-fn a_path_directory_grants_the_install_tree_above_it_and_where_its_links_lead() {
+fn a_path_directory_grants_its_programs_and_the_toolchains_they_belong_to() {
     let (_t, base) = tmp();
     let home = base.join("home");
-    // pyenv: shims on PATH, the versions beside them.
+    // pyenv: shims on PATH, its commands and versions beside them, its
+    // sources and checkout not needed to run a shim.
     let pyenv = home.join(".pyenv");
     write_exec(
         &pyenv.join("shims/python3"),
         "#!/usr/bin/env bash\nexec pyenv exec python3\n",
     );
+    write_exec(&pyenv.join("libexec/pyenv"), "#!/usr/bin/env bash\n");
     python_tree(&pyenv.join("versions/3.11.7"));
-    // nvm: a version's bin on PATH.
+    std::fs::create_dir_all(pyenv.join(".git")).unwrap();
+    std::fs::write(pyenv.join(".git/config"), "[remote]\n").unwrap();
+    // nvm: a version's bin on PATH, a node install (npm in its lib/).
     let nvm = home.join(".nvm/versions/node/v22.1.0");
     write_exec(&nvm.join("bin/node"), "#!/bin/sh\n");
+    write_exec(
+        &nvm.join("lib/node_modules/npm/bin/npm-cli.js"),
+        "#!/usr/bin/env node\n",
+    );
     // pipx: ~/.local/bin/x links into a venv made from pyenv's Python.
     let pipx_venv = home.join(".local/share/pipx/venvs/markitdown-mcp");
     venv(&pipx_venv, &pyenv.join("versions/3.11.7/bin/python3.11"));
@@ -173,7 +181,14 @@ fn a_path_directory_grants_the_install_tree_above_it_and_where_its_links_lead() 
         &["node", "-e", "1"][..],
     ] {
         let spec = discover(cmd, &home, &env);
-        for tree in [&pyenv, &nvm, &pipx_venv] {
+        for tree in [
+            &pyenv.join("shims"),
+            &pyenv.join("libexec"),
+            &pyenv.join("versions"),
+            &nvm,
+            &pipx_venv,
+            &home.join(".local/bin"),
+        ] {
             assert_eq!(
                 granted(&spec, tree),
                 Some(Rights::RX),
@@ -185,11 +200,13 @@ fn a_path_directory_grants_the_install_tree_above_it_and_where_its_links_lead() 
             &spec,
             &pyenv.join("versions/3.11.7/lib/python3.11")
         ));
-        assert!(
-            !reaches(&spec, &home.join(".nvm/alias")),
-            "{:#?}",
-            list(&spec)
-        );
+        for not in [
+            home.join(".nvm/alias"),
+            pyenv.join(".git/config"),
+            home.join(".local/share/pipx/logs"),
+        ] {
+            assert!(!reaches(&spec, &not), "{cmd:?} {not:?}: {:#?}", list(&spec));
+        }
         // Nothing of it is writable.
         assert!(
             spec.needs

@@ -327,6 +327,97 @@ fn python_server_starts_from_a_pyenv_interpreter() {
     assert_eq!(v["result"]["serverInfo"]["version"], want.as_str(), "{v}");
 }
 
+/// A python probe ([`common::PRELUDE`] and `code`) run confined with `path`
+/// as its `PATH` and `home` as its `HOME`.
+fn probe_with_path(t: &Tree, home: &Path, path: &str, code: &str) -> common::Probe {
+    let py = common::python();
+    let out = t
+        .command(
+            &[],
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!("{}\n{code}", common::PRELUDE),
+            ],
+        )
+        .env("PATH", path)
+        .env("HOME", home)
+        .output()
+        .unwrap();
+    common::Probe::new(out)
+}
+
+#[test]
+fn python_runs_through_pyenv_shims_found_on_path() {
+    // The shims on PATH run `pyenv exec`: pyenv's commands, its global
+    // version and its installs are granted; the rest of its checkout is not.
+    let root = pyenv_root();
+    let version = pyenv_version(&root);
+    let t = Tree::new();
+    let path = format!("{r}/shims:{r}/bin:/usr/bin:/bin", r = root.display());
+    let readme = root.join("README.md");
+    assert!(readme.is_file(), "{} is missing", readme.display());
+    let p = probe_with_path(
+        &t,
+        &t.home,
+        &path,
+        &format!(
+            "import subprocess\n\
+             out = subprocess.run(['python3', '-c', 'import sys; print(sys.prefix)'], capture_output=True, text=True)\n\
+             print('prefix=' + out.stdout.strip() + out.stderr.strip())\n\
+             check('checkout', lambda p: read(p), path='{readme}')\n\
+             check('checkout_twin', lambda p: read(p), path='{version}')",
+            readme = readme.display(),
+            version = root.join("version").display(),
+        ),
+    );
+    p.refused("checkout").allowed("checkout_twin");
+    let prefix = p.value("prefix");
+    assert!(
+        Path::new(&prefix).starts_with(root.join("versions")),
+        "{prefix} (the newest is {})",
+        version.display()
+    );
+}
+
+#[test]
+fn cargo_runs_through_rustups_proxies_found_on_path() {
+    // ~/.cargo/bin holds rustup's proxies: they and rustup's toolchains
+    // are granted, cargo's registry beside them is not.
+    let home = PathBuf::from(std::env::var("HOME").expect("HOME"));
+    let cargo_bin = home.join(".cargo/bin");
+    let registry = home.join(".cargo/registry");
+    assert!(
+        cargo_bin.join("cargo").exists()
+            && home.join(".rustup/toolchains").is_dir()
+            && registry.is_dir(),
+        "rustup's default layout is required under {} (~/.cargo/bin, ~/.rustup, ~/.cargo/registry)",
+        home.display()
+    );
+    let t = Tree::new();
+    let path = format!("{}:/usr/bin:/bin", cargo_bin.display());
+    let p = probe_with_path(
+        &t,
+        &home,
+        &path,
+        &format!(
+            "import subprocess\n\
+             out = subprocess.run(['cargo', '--version'], capture_output=True, text=True)\n\
+             print('version=' + out.stdout.strip() + out.stderr.strip())\n\
+             check('registry', lambda p: os.listdir(p), path='{registry}')\n\
+             check('registry_twin', lambda p: os.listdir(p), path='{bin}')",
+            registry = registry.display(),
+            bin = cargo_bin.display(),
+        ),
+    );
+    p.refused("registry").allowed("registry_twin");
+    assert!(
+        p.value("version").starts_with("cargo "),
+        "{}",
+        p.value("version")
+    );
+}
+
 #[test]
 fn python_server_starts_from_the_system_python() {
     let t = Tree::new();

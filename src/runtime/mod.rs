@@ -4,13 +4,14 @@
 //! Every server gets, besides its roots, what the same rules give every
 //! other server ([`Rule`], each stated in one line by `rootfence explain`):
 //! the system's libraries and configuration, its own program and
-//! interpreter, the toolchains on the user's `PATH`, its project up to the
-//! project's marker, and the package caches behind private layers. No
-//! rule takes its input from the server: its name labels its own state
-//! store ([`crate::store`]) and grants nothing. Secrets are granted by no rule: the deny list
-//! wins over every grant, and a grant that holds a denied path is narrowed
-//! around it (`narrow`). git's configuration reaches the server only as a
-//! sanitized copy (`gitconfig`).
+//! interpreter, the programs on the user's `PATH` with the toolchains
+//! their layout shows (`layout`), its project up to the project's marker,
+//! and the package caches behind private layers. No rule takes its input
+//! from the server: its name labels its own state store
+//! ([`crate::store`]) and grants nothing. Secrets are granted by no rule:
+//! the deny list wins over every grant, and a grant that holds a denied
+//! path is narrowed around it (`narrow`). git's configuration reaches the
+//! server only as a sanitized copy (`gitconfig`).
 //!
 //! This is the effectful half of planning: it looks at the filesystem
 //! (the `PATH` search, `realpath`, shebang lines, ELF headers, directory
@@ -21,6 +22,7 @@ mod cache;
 mod exe;
 mod gitconfig;
 mod launchers;
+mod layout;
 mod narrow;
 mod project;
 mod rules;

@@ -12,7 +12,8 @@ pub enum Rule {
     System,
     /// The server's executable, its interpreter and their install trees.
     Program,
-    /// The toolchains on the user's `PATH`.
+    /// The programs on the user's `PATH` and the toolchains their layout
+    /// shows.
     Toolchain,
     /// The server's project, up to its marker.
     Project,
@@ -56,7 +57,7 @@ impl Rule {
                 "program: the server's executable, its #! interpreter and the install tree of each (the directory above their bin/, a virtual environment with the Python it was made from): read and execute"
             }
             Rule::Toolchain => {
-                "toolchain: each directory on your PATH, the install tree above it (the parent of bin/ or shims/) and the install trees its links point into, plus the toolchain managers' own settings: read and execute"
+                "toolchain: from your PATH and what its directories hold: the programs in each PATH directory (the directory itself when it holds nothing else), where their links lead and the interpreters their #! lines name; an install tree only where its own layout shows a toolchain (a virtual environment with the Python it was made from; a Python, node, Ruby, Rust, Go or Java install; pyenv's or rbenv's commands, versions and hooks behind their shims; rustup's toolchains and settings behind its proxies; asdf's tree), never the project, sources or data around a program: read and execute"
             }
             Rule::Project => {
                 "project: for a script (the command itself or its first file argument), the nearest directory above it holding package.json, pyproject.toml, setup.py, Cargo.toml, go.mod or deno.json, with the node_modules above it: read and execute, .git left out"

@@ -4,6 +4,8 @@
 // tests/escapes_fs_no_landlock.rs (the view + seccomp rung).
 
 
+use std::path::PathBuf;
+
 use common::{Probe, SECRET, content};
 
 #[test]
@@ -534,6 +536,79 @@ fn a_users_own_state_is_reached_once_the_line_explain_shows_is_added() {
     Probe::new(t.run(&["--policy", &policy], &[&server, "-c", &code]))
         .allowed_with("settings", "OK");
     assert_eq!(content(&t.home.join(".my-server/settings.json")), "theirs");
+}
+
+/// A home whose `PATH` holds `~/go/bin` (GOPATH's programs, its sources
+/// beside them), a project's `bin/` (its `.env` beside), `~/bin` (a
+/// program and a note) and `~/.cargo/bin` (a program, with cargo's
+/// configuration, token and registry beside): that `PATH`, and the pairs
+/// (what lies beside a program, the program) the rule must tell apart.
+fn programs_on_path(t: &common::Tree) -> (String, Vec<(&'static str, PathBuf, PathBuf)>) {
+    use std::os::unix::fs::PermissionsExt;
+    let h = &t.home;
+    let file = |rel: &str, text: &str, mode: u32| {
+        let p = h.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    };
+    let run = |name: &str| format!("#!/bin/sh\necho {name}-ran\n");
+    let y = file("go/bin/y", &run("y"), 0o755);
+    let go_src = file("go/src/x/secret.go", SECRET, 0o644);
+    let go_mod = file("go/pkg/mod/x@v1/x.go", SECRET, 0o644);
+    let x = file("work/proj/bin/x", &run("x"), 0o755);
+    let env = file("work/proj/.env", SECRET, 0o644);
+    let tool = file("bin/tool", &run("tool"), 0o755);
+    let notes = file("bin/notes.txt", SECRET, 0o644);
+    let cargo = file(".cargo/bin/cargo", &run("cargo"), 0o755);
+    let credentials = file(".cargo/credentials.toml", SECRET, 0o600);
+    let config = file(".cargo/config.toml", SECRET, 0o644);
+    let registry = file(".cargo/registry/cache/x.crate", SECRET, 0o644);
+    let path = format!(
+        "{h}/go/bin:{h}/work/proj/bin:{h}/bin:{h}/.cargo/bin:/usr/local/bin:/usr/bin:/bin",
+        h = h.display()
+    );
+    let pairs = vec![
+        ("go_src", go_src, y.clone()),
+        ("go_mod", go_mod, y),
+        ("project_env", env, x),
+        ("notes", notes, tool),
+        ("cargo_credentials", credentials, cargo.clone()),
+        ("cargo_config", config, cargo.clone()),
+        ("cargo_registry", registry, cargo),
+    ];
+    (path, pairs)
+}
+
+#[test]
+fn a_path_directory_grants_its_programs_not_what_lies_beside_them() {
+    let t = tree();
+    let (path, pairs) = programs_on_path(&t);
+    let mut code = String::from("import subprocess\n");
+    for (name, refused, allowed) in &pairs {
+        code.push_str(&common::twin_checks(&[(name, "read(p)")], refused, allowed));
+    }
+    // Each program runs, found on the PATH.
+    for name in ["y", "x", "tool", "cargo"] {
+        code.push_str(&format!(
+            "print('run_{name}=' + subprocess.run(['{name}'], capture_output=True, text=True).stdout.strip())\n"
+        ));
+    }
+    let py = common::python();
+    let out = t
+        .command(&[], &[py.to_str().unwrap(), "-c", &format!("{}\n{code}", common::PRELUDE)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let p = Probe::new(out);
+    for (name, _, _) in &pairs {
+        p.refused(name).allowed(&format!("{name}_twin"));
+    }
+    for name in ["y", "x", "tool", "cargo"] {
+        p.allowed_with(&format!("run_{name}"), &format!("{name}-ran"));
+    }
+    assert_eq!(content(&t.home.join("bin/notes.txt")), SECRET);
 }
 
 #[test]
