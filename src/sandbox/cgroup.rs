@@ -41,7 +41,6 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -497,7 +496,7 @@ fn v1_hierarchy(m: &Mount, own: &Path, c: Controllers) -> Result<Hierarchy, Stri
 fn try_probe(h: &Hierarchy) -> Result<(), String> {
     let dir = h
         .parent
-        .join(format!("{PREFIX}probe-{}", std::process::id()));
+        .join(format!("{PREFIX}probe-{}", super::scratch::random_u64()));
     let version = if h.v2 { "v2" } else { "v1" };
     std::fs::create_dir(&dir).map_err(|e| {
         format!(
@@ -604,13 +603,14 @@ impl Cgroup {
     /// `namespaces`, also open what the init needs to move itself back
     /// out. `None` when `limits` need no cgroup here.
     pub fn create(place: &Place, limits: Limits, namespaces: bool) -> io::Result<Option<Cgroup>> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
         let mut cg = Cgroup::default();
-        // The same name in every hierarchy.
+        // The same name in every hierarchy; random after the pid, since
+        // rootfences in other PID namespaces (inside bubblewrap, say) share
+        // the parent and may have the same pid.
         let name = format!(
             "{PREFIX}{}-{}",
             std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
+            super::scratch::random_u64()
         );
         for h in &place.hierarchies {
             let here = h.controllers.and(limits.controllers());

@@ -232,7 +232,8 @@ impl Drop for Scratch {
     }
 }
 
-fn random_u64() -> u64 {
+/// A random number (for unique names).
+pub(super) fn random_u64() -> u64 {
     let mut buf = [0u8; 8];
     // SAFETY: getrandom writes at most `buf.len()` bytes into `buf`.
     let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };

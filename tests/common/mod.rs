@@ -484,6 +484,34 @@ impl Tree {
         c
     }
 
+    /// [`Tree::command_inherited`], the host adding `set` to rootfence's
+    /// environment for this launch (a host config's `env` block).
+    pub fn command_hosted(&self, extra: &[&str], argv: &[&str], set: &[(&str, &str)]) -> Command {
+        let direct = self.command(extra, argv);
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg("\"$@\"; exit $?")
+            .arg("sh")
+            .arg("/usr/bin/env");
+        for (k, v) in set {
+            c.arg(format!("{k}={v}"));
+        }
+        c.arg(direct.get_program())
+            .args(direct.get_args())
+            .env_clear()
+            .stdin(Stdio::null());
+        for (k, v) in direct.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        if let Some(d) = direct.get_current_dir() {
+            c.current_dir(d);
+        }
+        self.as_runner(&mut c);
+        c
+    }
+
     /// Run `argv` confined and collect its output.
     pub fn run(&self, extra: &[&str], argv: &[&str]) -> Output {
         self.command(extra, argv)

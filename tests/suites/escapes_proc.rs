@@ -480,18 +480,29 @@ fn environment_is_exactly_the_plans() {
         .collect();
     names.sort_unstable();
     // GIT_CONFIG_GLOBAL: git's configuration for the server (an empty
-    // one here: the fake home has none).
-    assert_eq!(
-        names,
-        ["GIT_CONFIG_GLOBAL", "HOME", "LANG", "PATH", "TERM", "TMPDIR"],
-        "{env}"
-    );
+    // one here: the fake home has none). Without namespaces, the XDG
+    // directories point into the server's own store.
+    let mut want = vec!["GIT_CONFIG_GLOBAL", "HOME", "LANG", "PATH", "TERM", "TMPDIR"];
+    if !t.namespaces {
+        want.extend([
+            "XDG_CACHE_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+        ]);
+    }
+    assert_eq!(names, want, "{env}");
     // What the host sets for this launch (a config's `env` block) passes,
     // but a variable that makes a runtime load code does not.
     let out = t
-        .command(&[], &["/usr/bin/env"])
-        .env("GITHUB_TOKEN", "the-servers-own-token")
-        .env("LD_PRELOAD", "/tmp/evil.so")
+        .command_hosted(
+            &[],
+            &["/usr/bin/env"],
+            &[
+                ("GITHUB_TOKEN", "the-servers-own-token"),
+                ("LD_PRELOAD", "/tmp/evil.so"),
+            ],
+        )
         .output()
         .unwrap();
     let env = stdout(&out);
