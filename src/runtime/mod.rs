@@ -36,6 +36,7 @@ use serde::Serialize;
 pub use exe::which;
 pub use gitconfig::sanitize as sanitize_git_config;
 pub use rules::{HOME as HOME_STATEMENT, NEVER as NEVER_STATEMENT, Rule};
+pub use wide::too_wide;
 
 use crate::policy::{Policy, ProfileName};
 
