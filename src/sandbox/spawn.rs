@@ -412,10 +412,12 @@ fn prepare(
         tcp_bind: plan.network.tcp_bind.clone(),
         proxy: net.and_then(Net::supervised_address),
         observe: filter.observe.then(|| {
-            Arc::new(Observer {
-                sandbox: observed_sandbox(plan, namespaces, ruleset.is_some(), layout),
-                ..Observer::default()
-            })
+            Arc::new(Observer::new(observed_sandbox(
+                plan,
+                namespaces,
+                ruleset.is_some(),
+                layout,
+            )))
         }),
     });
     let view = if namespaces {

@@ -22,14 +22,13 @@
 //! throughout.
 
 use std::ffi::OsString;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags, StatVfsMountFlags};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, StatVfsMountFlags};
 
 use super::paths::{PathCall, PathOp};
 use crate::sandbox::observed::{
@@ -41,14 +40,27 @@ use crate::sandbox::observed::{
 #[derive(Debug, Default)]
 pub struct Observer {
     /// The sandbox the server runs in.
-    pub sandbox: Sandbox,
+    sandbox: Sandbox,
     /// The refusals seen so far.
-    pub record: Mutex<Record>,
+    record: Mutex<Record>,
     /// Calls naming a path seen so far.
-    pub calls: AtomicU64,
+    calls: AtomicU64,
+    /// The root of the server's view, opened once: every process of the
+    /// sandbox has the same (the filter refuses `chroot`, `pivot_root`,
+    /// mounts and new mount namespaces).
+    view_root: OnceLock<OwnedFd>,
 }
 
 impl Observer {
+    /// An observer of a server running in `sandbox`, that has seen nothing
+    /// yet.
+    pub fn new(sandbox: Sandbox) -> Observer {
+        Observer {
+            sandbox,
+            ..Observer::default()
+        }
+    }
+
     /// What it saw so far.
     pub fn observed(&self) -> Observed {
         let (refusals, dropped) = self
@@ -71,7 +83,14 @@ const PATH_MAX: usize = 4096;
 /// documentation. Never fails: what cannot be read is not recorded.
 pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Observer) {
     obs.calls.fetch_add(1, Ordering::Relaxed);
-    let Some(seen) = look(n, call, obs.sandbox.view) else {
+    let view = match obs.sandbox.view {
+        true => match view_root(listener, n, obs) {
+            Some(root) => Some(root),
+            None => return,
+        },
+        false => None,
+    };
+    let Some(seen) = look(n, call, view) else {
         return;
     };
     // Everything read of the caller was the caller's.
@@ -96,6 +115,27 @@ pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Obse
     }
 }
 
+/// The root of the server's view, opened from the caller of `n` the
+/// first time (and kept only if `n` was still pending after: its pid named
+/// a process of the sandbox).
+fn view_root<'a>(
+    listener: RawFd,
+    n: &libc::seccomp_notif,
+    obs: &'a Observer,
+) -> Option<BorrowedFd<'a>> {
+    if let Some(fd) = obs.view_root.get() {
+        return Some(fd.as_fd());
+    }
+    let root = rustix::fs::open(
+        format!("/proc/{}/root", n.pid),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    super::supervisor::still_pending(listener, n.id).ok()?;
+    Some(obs.view_root.get_or_init(|| root).as_fd())
+}
+
 /// What one path call was after.
 struct Seen {
     /// The object the sandbox rules on, canonical outside.
@@ -110,9 +150,10 @@ struct Seen {
     in_view: Option<InView>,
 }
 
-/// Read and look up the path of a call: `None` when it cannot be read or
+/// Read and look up the path of a call (in the view from its root
+/// `view`, when the server has one): `None` when it cannot be read or
 /// names nothing that exists outside.
-fn look(n: &libc::seccomp_notif, call: PathCall, view: bool) -> Option<Seen> {
+fn look(n: &libc::seccomp_notif, call: PathCall, view: Option<BorrowedFd<'_>>) -> Option<Seen> {
     let args = n.data.args;
     let raw = read_path(n.pid, args[usize::from(call.path)])?;
     if raw.is_empty() {
@@ -147,11 +188,7 @@ fn look(n: &libc::seccomp_notif, call: PathCall, view: bool) -> Option<Seen> {
         (asked.clone(), need_of(call.op, flags), follow)
     };
     let (outside, path) = outside(&target, follow)?;
-    let in_view = if view {
-        in_view(n.pid, &target, follow)
-    } else {
-        None
-    };
+    let in_view = view.and_then(|root| in_view(root, &target, follow));
     Some(Seen {
         path,
         asked,
@@ -249,56 +286,40 @@ fn normal(p: &Path) -> PathBuf {
 }
 
 /// `path` outside the sandbox, as rootfence's user finds it: what it is,
-/// and its canonical path (a last symbolic link kept unless `follow`).
+/// and its canonical path (a last symbolic link kept unless `follow`),
+/// from one `O_PATH` open (which opens no FIFO nor device).
 fn outside(path: &Path, follow: bool) -> Option<(Outside, PathBuf)> {
-    let md = if follow {
-        std::fs::metadata(path)
-    } else {
-        std::fs::symlink_metadata(path)
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
     }
-    .ok()?;
-    let t = md.file_type();
-    let kind = if t.is_file() {
-        Kind::File
-    } else if t.is_dir() {
-        Kind::Dir
-    } else if t.is_symlink() {
-        Kind::Symlink
-    } else {
-        Kind::Special
+    let fd = rustix::fs::open(path, flags, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Special,
     };
-    let canonical = if follow {
-        std::fs::canonicalize(path).ok()?
-    } else {
-        match (path.parent(), path.file_name()) {
-            (Some(d), Some(name)) => std::fs::canonicalize(d).ok()?.join(name),
-            _ => path.to_path_buf(),
-        }
-    };
-    Some((
+    let canonical = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    canonical.is_absolute().then_some((
         Outside {
             kind,
-            uid: md.uid(),
+            uid: st.st_uid,
         },
         canonical,
     ))
 }
 
-/// `path` in the view of `pid`: looked up from its root, every symbolic
-/// link resolved inside it as the server's own lookup would.
-fn in_view(pid: u32, path: &Path, follow: bool) -> Option<InView> {
-    let root = rustix::fs::open(
-        format!("/proc/{pid}/root"),
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
+/// `path` in the view whose root is `root`: every symbolic link resolved
+/// inside it, as the server's own lookup would.
+fn in_view(root: BorrowedFd<'_>, path: &Path, follow: bool) -> Option<InView> {
     let mut flags = OFlags::PATH | OFlags::CLOEXEC;
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
     let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(&root, path, flags, Mode::empty(), resolve) {
+    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
         Ok(fd) => {
             let st = rustix::fs::fstatvfs(&fd).ok()?;
             Some(InView::Present {
