@@ -94,10 +94,11 @@ pub struct FilterPolicy {
     /// to rootfence's network proxy (network by domain without a network
     /// namespace of the server's own).
     pub supervise_connect: bool,
-    /// The calls that name a path ([`paths::of`]) go to the supervisor,
-    /// which records the paths the sandbox refuses and lets every call run
-    /// as the kernel decides (it grants nothing). Only while rootfence
-    /// observes a server: each such call costs a round trip.
+    /// The calls that name a path ([`paths::of`]; those that only look at
+    /// it only with `namespaces`) go to the supervisor, which records the
+    /// paths the sandbox refuses and lets every call run as the kernel
+    /// decides (it grants nothing). Only while rootfence observes a
+    /// server: each such call costs a round trip.
     pub observe: bool,
 }
 
@@ -231,14 +232,20 @@ fn compile_err(e: impl std::fmt::Display) -> SandboxError {
 /// The action word for `action` on `entry`'s call (`None`: unlisted).
 fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
     match action {
-        Action::Allow if p.observe && entry.is_some_and(|e| paths::of(e.nr).is_some()) => {
-            RET_USER_NOTIF
-        }
+        Action::Allow if p.observe && entry.is_some_and(|e| observed(p, e.nr)) => RET_USER_NOTIF,
         Action::Allow => RET_ALLOW,
         Action::Supervise => RET_USER_NOTIF,
         Action::Errno(_) if p.report && !entry.is_some_and(|e| e.quiet) => RET_USER_NOTIF,
         Action::Errno(e) => RET_ERRNO | (e as u32 & 0xffff),
     }
+}
+
+/// Whether call `nr` goes to the supervisor while observing: a call that
+/// names a path, but one that only looks at it (`stat`, `access`, ...)
+/// only where the server has a view (without one nothing refuses it:
+/// Landlock does not rule on metadata).
+fn observed(p: &FilterPolicy, nr: i64) -> bool {
+    paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
 }
 
 /// The audit architecture of this build.

@@ -319,6 +319,14 @@ fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
     assert!(!p.needs_supervisor());
     p.observe = true;
     assert!(p.needs_supervisor());
+    // Without a view nothing refuses a look: not handed over.
+    for nr in [libc::SYS_newfstatat, libc::SYS_statx, libc::SYS_faccessat2] {
+        assert_eq!(run(&p, nr, open), RET_ALLOW, "{nr}");
+    }
+    for nr in [libc::SYS_openat, libc::SYS_execve, libc::SYS_mkdirat] {
+        assert_eq!(run(&p, nr, open), RET_USER_NOTIF, "{nr}");
+    }
+    p.namespaces = true;
     for nr in [
         libc::SYS_openat,
         libc::SYS_newfstatat,
