@@ -1,19 +1,25 @@
 //! `rootfence learn`: run a server under its plan until it starts, and
-//! print the policy lines its denials call for.
+//! print the policy lines what the sandbox refused it calls for.
 //!
-//! Each round launches the server fenced, drives `initialize` and
-//! `tools/list`, and reads its stderr for the sandbox's denials (see
-//! [`crate::sandbox::hints`]). A denied path that no rule forbids becomes a
-//! `[runtime] read` or `write` line of the next round's policy; a denied
-//! path that is a secret is named and never proposed. It stops when the
-//! server answers `tools/list`, when a round finds nothing new, or after
-//! `--rounds`.
+//! Each round launches the server fenced and observed (every call naming
+//! a path goes through rootfence's supervisor, which records the paths the
+//! sandbox refuses and that exist outside: see
+//! [`crate::sandbox::observed`]), and drives `initialize` and
+//! `tools/list`. A refused path that [`propose`] allows becomes a
+//! `[runtime] read`, `exec` or `write` line of the next round's policy,
+//! shown with why; a denied one is named and never proposed. What the
+//! server prints is shown to the user, never read for paths: it could
+//! name anything. It stops when the server answers `tools/list`, when a
+//! round finds nothing new, or after `--rounds`; what was refused in the
+//! round it started is said, not proposed (it started without it).
 //!
 //! The server's network goes through rootfence's proxy while it learns
 //! (unless the policy opens TCP ports or UDP itself): the hosts it asked
-//! for that the policy's `allow_domains` does not list are proposed as
-//! `[network] allow_domains` lines. They are not granted while learning
-//! (the server learns nothing it could send out).
+//! for in the last round that the policy's `allow_domains` does not list
+//! are proposed as `[network] allow_domains` lines. They are not granted
+//! while learning (the server learns nothing it could send out).
+
+mod propose;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
@@ -22,10 +28,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::netproxy::{Target, TargetHost};
-use crate::policy::{ExtraKind, ExtraPath, Policy, deny_conflict};
+use crate::policy::{ExtraKind, ExtraPath, Policy};
 use crate::roots::Origin;
 use crate::runtime::{HostEnv, shown};
-use crate::sandbox::{self, StdioConfig, hints::StderrWatch};
+use crate::sandbox::observed::{Need, Observed, Refusal};
+use crate::sandbox::{self, StdioConfig};
+use propose::{Context, Right, Verdict};
 
 use super::{LaunchArgs, load_launch_policy};
 
@@ -51,11 +59,58 @@ enum Outcome {
     Failed { why: String },
 }
 
-/// One line the denials call for.
+/// One path the refusals call for, with the rights they call for and
+/// why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Learned {
     path: PathBuf,
+    read: bool,
+    exec: bool,
     write: bool,
+    /// The refusal that called for it, as the user reads it.
+    why: String,
+}
+
+impl Learned {
+    /// Add `right`: whether that is new.
+    fn add(&mut self, right: Right) -> bool {
+        let flag = match right {
+            Right::Read => &mut self.read,
+            Right::Exec => &mut self.exec,
+            Right::Write => &mut self.write,
+        };
+        !std::mem::replace(flag, true)
+    }
+
+    /// The `[runtime]` lists it goes in: `write` and `exec` each give
+    /// read, so `read` only without them.
+    fn kinds(&self) -> Vec<ExtraKind> {
+        let mut k = Vec::new();
+        if self.read && !self.write && !self.exec {
+            k.push(ExtraKind::Read);
+        }
+        if self.exec {
+            k.push(ExtraKind::Exec);
+        }
+        if self.write {
+            k.push(ExtraKind::Write);
+        }
+        k
+    }
+}
+
+/// What learn has said about paths it does not propose (each once).
+#[derive(Debug, Default)]
+struct Said(Vec<PathBuf>);
+
+impl Said {
+    fn first(&mut self, p: &Path) -> bool {
+        if self.0.iter().any(|s| s == p) {
+            return false;
+        }
+        self.0.push(p.to_path_buf());
+        true
+    }
 }
 
 pub(super) fn learn(args: &LearnArgs) -> ExitCode {
@@ -68,8 +123,10 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
         }
     };
     let mut learned: Vec<Learned> = Vec::new();
+    let mut asked_before: Vec<Target> = Vec::new();
     let mut hosts: Vec<Target> = Vec::new();
-    let mut secrets: Vec<PathBuf> = Vec::new();
+    let mut said = Said::default();
+    let uid = rustix::process::geteuid().as_raw();
     for round in 1..=args.rounds.max(1) {
         let policy = with_learned(&base, &learned);
         let mut plan = match args.launch.plan(&policy, &env) {
@@ -80,53 +137,68 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
             }
         };
         through_proxy(&mut plan);
+        plan.observe_paths = true;
         eprintln!(
             "rootfence learn: round {round}: launching {}",
             plan.command.program.display()
         );
-        let (outcome, denials, asked) =
-            match attempt(&plan, &env, Duration::from_secs(args.timeout)) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("rootfence: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-        for t in asked {
-            if !hosts.contains(&t) {
+        let Attempt {
+            outcome,
+            observed,
+            asked,
+        } = match attempt(&plan, Duration::from_secs(args.timeout)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("rootfence: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        for t in &asked {
+            if !asked_before.contains(t) {
                 eprintln!(
                     "rootfence learn: the server asked for {t}, which the policy's allow_domains does not list"
                 );
-                hosts.push(t);
+                asked_before.push(t.clone());
             }
         }
-        let mut new = 0;
-        for d in denials {
-            if let Some((rule, _)) = deny_conflict(&d.path, &base.deny) {
-                if !secrets.contains(&d.path) {
-                    eprintln!(
-                        "rootfence learn: the server asked for {}, which is denied ({} {}): no policy line is proposed for it",
-                        d.path.display(),
-                        rule.shown,
-                        rule.origin
-                    );
-                    secrets.push(d.path.clone());
-                }
-                continue;
-            }
-            match learned.iter_mut().find(|l| l.path == d.path) {
-                Some(l) if d.write && !l.write => {
-                    l.write = true;
-                    new += 1;
-                }
-                Some(_) => {}
-                None => {
-                    learned.push(Learned {
-                        path: d.path.clone(),
-                        write: d.write,
-                    });
-                    new += 1;
-                }
+        // The hosts the last round asked for: those asked only before a
+        // path it needed was granted are not proposed.
+        hosts = asked;
+        let refused = observed.refusals;
+        eprintln!(
+            "rootfence learn: round {round}: {} calls naming a path observed, {} paths refused",
+            observed.calls,
+            refused.len()
+        );
+        if observed.dropped > 0 {
+            eprintln!(
+                "rootfence learn: {} refusals of paths past the first {} were not recorded",
+                observed.dropped,
+                sandbox::observed::MAX_PATHS
+            );
+        }
+        let started = matches!(outcome, Outcome::Started { .. });
+        let cx = Context {
+            deny: &base.deny,
+            plan: &plan,
+            env: &env,
+            uid,
+        };
+        let home = env.home.as_deref();
+        let mut learn_from =
+            |looks| take(&refused, &cx, started, looks, &mut learned, &mut said, home);
+        // Paths it only looked at (a runtime probes many) count when
+        // nothing it opened, ran or wrote is left to learn.
+        let mut new = learn_from(false);
+        if new == 0 && !started {
+            new = learn_from(true);
+        }
+        if started {
+            let looked = refused.iter().filter(|r| r.need == Need::Look).count();
+            if looked > 0 {
+                eprintln!(
+                    "rootfence learn: the sandbox also hid {looked} paths it only looked at; not proposed: the server started without them"
+                );
             }
         }
         match outcome {
@@ -139,7 +211,7 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
                 eprintln!("rootfence learn: round {round}: {why}");
                 if new == 0 {
                     eprintln!(
-                        "rootfence learn: nothing more to learn from its denials; the server does not start under this policy"
+                        "rootfence learn: nothing more to learn from what the sandbox refused it; the server does not start under this policy"
                     );
                     print_policy(&learned, &hosts, env.home.as_deref(), false);
                     return ExitCode::FAILURE;
@@ -152,20 +224,91 @@ pub(super) fn learn(args: &LearnArgs) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Take what one round's refusals call for into `learned` (not when the
+/// server `started` without it: then it is only said), saying once each
+/// path that is never proposed and why: of the paths it only looked at
+/// too with `looks`, else of those it opened, ran or wrote. How many
+/// lines are new.
+fn take(
+    refused: &[Refusal],
+    cx: &Context<'_>,
+    started: bool,
+    looks: bool,
+    learned: &mut Vec<Learned>,
+    said: &mut Said,
+    home: Option<&Path>,
+) -> usize {
+    let mut new = 0;
+    for r in refused.iter().filter(|r| looks == (r.need == Need::Look)) {
+        let name = shown(&r.path, home);
+        match propose::verdict(r, cx) {
+            Verdict::Denied {
+                rule,
+                origin,
+                inside,
+            } => {
+                if said.first(&r.path) {
+                    let how = if inside {
+                        "is denied"
+                    } else {
+                        "holds a denied path"
+                    };
+                    eprintln!(
+                        "rootfence learn: the server asked for {name}, which {how} ({rule} {origin}): no policy line is proposed for it"
+                    );
+                }
+            }
+            Verdict::Never(why) => {
+                if said.first(&r.path) {
+                    eprintln!(
+                        "rootfence learn: the sandbox refused {name} ({r}); not proposed: {why}"
+                    );
+                }
+            }
+            Verdict::Propose(_) if started => {
+                if said.first(&r.path) {
+                    eprintln!(
+                        "rootfence learn: the sandbox also refused {name} ({r}); not proposed: the server started without it"
+                    );
+                }
+            }
+            Verdict::Propose(right) => match learned.iter_mut().find(|l| l.path == r.path) {
+                Some(l) => {
+                    if l.add(right) {
+                        l.why = r.to_string();
+                        new += 1;
+                    }
+                }
+                None => {
+                    let mut l = Learned {
+                        path: r.path.clone(),
+                        read: false,
+                        exec: false,
+                        write: false,
+                        why: r.to_string(),
+                    };
+                    l.add(right);
+                    learned.push(l);
+                    new += 1;
+                }
+            },
+        }
+    }
+    new
+}
+
 /// `base` with the learned paths granted as `[runtime]` entries.
 fn with_learned(base: &Policy, learned: &[Learned]) -> Policy {
     let mut p = base.clone();
     for l in learned {
-        p.extra.push(ExtraPath {
-            shown: l.path.display().to_string(),
-            path: l.path.clone(),
-            kind: if l.write {
-                ExtraKind::Write
-            } else {
-                ExtraKind::Read
-            },
-            origin: Origin::Learned,
-        });
+        for kind in l.kinds() {
+            p.extra.push(ExtraPath {
+                shown: l.path.display().to_string(),
+                path: l.path.clone(),
+                kind,
+                origin: Origin::Learned,
+            });
+        }
     }
     p
 }
@@ -240,43 +383,47 @@ fn print_policy(learned: &[Learned], hosts: &[Target], home: Option<&Path>, star
         );
         return;
     }
-    let list = |write: bool| -> String {
-        learned
-            .iter()
-            .filter(|l| l.write == write)
-            .map(|l| format!("\"{}\"", shown(&l.path, home)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let _ = writeln!(
         out,
-        "# Add to the server's policy ({}):\n[runtime]",
+        "# Add to the server's policy ({}):",
         if started {
             "with these, it started"
         } else {
             "with these it still did not start"
         }
     );
-    let read = list(false);
-    if !read.is_empty() {
-        let _ = writeln!(out, "read = [{read}]");
+    for l in learned {
+        let _ = writeln!(out, "# {}: {}", shown(&l.path, home), l.why);
     }
-    let write = list(true);
-    if !write.is_empty() {
-        let _ = writeln!(out, "write = [{write}]");
+    let _ = writeln!(out, "[runtime]");
+    for (key, kind) in [
+        ("read", ExtraKind::Read),
+        ("exec", ExtraKind::Exec),
+        ("write", ExtraKind::Write),
+    ] {
+        let list: Vec<String> = learned
+            .iter()
+            .filter(|l| l.kinds().contains(&kind))
+            .map(|l| format!("\"{}\"", shown(&l.path, home)))
+            .collect();
+        if !list.is_empty() {
+            let _ = writeln!(out, "{key} = [{}]", list.join(", "));
+        }
     }
 }
 
-/// What one launch found: how it ended, the sandbox's denials, and the
-/// hosts the proxy refused because the list does not name them.
-type Attempt = (Outcome, Vec<sandbox::hints::Denial>, Vec<Target>);
+/// What one launch found.
+struct Attempt {
+    /// How it ended.
+    outcome: Outcome,
+    /// What rootfence observed of it: the paths the sandbox refused it.
+    observed: Observed,
+    /// The hosts the proxy refused because the list does not name them.
+    asked: Vec<Target>,
+}
 
 /// Launch the server once under `plan` and drive it to `tools/list`.
-fn attempt(
-    plan: &crate::plan::SandboxPlan,
-    env: &HostEnv,
-    timeout: Duration,
-) -> Result<Attempt, String> {
+fn attempt(plan: &crate::plan::SandboxPlan, timeout: Duration) -> Result<Attempt, String> {
     let mut child = sandbox::spawn(plan, StdioConfig::all_piped()).map_err(|e| e.to_string())?;
     let mut stdin = child.take_stdin().ok_or("no stdin")?;
     let stdout = child.take_stdout().ok_or("no stdout")?;
@@ -293,23 +440,19 @@ fn attempt(
         }
         let _ = tx.send(None);
     });
-    let mut watch = StderrWatch::new(plan.clone(), env.home.clone());
-    let exists = |p: &Path| p.symlink_metadata().is_ok();
+    // Its stderr is shown (its last lines), never read for paths.
     let stderr_thread = std::thread::spawn(move || {
-        let mut found = Vec::new();
         let mut tail: Vec<String> = Vec::new();
         let mut r = BufReader::new(stderr);
         let mut buf = Vec::new();
         while r.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
-            found.extend(watch.feed(&buf, &exists));
             tail.push(String::from_utf8_lossy(&buf).trim_end().to_string());
             if tail.len() > 5 {
                 tail.remove(0);
             }
             buf.clear();
         }
-        found.extend(watch.finish(&exists));
-        (found, tail)
+        tail
     });
     let send = |stdin: &mut std::process::ChildStdin, v: serde_json::Value| {
         let _ = writeln!(stdin, "{v}");
@@ -372,7 +515,10 @@ fn attempt(
         .filter(|j| j.decision == crate::netproxy::Decision::Refused && j.unlisted)
         .map(|j| j.target)
         .collect();
-    let (denials, tail) = stderr_thread.join().unwrap_or_default();
+    let observed = child
+        .observed()
+        .ok_or("the sandbox could not be observed (no supervisor of its filter)")?;
+    let tail = stderr_thread.join().unwrap_or_default();
     let outcome = match outcome {
         Some(Outcome::Failed { why }) if !tail.is_empty() => Outcome::Failed {
             why: format!("{why}; its last words: {}", tail.join(" | ")),
@@ -382,5 +528,9 @@ fn attempt(
             why: "no answer".into(),
         },
     };
-    Ok((outcome, denials, asked))
+    Ok(Attempt {
+        outcome,
+        observed,
+        asked,
+    })
 }

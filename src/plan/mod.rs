@@ -322,6 +322,12 @@ pub struct SandboxPlan {
     /// `--report-refused-calls`. Off by default (a refusal is then answered
     /// by the kernel alone, without a round trip through rootfence).
     pub report_refusals: bool,
+    /// Observe the server: every call naming a path goes through
+    /// rootfence's supervisor, which records the paths the sandbox refuses
+    /// it ([`crate::sandbox::SandboxedChild::observed`]); `rootfence learn`
+    /// proposes policy lines from them. Off by default (each such call
+    /// then costs nothing).
+    pub observe_paths: bool,
 }
 
 /// JSON form of a root.
@@ -529,6 +535,7 @@ pub fn build(
         limits: policy.raw.limits.clone(),
         resources: policy.raw.resources.clone(),
         report_refusals: false,
+        observe_paths: false,
         warnings,
     }
 }

@@ -58,6 +58,10 @@ pub const BUILTIN_DENY: &[&str] = &[
     "~/.config/chromium",
     "~/.password-store",
     "~/.local/share/keyrings",
+    // Coding agents' sign-in tokens (the hosts rootfence runs servers
+    // for).
+    "~/.claude/.credentials.json",
+    "~/.codex/auth.json",
     "~/.bash_history",
     "~/.zsh_history",
     "~/.histfile",

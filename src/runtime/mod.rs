@@ -41,6 +41,7 @@ pub use exe::which;
 pub use gitconfig::sanitize as sanitize_git_config;
 pub use rules::{HOME as HOME_STATEMENT, NEVER as NEVER_STATEMENT, Rule};
 pub use system::reads as system_reads;
+pub use wide::too_wide;
 
 use crate::policy::{Policy, ProfileName};
 

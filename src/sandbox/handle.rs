@@ -216,6 +216,13 @@ impl SandboxedChild {
             .unwrap_or_default()
     }
 
+    /// What observing the server saw so far (the paths the sandbox refused
+    /// it), when the plan asked for it to be observed
+    /// ([`crate::plan::SandboxPlan::observe_paths`]); `None` otherwise.
+    pub fn observed(&self) -> Option<super::observed::Observed> {
+        self.supervisor.as_ref()?.observed()
+    }
+
     /// What the network proxy decided so far (network by domain), oldest
     /// first; empty without one.
     pub fn network_decisions(&self) -> Vec<crate::netproxy::Judged> {

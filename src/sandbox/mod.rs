@@ -49,6 +49,7 @@ mod launcher;
 mod mount;
 mod netns;
 mod nsprobe;
+pub mod observed;
 mod probe;
 mod protocol;
 mod resources;

@@ -15,10 +15,11 @@
 //! 4. argv, the environment and the standard streams as the child needs
 //!    them, the pipes of the error protocol and the namespaces;
 //! 5. the clone on the launcher thread (into the cgroup v2 where `clone3`
-//!    can), the id maps, the go-ahead, and the child's report
-//!    ([`clone_and_start`]);
-//! 6. the supervisor of the filter's listener, the network proxy (with
-//!    `[network] allow_domains`, see `netns`), and the handle.
+//!    can), the id maps, the go-ahead, the supervisor of the filter's
+//!    listener (started before the server's `execve`, which it may be
+//!    asked about), and the child's report ([`clone_and_start`]);
+//! 6. the network proxy (with `[network] allow_domains`, see `netns`), and
+//!    the handle.
 //!
 //! A start the kernel refuses in a way a weaker mode does without (no
 //! namespaces, no overlays) is retried in that mode when the policy allows
@@ -29,7 +30,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::caps::{DropCaps, cap_state};
 use super::cgroup::{self, Cgroup};
@@ -46,12 +47,14 @@ use super::nsprobe::{kernel_release, refusal_hint};
 use super::protocol::{self, Step};
 use super::resources::{self, Bounds};
 use super::scratch::Scratch;
+use super::seccomp::observer::Observer;
 use super::seccomp::{self, FilterPolicy, supervisor};
 use super::stdio::{StdioConfig, Streams, above_stdio, pipe};
 use super::translate::{self, Layer, OpKind, ScratchView, Target, cpath, cstring};
-use super::{SandboxError, landlock, probe};
+use super::{SandboxError, landlock, observed, probe};
 use super::{clone, fdpass};
 use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
+use crate::runtime::Rights;
 
 /// Start the server `plan` describes, confined.
 ///
@@ -505,6 +508,7 @@ fn prepare(
     let abi = ruleset.as_ref().map_or(0, |r| r.abi);
     let mut filter = FilterPolicy::for_plan(&plan.network, abi, namespaces);
     filter.report = plan.report_refusals;
+    filter.observe = plan.observe_paths;
     if let Some(n) = net {
         n.adjust_filter(&mut filter);
     }
@@ -513,6 +517,14 @@ fn prepare(
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
         proxy: net.and_then(Net::supervised_address),
+        observe: filter.observe.then(|| {
+            Arc::new(Observer::new(observed_sandbox(
+                plan,
+                namespaces,
+                ruleset.is_some(),
+                layout,
+            )))
+        }),
     });
     let view = if namespaces {
         let no_fds = std::collections::HashMap::new();
@@ -563,6 +575,43 @@ fn prepare(
         drop_caps,
         capabilities,
     })
+}
+
+/// What the observer of a launch knows of its sandbox: whether the server
+/// has a view of its own, whether Landlock confines it, and the paths of
+/// the ruleset with their rights (the plan's grants, the scratch
+/// directory, the private layers, with namespaces the private home and
+/// `/proc`).
+fn observed_sandbox(
+    plan: &SandboxPlan,
+    namespaces: bool,
+    landlock: bool,
+    layout: &Layout,
+) -> observed::Sandbox {
+    let mut grants: Vec<(PathBuf, Rights)> = plan
+        .grants
+        .iter()
+        .map(|g| (g.path.clone(), g.rights))
+        .collect();
+    if let Some(s) = layout.scratch_path() {
+        grants.push((s.to_path_buf(), Rights::RW));
+    }
+    let all = Rights {
+        exec: true,
+        ..Rights::RW
+    };
+    grants.extend(layout.layers.iter().map(|(p, _)| (p.clone(), all)));
+    if namespaces {
+        if let Some(h) = &plan.private_home {
+            grants.push((h.clone(), Rights::RW));
+        }
+        grants.push((PathBuf::from("/proc"), Rights::R));
+    }
+    observed::Sandbox {
+        view: namespaces,
+        landlock,
+        grants,
+    }
 }
 
 /// The Landlock rules only the child can make: with namespaces, the fresh
@@ -721,6 +770,9 @@ struct Parent {
     child_ends: Vec<OwnedFd>,
     sync_w: Option<OwnedFd>,
     err_r: OwnedFd,
+    /// rootfence's end of the pair the filter's listener comes back over,
+    /// and what its supervisor knows.
+    supervise: Option<(OwnedFd, supervisor::Rules)>,
 }
 
 /// The namespace part of the child's setup, and the parent's ends of its
@@ -882,6 +934,7 @@ fn attempt(
         child_ends,
         sync_w,
         err_r,
+        supervise: notify_r.zip(prepared.as_mut().and_then(|p| p.supervised.take())),
     };
     let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung))
         | net.as_ref().map_or(0, Net::clone_flags);
@@ -898,7 +951,7 @@ fn attempt(
         .as_ref()
         .map(|p| p.rule_paths.as_slice())
         .unwrap_or_default();
-    let started =
+    let (started, supervisor) =
         started.map_err(|e| classify(e, mode, &plan.command.program, &targets, rule_paths))?;
     live_add(started.pid);
     let child = SandboxedChild {
@@ -913,7 +966,7 @@ fn attempt(
         confinement,
         namespaces: mode.namespaces && confine,
         status: None,
-        supervisor: None,
+        supervisor,
         watch: if confine {
             crate::roots::planted::Watch::of(&plan.roots)
         } else {
@@ -937,39 +990,16 @@ fn attempt(
             user_home: plan.private_home.clone(),
         }),
     };
-    let supervised = prepared.and_then(|p| p.supervised);
-    Ok(finish(
-        child,
-        notify_r.zip(supervised),
-        net,
-        streams.parent,
-    )?)
+    Ok(finish(child, net, streams.parent)?)
 }
 
-/// The started server's handle, with its standard streams, the supervisor
-/// of its filter's listener and its network proxy.
+/// The started server's handle, with its standard streams and its network
+/// proxy.
 fn finish(
     mut child: SandboxedChild,
-    supervise: Option<(OwnedFd, supervisor::Rules)>,
     net: Option<Net>,
     [stdin, stdout, stderr]: [Option<OwnedFd>; 3],
 ) -> Result<SandboxedChild, SandboxError> {
-    if let Some((sock, rules)) = supervise {
-        match fdpass::receive(&sock, "the seccomp filter's listener")
-            .and_then(|l| supervisor::Supervisor::start(l, rules))
-        {
-            Ok(s) => child.supervisor = Some(s),
-            Err(e) => {
-                // The server runs with calls nobody answers: end it.
-                let _ = child.kill();
-                drop(child);
-                return Err(SandboxError::Launcher(io::Error::new(
-                    e.kind(),
-                    format!("cannot supervise the server's seccomp filter: {e}"),
-                )));
-            }
-        }
-    }
     // Network by domain: the proxy starts on its listener; if it cannot,
     // the server is ended (its handle dropped).
     if let Some(n) = net {
@@ -1117,15 +1147,52 @@ fn classify(
     }
 }
 
+/// The filter's listener, once the child sends it; `None` when the child
+/// reports (a failure before its filter) or ends first.
+fn await_listener(sock: &OwnedFd, err_r: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: err_r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two pollfds on the stack.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if fds[0].revents & libc::POLLIN != 0
+            && let Ok(l) = fdpass::receive(sock, "the seccomp filter's listener")
+        {
+            return Ok(Some(l));
+        }
+        if fds[0].revents != 0 || fds[1].revents != 0 {
+            return Ok(None);
+        }
+    }
+}
+
 /// Clone the child (see [`clone::start_into`], into the cgroup v2 `into`
-/// where it can), finish its set-up from the parent side, and wait until
-/// it has exec'd the server or failed.
+/// where it can), finish its set-up from the parent side, supervise its
+/// filter once it sends the listener (before its `execve`, which the
+/// filter may hand to the supervisor), and wait until it has exec'd the
+/// server or failed.
 fn clone_and_start(
     setup: &ChildSetup,
     flags: u64,
     into: Option<std::os::fd::RawFd>,
     parent: Parent,
-) -> Result<clone::Started, StartError> {
+) -> Result<(clone::Started, Option<supervisor::Supervisor>), StartError> {
     // SAFETY: the child runs only `setup.run()` (raw system calls on
     // memory prepared before, no allocation, no lock), which never
     // returns.
@@ -1135,6 +1202,7 @@ fn clone_and_start(
         child_ends,
         sync_w,
         err_r,
+        supervise,
     } = parent;
     drop(child_ends);
     let abort = |what: &'static str, e: io::Error| {
@@ -1161,6 +1229,19 @@ fn clone_and_start(
             return Err(abort("start the child", e.into()));
         }
     }
+    let want_listener = supervise.is_some();
+    let mut supervisor = None;
+    if let Some((sock, rules)) = supervise {
+        match await_listener(&sock, &err_r) {
+            Ok(Some(l)) => match supervisor::Supervisor::start(l, rules) {
+                Ok(s) => supervisor = Some(s),
+                Err(e) => return Err(abort("supervise the server's seccomp filter", e)),
+            },
+            // The child failed before its filter: its report says how.
+            Ok(None) => {}
+            Err(e) => return Err(abort("receive the seccomp filter's listener", e)),
+        }
+    }
     let mut report = Vec::with_capacity(12);
     let mut f = std::fs::File::from(err_r);
     if let Err(e) = f.read_to_end(&mut report) {
@@ -1168,7 +1249,13 @@ fn clone_and_start(
     }
     drop(sync_w);
     if report.is_empty() {
-        return Ok(started);
+        if want_listener && supervisor.is_none() {
+            return Err(abort(
+                "receive the seccomp filter's listener",
+                io::Error::other("the server started without sending it"),
+            ));
+        }
+        return Ok((started, supervisor));
     }
     // SAFETY: reaping our own child, which exits after reporting.
     unsafe {

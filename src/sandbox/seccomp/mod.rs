@@ -25,6 +25,9 @@
 //! - `connect()`, for network by domain without a network namespace of the
 //!   server's own, goes to the supervisor too, which connects a TCP socket
 //!   only to rootfence's network proxy;
+//! - while rootfence observes a server (`rootfence learn`), the calls that
+//!   name a path ([`paths`]) go to the supervisor too, which records what
+//!   the sandbox refuses and lets each call run as the kernel decides;
 //! - x32 system calls answer `ENOSYS`, and a process of another
 //!   architecture (i386 through `int 0x80`) is killed.
 //!
@@ -33,6 +36,8 @@
 //! two agree.
 
 mod bpf;
+pub mod observer;
+pub mod paths;
 pub mod supervisor;
 mod table;
 
@@ -89,6 +94,12 @@ pub struct FilterPolicy {
     /// to rootfence's network proxy (network by domain without a network
     /// namespace of the server's own).
     pub supervise_connect: bool,
+    /// The calls that name a path ([`paths::of`]; those that only look at
+    /// it only with `namespaces`) go to the supervisor, which records the
+    /// paths the sandbox refuses and lets every call run as the kernel
+    /// decides (it grants nothing). Only while rootfence observes a
+    /// server: each such call costs a round trip.
+    pub observe: bool,
 }
 
 impl FilterPolicy {
@@ -107,13 +118,14 @@ impl FilterPolicy {
             namespaces,
             report: false,
             supervise_connect: false,
+            observe: false,
         }
     }
 
     /// Whether a launch under this policy needs the supervisor (a listener
     /// for the filter's notifications).
     pub fn needs_supervisor(&self) -> bool {
-        self.report || self.listen == Listen::Supervised || self.supervise_connect
+        self.report || self.listen == Listen::Supervised || self.supervise_connect || self.observe
     }
 }
 
@@ -220,11 +232,20 @@ fn compile_err(e: impl std::fmt::Display) -> SandboxError {
 /// The action word for `action` on `entry`'s call (`None`: unlisted).
 fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
     match action {
+        Action::Allow if p.observe && entry.is_some_and(|e| observed(p, e.nr)) => RET_USER_NOTIF,
         Action::Allow => RET_ALLOW,
         Action::Supervise => RET_USER_NOTIF,
         Action::Errno(_) if p.report && !entry.is_some_and(|e| e.quiet) => RET_USER_NOTIF,
         Action::Errno(e) => RET_ERRNO | (e as u32 & 0xffff),
     }
+}
+
+/// Whether call `nr` goes to the supervisor while observing: a call that
+/// names a path, but one that only looks at it (`stat`, `access`, ...)
+/// only where the server has a view (without one nothing refuses it:
+/// Landlock does not rule on metadata).
+fn observed(p: &FilterPolicy, nr: i64) -> bool {
+    paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
 }
 
 /// The audit architecture of this build.
@@ -270,7 +291,7 @@ fn compile_table(
         // Not this call: skip its one instruction.
         a.jeq(nr, To::Next, To::Skip(1));
         match &e.rule {
-            Rule::Allow => a.ret(RET_ALLOW),
+            Rule::Allow => a.ret(word(p, Action::Allow, Some(e))),
             Rule::Refuse(errno) => a.ret(word(p, Action::Errno(*errno), Some(e))),
             Rule::Args { .. } => {
                 let l = a.label();

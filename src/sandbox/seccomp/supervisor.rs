@@ -20,6 +20,10 @@
 //!   port on this rung).
 //! - In report mode, every refusal: recorded (the call, its reason, how
 //!   often) and answered with the filter's own errno.
+//! - While observing, every call that names a path: looked at by the
+//!   [`super::observer`], which records what the sandbox refuses, and
+//!   let through to the kernel, which decides (the supervisor grants
+//!   nothing; see the observer's `# Security`).
 //!
 //! One thread per supervised server; it ends when no process uses the
 //! filter any more (the listener reports a hang-up).
@@ -30,7 +34,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{Action, Entry, decide};
+use super::observer::{self, Observer};
+use super::{Action, Entry, decide, paths};
+use crate::sandbox::observed::Observed;
 
 /// A call the filter refused while reporting was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +65,9 @@ pub struct Rules {
     /// The only address a supervised `connect()` reaches: rootfence's
     /// network proxy.
     pub proxy: Option<std::net::SocketAddr>,
+    /// Observing the calls that name a path: what the observer knows of
+    /// the sandbox, and its record.
+    pub observe: Option<Arc<Observer>>,
 }
 
 /// A running supervisor.
@@ -66,6 +75,7 @@ pub struct Rules {
 pub struct Supervisor {
     stop: Arc<AtomicBool>,
     refused: Arc<Mutex<BTreeMap<String, Refused>>>,
+    observer: Option<Arc<Observer>>,
 }
 
 impl Supervisor {
@@ -74,10 +84,15 @@ impl Supervisor {
         let stop = Arc::new(AtomicBool::new(false));
         let refused = Arc::new(Mutex::new(BTreeMap::new()));
         let (s, r) = (stop.clone(), refused.clone());
+        let observer = rules.observe.clone();
         std::thread::Builder::new()
             .name("rootfence-supervisor".into())
             .spawn(move || serve(&listener, &rules, &s, &r))?;
-        Ok(Supervisor { stop, refused })
+        Ok(Supervisor {
+            stop,
+            refused,
+            observer,
+        })
     }
 
     /// The calls refused so far (report mode), by name.
@@ -86,6 +101,12 @@ impl Supervisor {
             .lock()
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// What observing the server saw so far (the paths the sandbox
+    /// refused it); `None` when not observing.
+    pub fn observed(&self) -> Option<Observed> {
+        self.observer.as_ref().map(|o| o.observed())
     }
 }
 
@@ -155,7 +176,8 @@ enum Answer {
     /// The return value and negative errno.
     Done(i64, i32),
     /// Let the kernel run the call (only where the call cannot reach what
-    /// the check was about: see `supervised_connect`).
+    /// the check was about: see `supervised_connect`; or where nothing was
+    /// checked, only observed).
     Continue,
 }
 
@@ -183,7 +205,15 @@ fn answer(
                 Connect::Errno(e) => Answer::Done(0, -e),
             }
         }
-        Action::Supervise | Action::Allow => Answer::Done(0, -libc::EPERM),
+        // Allowed, and handed over only to be observed: it goes on.
+        Action::Allow => match (&rules.observe, paths::of(nr)) {
+            (Some(o), Some(call)) => {
+                observer::note(listener, n, call, o);
+                Answer::Continue
+            }
+            _ => Answer::Done(0, -libc::EPERM),
+        },
+        Action::Supervise => Answer::Done(0, -libc::EPERM),
         Action::Errno(errno) => {
             let name = d
                 .entry
@@ -255,7 +285,7 @@ fn take_fd(listener: RawFd, pid: u32, target: RawFd, id: u64) -> Result<OwnedFd,
 
 /// `Ok` while notification `id` is pending (its process has not gone, and
 /// its pid not been reused).
-fn still_pending(listener: RawFd, id: u64) -> Result<(), i32> {
+pub(super) fn still_pending(listener: RawFd, id: u64) -> Result<(), i32> {
     let mut id = id;
     // SAFETY: the ioctl reads a u64 on the stack.
     if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) } < 0 {

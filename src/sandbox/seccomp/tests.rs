@@ -2,7 +2,7 @@ use super::*;
 
 fn policies() -> Vec<FilterPolicy> {
     let mut out = Vec::new();
-    for bits in 0..128u32 {
+    for bits in 0..256u32 {
         let b = |i: u32| bits & (1 << i) != 0;
         out.push(FilterPolicy {
             udp: b(0),
@@ -16,6 +16,7 @@ fn policies() -> Vec<FilterPolicy> {
             namespaces: b(4),
             report: b(5),
             supervise_connect: b(6),
+            observe: b(7),
         });
     }
     out
@@ -148,6 +149,7 @@ fn strict() -> FilterPolicy {
         namespaces: false,
         report: false,
         supervise_connect: false,
+        observe: false,
     }
 }
 
@@ -294,4 +296,66 @@ fn report_mode_sends_refusals_but_not_quiet_ones_to_the_supervisor() {
         bpf::run(&prog, libc::SYS_getpid as i32, arch, [0; 6]),
         RET_ALLOW
     );
+}
+
+#[test]
+fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
+    let mut p = strict();
+    let arch = audit_arch().unwrap();
+    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
+        let t = entries(p);
+        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
+    };
+    let open = [
+        libc::AT_FDCWD as u64,
+        0x1000,
+        libc::O_RDONLY as u64,
+        0,
+        0,
+        0,
+    ];
+    assert_eq!(run(&p, libc::SYS_openat, open), RET_ALLOW);
+    assert_eq!(run(&p, libc::SYS_execve, [0; 6]), RET_ALLOW);
+    assert!(!p.needs_supervisor());
+    p.observe = true;
+    assert!(p.needs_supervisor());
+    // Without a view nothing refuses a look: not handed over.
+    for nr in [libc::SYS_newfstatat, libc::SYS_statx, libc::SYS_faccessat2] {
+        assert_eq!(run(&p, nr, open), RET_ALLOW, "{nr}");
+    }
+    for nr in [libc::SYS_openat, libc::SYS_execve, libc::SYS_mkdirat] {
+        assert_eq!(run(&p, nr, open), RET_USER_NOTIF, "{nr}");
+    }
+    p.namespaces = true;
+    for nr in [
+        libc::SYS_openat,
+        libc::SYS_newfstatat,
+        libc::SYS_statx,
+        libc::SYS_faccessat2,
+        libc::SYS_readlinkat,
+        libc::SYS_execve,
+        libc::SYS_mkdirat,
+    ] {
+        assert_eq!(run(&p, nr, open), RET_USER_NOTIF, "{nr}");
+    }
+    // What the filter refuses is still refused by the filter itself.
+    let setuid = [
+        libc::AT_FDCWD as u64,
+        0x1000,
+        libc::O_CREAT as u64,
+        0o4755,
+        0,
+        0,
+    ];
+    assert_eq!(
+        run(&p, libc::SYS_openat, setuid),
+        RET_ERRNO | libc::EPERM as u32
+    );
+    assert_eq!(
+        run(&p, libc::SYS_openat2, [0; 6]),
+        RET_ERRNO | libc::ENOSYS as u32
+    );
+    // Calls that name no path are not observed.
+    assert_eq!(run(&p, libc::SYS_read, [0; 6]), RET_ALLOW);
+    assert_eq!(run(&p, libc::SYS_getpid, [0; 6]), RET_ALLOW);
 }

@@ -1,0 +1,374 @@
+//! The supervisor's eyes while it observes a server: for one call that
+//! names a path ([`super::paths`]), the path read from the caller's
+//! memory and resolved against its working directory or directory
+//! descriptor, looked up in the server's view and outside the sandbox, and
+//! judged ([`crate::sandbox::observed::judge`]); a refusal of a path that
+//! exists outside goes to the record.
+//!
+//! # Security
+//!
+//! The call then goes on as the kernel decides
+//! (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`): Landlock and the view still rule
+//! on it. `CONTINUE` is unsafe as a security decision (the caller's memory
+//! may change between the supervisor's read and the kernel's, a TOCTOU
+//! race), and none is made here: the supervisor only watches and grants
+//! nothing. The race can only make rootfence record a path other than the
+//! one the kernel opened, which the server could as well have opened
+//! itself: a record is a proposal at most (`rootfence learn`), checked
+//! against the deny list and shown to the user with why. Everything read
+//! of the caller (its memory, its working directory, its descriptors, its
+//! view) is used only if its notification is still pending afterwards
+//! (`SECCOMP_IOCTL_NOTIF_ID_VALID`), so that its pid named the caller
+//! throughout.
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, StatVfsMountFlags};
+
+use super::paths::{PathCall, PathOp};
+use crate::sandbox::observed::{
+    InView, Kind, Need, Observed, Outside, Record, Refusal, Sandbox, judge,
+};
+
+/// What the supervisor observes with: what it knows of the sandbox, and
+/// the record it fills.
+#[derive(Debug, Default)]
+pub struct Observer {
+    /// The sandbox the server runs in.
+    sandbox: Sandbox,
+    /// The refusals seen so far.
+    record: Mutex<Record>,
+    /// Calls naming a path seen so far.
+    calls: AtomicU64,
+    /// The root of the server's view, opened once: every process of the
+    /// sandbox has the same (the filter refuses `chroot`, `pivot_root`,
+    /// mounts and new mount namespaces).
+    view_root: OnceLock<OwnedFd>,
+}
+
+impl Observer {
+    /// An observer of a server running in `sandbox`, that has seen nothing
+    /// yet.
+    pub fn new(sandbox: Sandbox) -> Observer {
+        Observer {
+            sandbox,
+            ..Observer::default()
+        }
+    }
+
+    /// What it saw so far.
+    pub fn observed(&self) -> Observed {
+        let (refusals, dropped) = self
+            .record
+            .lock()
+            .map(|r| (r.refusals(), r.dropped()))
+            .unwrap_or_default();
+        Observed {
+            refusals,
+            dropped,
+            calls: self.calls.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The longest path the kernel takes, its NUL included.
+const PATH_MAX: usize = 4096;
+
+/// Observe the path call `call` of notification `n`; see the module's
+/// documentation. Never fails: what cannot be read is not recorded.
+pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Observer) {
+    obs.calls.fetch_add(1, Ordering::Relaxed);
+    let view = match obs.sandbox.view {
+        true => match view_root(listener, n, obs) {
+            Some(root) => Some(root),
+            None => return,
+        },
+        false => None,
+    };
+    let Some(seen) = look(n, call, view) else {
+        return;
+    };
+    // Everything read of the caller was the caller's.
+    if super::supervisor::still_pending(listener, n.id).is_err() {
+        return;
+    }
+    let Some(by) = judge(&obs.sandbox, seen.need, &seen.path, seen.in_view) else {
+        return;
+    };
+    let asked = (seen.asked != seen.path).then_some(seen.asked);
+    if let Ok(mut r) = obs.record.lock() {
+        r.add(Refusal {
+            path: seen.path,
+            asked,
+            in_dir: seen.in_dir,
+            call: call.name,
+            need: seen.need,
+            by,
+            outside: seen.outside,
+            count: 1,
+        });
+    }
+}
+
+/// The root of the server's view, opened from the caller of `n` the
+/// first time (and kept only if `n` was still pending after: its pid named
+/// a process of the sandbox).
+fn view_root<'a>(
+    listener: RawFd,
+    n: &libc::seccomp_notif,
+    obs: &'a Observer,
+) -> Option<BorrowedFd<'a>> {
+    if let Some(fd) = obs.view_root.get() {
+        return Some(fd.as_fd());
+    }
+    let root = rustix::fs::open(
+        format!("/proc/{}/root", n.pid),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    super::supervisor::still_pending(listener, n.id).ok()?;
+    Some(obs.view_root.get_or_init(|| root).as_fd())
+}
+
+/// What one path call was after.
+struct Seen {
+    /// The object the sandbox rules on, canonical outside.
+    path: PathBuf,
+    /// The path the server named (absolute).
+    asked: PathBuf,
+    /// `path` is the directory of `asked`, an entry the call creates or
+    /// removes.
+    in_dir: bool,
+    need: Need,
+    outside: Outside,
+    in_view: Option<InView>,
+}
+
+/// Read and look up the path of a call (in the view from its root
+/// `view`, when the server has one): `None` when it cannot be read or
+/// names nothing that exists outside.
+fn look(n: &libc::seccomp_notif, call: PathCall, view: Option<BorrowedFd<'_>>) -> Option<Seen> {
+    let args = n.data.args;
+    let raw = read_path(n.pid, args[usize::from(call.path)])?;
+    if raw.is_empty() {
+        // AT_EMPTY_PATH: the call is on a descriptor it holds.
+        return None;
+    }
+    let raw = PathBuf::from(OsString::from_vec(raw));
+    let asked = if raw.is_absolute() {
+        normal(&raw)
+    } else {
+        let dirfd = call.dirfd.map(|i| args[usize::from(i)] as i32);
+        normal(&base(n.pid, dirfd)?.join(&raw))
+    };
+    // Paths under /proc name the process that looks: not comparable
+    // outside.
+    if asked.starts_with("/proc") {
+        return None;
+    }
+    let flags = match call.op {
+        PathOp::Open { flags: Some(i) } => args[usize::from(i)] as i32,
+        PathOp::Open { flags: None } => libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+        _ => 0,
+    };
+    let follow = !call.nofollow && flags & libc::O_NOFOLLOW == 0;
+    let creates = call.op == PathOp::Change
+        || (matches!(call.op, PathOp::Open { .. })
+            && flags & libc::O_CREAT != 0
+            && std::fs::symlink_metadata(&asked).is_err());
+    let (target, need, follow) = if creates {
+        (asked.parent()?.to_path_buf(), Need::Write, true)
+    } else {
+        (asked.clone(), need_of(call.op, flags), follow)
+    };
+    let (outside, path) = outside(&target, follow)?;
+    let in_view = view.and_then(|root| in_view(root, &target, follow));
+    Some(Seen {
+        path,
+        asked,
+        in_dir: creates,
+        need,
+        outside,
+        in_view,
+    })
+}
+
+/// What a call that does not create needs of its path.
+fn need_of(op: PathOp, flags: i32) -> Need {
+    match op {
+        PathOp::Look => Need::Look,
+        PathOp::Exec => Need::Exec,
+        PathOp::Change => Need::Write,
+        PathOp::Open { .. } => {
+            let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+            if flags & libc::O_PATH != 0 {
+                Need::Look
+            } else if tmpfile
+                || flags & libc::O_ACCMODE != libc::O_RDONLY
+                || flags & libc::O_TRUNC != 0
+            {
+                Need::Write
+            } else {
+                Need::Read
+            }
+        }
+    }
+}
+
+/// The NUL-terminated string at `addr` in the memory of `pid`, read a page
+/// at a time (a string may end just before an unmapped page); `None` when
+/// it cannot be read or is longer than the kernel takes.
+fn read_path(pid: u32, addr: u64) -> Option<Vec<u8>> {
+    const PAGE: u64 = 4096;
+    let mut out = Vec::new();
+    let mut at = addr;
+    let mut buf = [0u8; PAGE as usize];
+    while out.len() < PATH_MAX {
+        let want = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: want,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: want,
+        };
+        // SAFETY: reads at most `want` (no more than `buf.len()`) bytes
+        // into `buf`; the remote range is the caller's, checked by the
+        // kernel.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return None;
+        }
+        let got = &buf[..n as usize];
+        if let Some(end) = memchr::memchr(0, got) {
+            out.extend_from_slice(&got[..end]);
+            return Some(out);
+        }
+        out.extend_from_slice(got);
+        at = at.checked_add(n as u64)?;
+    }
+    None
+}
+
+/// The directory a relative path of `pid` starts from: its working
+/// directory, or the directory descriptor `dirfd`, as it names them.
+fn base(pid: u32, dirfd: Option<i32>) -> Option<PathBuf> {
+    let link = match dirfd {
+        None | Some(libc::AT_FDCWD) => format!("/proc/{pid}/cwd"),
+        Some(fd) if fd >= 0 => format!("/proc/{pid}/fd/{fd}"),
+        Some(_) => return None,
+    };
+    let p = std::fs::read_link(link).ok()?;
+    p.is_absolute().then_some(p)
+}
+
+/// `p` without `.`, `..` and repeated separators (`..` taken as written:
+/// a symbolic link before it is not followed).
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => out.push(s),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// `path` outside the sandbox, as rootfence's user finds it: what it is,
+/// and its canonical path (a last symbolic link kept unless `follow`),
+/// from one `O_PATH` open (which opens no FIFO nor device).
+fn outside(path: &Path, follow: bool) -> Option<(Outside, PathBuf)> {
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let fd = rustix::fs::open(path, flags, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Special,
+    };
+    let canonical = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    canonical.is_absolute().then_some((
+        Outside {
+            kind,
+            uid: st.st_uid,
+        },
+        canonical,
+    ))
+}
+
+/// `path` in the view whose root is `root`: every symbolic link resolved
+/// inside it, as the server's own lookup would.
+fn in_view(root: BorrowedFd<'_>, path: &Path, follow: bool) -> Option<InView> {
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(root, path, flags, Mode::empty(), resolve) {
+        Ok(fd) => {
+            let st = rustix::fs::fstatvfs(&fd).ok()?;
+            Some(InView::Present {
+                read_only: st.f_flag.contains(StatVfsMountFlags::RDONLY),
+                noexec: st.f_flag.contains(StatVfsMountFlags::NOEXEC),
+            })
+        }
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Some(InView::Missing),
+        Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_made_plain_as_written() {
+        assert_eq!(normal(Path::new("/a/./b//c/../d")), Path::new("/a/b/d"));
+        assert_eq!(normal(Path::new("/../..")), Path::new("/"));
+    }
+
+    #[test]
+    fn what_an_open_needs_comes_from_its_flags() {
+        let open = PathOp::Open { flags: Some(2) };
+        assert_eq!(need_of(open, libc::O_RDONLY), Need::Read);
+        assert_eq!(
+            need_of(open, libc::O_RDONLY | libc::O_DIRECTORY),
+            Need::Read
+        );
+        assert_eq!(need_of(open, libc::O_PATH), Need::Look);
+        assert_eq!(need_of(open, libc::O_WRONLY), Need::Write);
+        assert_eq!(need_of(open, libc::O_RDWR), Need::Write);
+        assert_eq!(need_of(open, libc::O_RDONLY | libc::O_TRUNC), Need::Write);
+        assert_eq!(need_of(open, libc::O_TMPFILE | libc::O_RDWR), Need::Write);
+        assert_eq!(need_of(PathOp::Exec, 0), Need::Exec);
+        assert_eq!(need_of(PathOp::Look, libc::O_RDWR), Need::Look);
+    }
+
+    #[test]
+    fn a_path_is_read_from_memory_up_to_its_nul_across_pages() {
+        // A string that straddles a page boundary, in our own memory.
+        let mut v = vec![b'x'; 16384];
+        let boundary = (4096 - v.as_ptr() as usize % 4096) % 4096 + 4096;
+        let start = boundary - 5;
+        v[start..start + 12].copy_from_slice(b"/etc/hosts\0\0");
+        let got = read_path(std::process::id(), v[start..].as_ptr() as u64);
+        assert_eq!(got.as_deref(), Some(&b"/etc/hosts"[..]));
+        // Unmapped memory: nothing.
+        assert_eq!(read_path(std::process::id(), 8), None);
+    }
+}
