@@ -463,25 +463,7 @@ impl Tree {
     /// as a host's own environment is inherited: variables it sets are the
     /// host's own, not set for this launch (which would pass).
     pub fn command_inherited(&self, extra: &[&str], argv: &[&str]) -> Command {
-        let direct = self.command(extra, argv);
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c")
-            .arg("\"$@\"; exit $?")
-            .arg("sh")
-            .arg(direct.get_program())
-            .args(direct.get_args())
-            .env_clear()
-            .stdin(Stdio::null());
-        for (k, v) in direct.get_envs() {
-            if let Some(v) = v {
-                c.env(k, v);
-            }
-        }
-        if let Some(d) = direct.get_current_dir() {
-            c.current_dir(d);
-        }
-        self.as_runner(&mut c);
-        c
+        self.command_hosted(extra, argv, &[])
     }
 
     /// [`Tree::command_inherited`], the host adding `set` to rootfence's
