@@ -675,8 +675,9 @@ fn a_name_grants_nothing_and_the_plan_says_the_line_that_would() {
                 "{:?}",
                 store.dir
             );
-            // The line that would grant the user's own, shown, not applied.
-            let line = format!("[runtime] write = [\"~/.{t}\"]");
+            // The line that would grant the user's own, shown, not applied
+            // (~/.claude holds a denied token: no line can grant it whole).
+            let line = format!("[runtime] write = [\"~/.config/{t}\"]");
             assert!(
                 plan.warnings.iter().any(|w| w.contains(&line)),
                 "{args:?}: {:#?}",
