@@ -14,6 +14,12 @@
 //!   the MCP proxy pays per server start or rebuild): `sandbox::spawn` of a
 //!   ready plan, and planning plus spawning, against a bare
 //!   `std::process::Command` spawn from the same process.
+//! - `launch-observed`: `sandbox::spawn` of `/bin/true` and of a python
+//!   start (`import json, asyncio`), plain and observed as `rootfence
+//!   learn` runs them (every call naming a path goes through the
+//!   supervisor): what observing costs a server's start, in wall-clock
+//!   time and (`launch-observed-cpu`) in CPU time of the whole launch:
+//!   the bench process (where the supervisor runs) and the launched tree.
 //!
 //! Results and the machine they were measured on: benches/RESULTS-launch.md.
 
@@ -68,14 +74,69 @@ fn wall(c: &mut Criterion) {
 }
 
 fn plan_true(home: &std::path::Path) -> rootfence::plan::SandboxPlan {
+    plan_for(home, &["/bin/true"])
+}
+
+fn plan_for(home: &std::path::Path, argv: &[&str]) -> rootfence::plan::SandboxPlan {
     use rootfence::runtime::HostEnv;
     let mut env = HostEnv::current();
     env.home = Some(home.to_path_buf());
     env.vars
         .insert("HOME".into(), home.to_string_lossy().into_owned());
     let policy = rootfence::policy::Policy::builtin(Some(home)).expect("built-in policy");
-    rootfence::plan::for_launch(&policy, &[], &["/bin/true".into()], &env)
-        .expect("discover /bin/true")
+    let argv: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+    rootfence::plan::for_launch(&policy, &[], &argv, &env).expect("discover the command")
+}
+
+fn observed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("launch-observed");
+    g.sample_size(60)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(8));
+    observed_launches(&mut g);
+    g.finish();
+}
+
+fn observed_cpu(c: &mut Criterion<Cpu>) {
+    let mut g = c.benchmark_group("launch-observed-cpu");
+    g.sample_size(60)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(8));
+    observed_launches(&mut g);
+    g.finish();
+}
+
+fn observed_launches<M: Measurement>(g: &mut BenchmarkGroup<'_, M>) {
+    use rootfence::plan::NamespaceMode;
+    use rootfence::sandbox::{self, StdioConfig};
+    let home = tempfile::tempdir().expect("temporary home");
+    let python = &["/usr/bin/python3", "-c", "import json, asyncio"][..];
+    for (name, argv, namespaces) in [
+        ("/bin/true", &["/bin/true"][..], NamespaceMode::Auto),
+        (
+            "python3 -c 'import json, asyncio'",
+            python,
+            NamespaceMode::Auto,
+        ),
+        (
+            "python3 -c 'import json, asyncio' without namespaces",
+            python,
+            NamespaceMode::Off,
+        ),
+    ] {
+        for observe in [false, true] {
+            let mut plan = plan_for(home.path(), argv);
+            plan.namespaces = namespaces;
+            plan.observe_paths = observe;
+            let how = if observe { "observed" } else { "plain" };
+            g.bench_function(format!("sandbox::spawn {name}, {how}"), |b| {
+                b.iter(|| {
+                    let mut child = sandbox::spawn(&plan, StdioConfig::default()).expect("spawn");
+                    assert!(child.wait().expect("wait").success());
+                })
+            });
+        }
+    }
 }
 
 fn lib(c: &mut Criterion) {
@@ -105,7 +166,7 @@ fn lib(c: &mut Criterion) {
     g.finish();
 }
 
-fn cpu(c: &mut Criterion<ChildrenCpu>) {
+fn cpu(c: &mut Criterion<Cpu>) {
     let home = tempfile::tempdir().expect("temporary home");
     let mut g = c.benchmark_group("launch-cpu");
     g.sample_size(200)
@@ -115,26 +176,38 @@ fn cpu(c: &mut Criterion<ChildrenCpu>) {
     g.finish();
 }
 
-/// CPU time (user + system) used by waited-for children, in nanoseconds.
-struct ChildrenCpu;
+/// CPU time (user + system) in nanoseconds, as the function reads it.
+struct Cpu(fn() -> u64);
 
-fn children_cpu_ns() -> u64 {
+/// CPU time used by `who` (`RUSAGE_SELF`, `RUSAGE_CHILDREN`).
+fn cpu_ns(who: libc::c_int) -> u64 {
     // SAFETY: getrusage fills the zeroed struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-impl Measurement for ChildrenCpu {
+/// CPU time used by waited-for children.
+fn children_cpu_ns() -> u64 {
+    cpu_ns(libc::RUSAGE_CHILDREN)
+}
+
+/// CPU time used by this process (its threads: the supervisor's too) and
+/// its waited-for children.
+fn all_cpu_ns() -> u64 {
+    cpu_ns(libc::RUSAGE_SELF) + cpu_ns(libc::RUSAGE_CHILDREN)
+}
+
+impl Measurement for Cpu {
     type Intermediate = u64;
     type Value = u64;
     fn start(&self) -> u64 {
-        children_cpu_ns()
+        (self.0)()
     }
     fn end(&self, i: u64) -> u64 {
-        children_cpu_ns().saturating_sub(i)
+        (self.0)().saturating_sub(i)
     }
     fn add(&self, a: &u64, b: &u64) -> u64 {
         a + b
@@ -177,10 +250,15 @@ impl ValueFormatter for CpuFormatter {
     }
 }
 
-criterion_group!(wall_time, wall, lib);
+criterion_group!(wall_time, wall, lib, observed);
 criterion_group! {
     name = cpu_time;
-    config = Criterion::default().with_measurement(ChildrenCpu);
+    config = Criterion::default().with_measurement(Cpu(children_cpu_ns));
     targets = cpu
 }
-criterion_main!(wall_time, cpu_time);
+criterion_group! {
+    name = observed_cpu_time;
+    config = Criterion::default().with_measurement(Cpu(all_cpu_ns));
+    targets = observed_cpu
+}
+criterion_main!(wall_time, cpu_time, observed_cpu_time);

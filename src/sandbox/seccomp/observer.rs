@@ -187,8 +187,13 @@ fn look(n: &libc::seccomp_notif, call: PathCall, view: Option<BorrowedFd<'_>>) -
     } else {
         (asked.clone(), need_of(call.op, flags), follow)
     };
-    let (outside, path) = outside(&target, follow)?;
     let in_view = view.and_then(|root| in_view(root, &target, follow));
+    // A look at what is in the view is refused by nothing: no need to
+    // look outside (most calls of a runtime's start are such looks).
+    if need == Need::Look && matches!(in_view, Some(InView::Present { .. })) {
+        return None;
+    }
+    let (outside, path) = outside(&target, follow)?;
     Some(Seen {
         path,
         asked,
