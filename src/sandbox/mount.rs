@@ -289,14 +289,27 @@ unsafe fn run_op(err: RawFd, i: u32, op: &ViewOp, slot: Option<&Cell<RawFd>>) {
                 if libc::symlinkat(text.as_ptr(), d, name) == 0 {
                     return true;
                 }
-                // One made at an earlier launch (the store is kept): made
-                // anew; anything else there stays, and the launch fails.
+                // One made at an earlier launch (the store is kept), or by
+                // a launch of the same server at the same time: replaced
+                // whole (a new link renamed over it); anything else there
+                // stays, and the launch fails.
                 let mut st: libc::stat = std::mem::zeroed();
-                errno() == libc::EEXIST
-                    && libc::fstatat(d, name, &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
-                    && st.st_mode & libc::S_IFMT == libc::S_IFLNK
-                    && libc::unlinkat(d, name, 0) == 0
-                    && libc::symlinkat(text.as_ptr(), d, name) == 0
+                if errno() != libc::EEXIST
+                    || libc::fstatat(d, name, &mut st, libc::AT_SYMLINK_NOFOLLOW) != 0
+                    || st.st_mode & libc::S_IFMT != libc::S_IFLNK
+                {
+                    return false;
+                }
+                let mut tmp = [0u8; TEMP_NAME];
+                let t = temp_name(&mut tmp);
+                if libc::symlinkat(text.as_ptr(), d, t) != 0 {
+                    return false;
+                }
+                let ok = libc::renameat(d, t, d, name) == 0;
+                if !ok {
+                    libc::unlinkat(d, t, 0);
+                }
+                ok
             }),
             ViewOp::Bind {
                 src,
@@ -351,36 +364,69 @@ unsafe fn copy_file(src: &CStr, dst: &CStr) -> bool {
         if from < 0 {
             return false;
         }
-        // A file of an earlier launch in the store (kept) is replaced; the
-        // new one is created, never opened through a link or a FIFO.
-        let to = at_parent_fd(dst, |d, name| {
-            if libc::unlinkat(d, name, 0) < 0 && errno() != libc::ENOENT {
-                return -1;
-            }
-            libc::openat(
+        // Written under a new name, then renamed over whatever is there (a
+        // file of an earlier launch in the store, or of a launch of the
+        // same server at the same time): never opened through a link or a
+        // FIFO, never half written.
+        let ok = at_parent(dst, |d, name| {
+            let mut tmp = [0u8; TEMP_NAME];
+            let t = temp_name(&mut tmp);
+            let to = libc::openat(
                 d,
-                name,
+                t,
                 libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 0o644,
-            )
-        });
-        if to < 0 {
-            libc::close(from);
-            return false;
-        }
-        loop {
-            let n = libc::sendfile(to, from, std::ptr::null_mut(), 1 << 16);
-            if n == 0 {
-                break;
-            }
-            if n < 0 {
+            );
+            if to < 0 {
                 return false;
             }
-        }
+            let mut ok = true;
+            loop {
+                let n = libc::sendfile(to, from, std::ptr::null_mut(), 1 << 16);
+                if n == 0 {
+                    break;
+                }
+                if n < 0 {
+                    ok = false;
+                    break;
+                }
+            }
+            libc::close(to);
+            ok = ok && libc::renameat(d, t, d, name) == 0;
+            if !ok {
+                libc::unlinkat(d, t, 0);
+            }
+            ok
+        });
         libc::close(from);
-        libc::close(to);
-        true
+        ok
     }
+}
+
+/// Length of a temporary name's buffer: `.rootfence-`, 16 hex digits and
+/// the terminating zero.
+const TEMP_NAME: usize = 11 + 16 + 1;
+
+/// A fresh temporary file name in `buf` (`.rootfence-` and 16 random hex
+/// digits), as a C string. Async-signal-safe: `getrandom` into the stack.
+fn temp_name(buf: &mut [u8; TEMP_NAME]) -> *const libc::c_char {
+    let mut r = [0u8; 8];
+    // SAFETY: getrandom writes at most 8 bytes into `r`; a short read
+    // leaves zeros, and the name is then made unique by the pid below.
+    let n = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), libc::GRND_NONBLOCK) };
+    if n != 8 {
+        // SAFETY: getpid cannot fail.
+        let pid = unsafe { libc::getpid() } as u32;
+        r[..4].copy_from_slice(&pid.to_ne_bytes());
+    }
+    buf[..11].copy_from_slice(b".rootfence-");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in r.iter().enumerate() {
+        buf[11 + 2 * i] = HEX[usize::from(b >> 4)];
+        buf[12 + 2 * i] = HEX[usize::from(b & 0xf)];
+    }
+    buf[TEMP_NAME - 1] = 0;
+    buf.as_ptr().cast()
 }
 
 /// A recursive bind of `src` at `dst`, from descriptors (see

@@ -1226,3 +1226,32 @@ fn a_server_started_outside_its_grants_starts_in_its_first_root() {
     p.allowed("list");
     assert_eq!(p.value("cwd"), t.ro.display().to_string());
 }
+
+#[test]
+fn launches_of_the_same_server_at_once_share_its_store() {
+    // Each start builds its view in the same store (git's configuration
+    // copied in, a link recreated, mount points made): eight at once all
+    // start.
+    let t = tree();
+    std::fs::write(t.home.join(".gitconfig"), "[user]\n\tname = someone\n").expect("write");
+    let code = format!(
+        "{}\ncheck('git', lambda: read(os.environ['HOME'] + '/.gitconfig') if {} else None)",
+        common::PRELUDE,
+        if t.namespaces { "True" } else { "False" }
+    );
+    let py = common::python();
+    let py = py.to_string_lossy().into_owned();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            t.command(&[], &[&py, "-c", &code])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start rootfence exec")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().expect("wait");
+        Probe::new(out).allowed("git");
+    }
+}
