@@ -1241,10 +1241,15 @@ fn launches_of_the_same_server_at_once_share_its_store() {
     );
     let py = common::python();
     let py = py.to_string_lossy().into_owned();
-    let children: Vec<_> = (0..8)
-        .map(|_| {
-            t.command(&[], &[&py, "-c", &code])
-                .stdout(std::process::Stdio::piped())
+    // Every command first (each writes the tree's policy file), then
+    // every start.
+    let mut commands: Vec<_> = (0..8)
+        .map(|_| t.command(&[], &[&py, "-c", &code]))
+        .collect();
+    let children: Vec<_> = commands
+        .iter_mut()
+        .map(|c| {
+            c.stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .expect("start rootfence exec")
