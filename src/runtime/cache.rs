@@ -72,54 +72,40 @@ fn uv_pythons(env: &HostEnv) -> Option<PathBuf> {
 pub fn collect(c: &mut Collect, argv: &[OsString]) {
     if let Some(l) = super::launchers::of(argv) {
         for (ask, dir) in l.cache_dirs(c.env) {
-            if shared(&dir, c.env) || too_wide(&dir, c.env) {
-                c.note(format!(
-                    "{} ({}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {} to a directory of its own",
-                    dir.display(),
-                    ask.why,
-                    ask.var
-                ));
-                continue;
-            }
-            if !dir.is_dir() {
-                continue;
-            }
-            c.add_private(
-                dir,
-                Rights::RX,
-                Rule::Cache,
-                format!("{}; writes go to a private layer", ask.why),
-                Some(ask.var),
-            );
+            grant(c, dir, ask.var, ask.why);
         }
     }
     for cache in caches(c.env) {
-        let Some(dir) = cache.dir else { continue };
-        if shared(&dir, c.env) || too_wide(&dir, c.env) {
-            c.note(format!(
-                "{} ({}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {} to a directory of its own",
-                dir.display(),
-                cache.var,
-                cache.var
-            ));
-            continue;
+        if let Some(dir) = cache.dir {
+            grant(c, dir, cache.var, cache.why);
         }
-        if !dir.is_dir() {
-            continue;
-        }
-        c.add_private(
-            dir,
-            Rights::RX,
-            Rule::Cache,
-            format!("{}; writes go to a private layer", cache.why),
-            Some(cache.var),
-        );
     }
     if let Some(dir) = uv_pythons(c.env)
         && dir.is_dir()
         && !too_wide(&dir, c.env)
     {
         c.add(dir, Rights::RX, Rule::Cache, "uv's managed Pythons", true);
+    }
+}
+
+/// Grant the cache `dir` (that `var` names to its launcher) behind a
+/// private layer, where it exists and is a directory of its own.
+fn grant(c: &mut Collect, dir: PathBuf, var: &str, why: &str) {
+    if shared(&dir, c.env) || too_wide(&dir, c.env) {
+        c.note(format!(
+            "{} ({var}) not granted: it is a shared directory, never granted whole, so the server runs with no such cache; fix: set {var} to a directory of its own",
+            dir.display()
+        ));
+        return;
+    }
+    if dir.is_dir() {
+        c.add_private(
+            dir,
+            Rights::RX,
+            Rule::Cache,
+            format!("{why}; writes go to a private layer"),
+            Some(var),
+        );
     }
 }
 
