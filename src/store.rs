@@ -134,12 +134,7 @@ fn without_version(arg: &str) -> &str {
 /// Where the store of `id` is: `$XDG_STATE_HOME/rootfence/servers/ID`, or
 /// `~/.local/state/rootfence/servers/ID`. `None` without a home directory.
 pub fn location(env: &HostEnv, id: &ServerId) -> Option<PathBuf> {
-    let base = env
-        .vars
-        .get("XDG_STATE_HOME")
-        .filter(|v| v.starts_with('/'))
-        .map(PathBuf::from)
-        .or_else(|| env.home.as_ref().map(|h| h.join(".local/state")))?;
+    let base = env.xdg("XDG_STATE_HOME", ".local/state")?;
     Some(base.join(SERVERS).join(id.as_str()))
 }
 

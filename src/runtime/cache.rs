@@ -27,9 +27,7 @@ struct Cache {
 
 fn caches(env: &HostEnv) -> Vec<Cache> {
     let home = env.home.clone();
-    let data = env
-        .abs_var("XDG_DATA_HOME")
-        .or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    let data = env.xdg("XDG_DATA_HOME", ".local/share");
     vec![
         Cache {
             var: "npm_config_cache",
@@ -43,8 +41,7 @@ fn caches(env: &HostEnv) -> Vec<Cache> {
             var: "UV_CACHE_DIR",
             dir: env
                 .abs_var("UV_CACHE_DIR")
-                .or_else(|| env.abs_var("XDG_CACHE_HOME").map(|c| c.join("uv")))
-                .or_else(|| home.as_ref().map(|h| h.join(".cache/uv"))),
+                .or_else(|| env.xdg("XDG_CACHE_HOME", ".cache").map(|c| c.join("uv"))),
             why: "uv's cache (uvx and uv run take environments from it)",
         },
         Cache {
@@ -60,9 +57,8 @@ fn caches(env: &HostEnv) -> Vec<Cache> {
 /// uv's managed Pythons.
 fn uv_pythons(env: &HostEnv) -> Option<PathBuf> {
     env.abs_var("UV_PYTHON_INSTALL_DIR").or_else(|| {
-        env.abs_var("XDG_DATA_HOME")
+        env.xdg("XDG_DATA_HOME", ".local/share")
             .map(|d| d.join("uv/python"))
-            .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/uv/python")))
     })
 }
 

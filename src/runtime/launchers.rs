@@ -253,13 +253,10 @@ impl Ask {
 /// Where the answers are recorded: `$XDG_CACHE_HOME/rootfence/launchers`
 /// (or `~/.cache/...`), a directory servers are denied.
 fn record_dir(env: &HostEnv) -> Option<PathBuf> {
-    let base = env
-        .vars
-        .get("XDG_CACHE_HOME")
-        .filter(|v| v.starts_with('/'))
-        .map(PathBuf::from)
-        .or_else(|| env.home.as_ref().map(|h| h.join(".cache")))?;
-    Some(base.join("rootfence/launchers"))
+    Some(
+        env.xdg("XDG_CACHE_HOME", ".cache")?
+            .join("rootfence/launchers"),
+    )
 }
 
 /// Record `answer` at `file`, whole or not at all.

@@ -245,6 +245,13 @@ impl HostEnv {
         }
     }
 
+    /// An XDG base directory: the variable `var` when it holds an absolute
+    /// path, else `default` under the home directory.
+    pub fn xdg(&self, var: &str, default: &str) -> Option<PathBuf> {
+        self.abs_var(var)
+            .or_else(|| self.home.as_ref().map(|h| h.join(default)))
+    }
+
     /// An environment variable holding an absolute path.
     fn abs_var(&self, name: &str) -> Option<PathBuf> {
         self.vars

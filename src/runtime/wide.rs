@@ -40,13 +40,7 @@ pub fn user_data_dirs(env: &HostEnv) -> Vec<PathBuf> {
         ("XDG_CACHE_HOME", ".cache"),
         ("XDG_STATE_HOME", ".local/state"),
     ] {
-        let dir = env
-            .vars
-            .get(var)
-            .filter(|v| v.starts_with('/'))
-            .map(PathBuf::from)
-            .or_else(|| env.home.as_ref().map(|h| h.join(default)));
-        if let Some(d) = dir {
+        if let Some(d) = env.xdg(var, default) {
             out.push(canonical_or(d));
         }
     }
