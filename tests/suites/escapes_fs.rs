@@ -1260,3 +1260,130 @@ fn launches_of_the_same_server_at_once_share_its_store() {
         Probe::new(out).allowed("git");
     }
 }
+
+/// What a process outside sees of the locks on the tree's files while a
+/// server holds its own: `name=OK` for a lock it got, else the errno.
+const LOCKS_OUTSIDE: &str = "import fcntl, struct, errno, os, sys\n\
+     def t(f):\n\
+     \x20   try:\n\
+     \x20       f(); return 'OK'\n\
+     \x20   except OSError as e:\n\
+     \x20       return errno.errorcode.get(e.errno, str(e.errno))\n\
+     def ofd(fd, kind):\n\
+     \x20   fcntl.fcntl(fd, 37, struct.pack('hhqqi', kind, 0, 0, 0, 0))\n\
+     ro, r = sys.argv[1], sys.argv[2]\n\
+     f = os.open(ro + '/file', os.O_RDWR)\n\
+     print('flock_ro=' + t(lambda: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     print('posix_ro=' + t(lambda: fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     fcntl.lockf(f, fcntl.LOCK_UN)\n\
+     g = os.open(ro + '/file', os.O_RDWR)\n\
+     print('ofd_ro=' + t(lambda: ofd(g, fcntl.F_WRLCK)))\n\
+     own = os.open(r + '/own.lock', os.O_RDWR)\n\
+     print('flock_rw=' + t(lambda: fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     own2 = os.open(r + '/own2.lock', os.O_RDWR)\n\
+     print('posix_rw=' + t(lambda: fcntl.lockf(own2, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     own3 = os.open(r + '/own3.lock', os.O_RDWR)\n\
+     print('ofd_rw=' + t(lambda: ofd(own3, fcntl.F_WRLCK)))\n";
+
+#[test]
+fn locks_on_files_it_may_only_read_hold_nothing_outside() {
+    // flock(), POSIX and open-file-description locks need no write
+    // access: an exclusive lock on a read-granted file (cargo's
+    // ~/.cargo/.package-cache) made the user's own tools wait. A lock on
+    // a file the server opened only for reading now succeeds and locks
+    // nothing; a lock on a file it opened for writing is real, and a wait
+    // for one another process holds ends when that process lets go.
+    let t = tree();
+    let code = format!(
+        "{}\nimport fcntl, struct, time\n\
+         def ofd(fd, kind, wait=False):\n\
+         \x20   fcntl.fcntl(fd, 38 if wait else 37, struct.pack('hhqqi', kind, 0, 0, 0, 0))\n\
+         ro = os.open('{ro}/file', os.O_RDONLY)\n\
+         check('flock_ro', lambda: fcntl.flock(ro, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         check('posix_ro', lambda: fcntl.lockf(ro, fcntl.LOCK_SH | fcntl.LOCK_NB))\n\
+         check('ofd_ro', lambda: ofd(ro, fcntl.F_RDLCK))\n\
+         own = os.open('{r}/own.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         check('flock_rw', lambda: fcntl.flock(own, fcntl.LOCK_EX))\n\
+         own2 = os.open('{r}/own2.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         check('posix_rw', lambda: fcntl.lockf(own2, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         own3 = os.open('{r}/own3.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         check('ofd_rw', lambda: ofd(own3, fcntl.F_WRLCK, wait=True))\n\
+         rd, wr = os.pipe()\n\
+         pid = os.fork()\n\
+         if pid == 0:\n\
+         \x20   fd = os.open('{r}/wait.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20   fcntl.flock(fd, fcntl.LOCK_EX)\n\
+         \x20   os.write(wr, b'x')\n\
+         \x20   time.sleep(0.3)\n\
+         \x20   os._exit(0)\n\
+         os.read(rd, 1)\n\
+         w = os.open('{r}/wait.lock', os.O_RDWR)\n\
+         check('flock_busy', lambda: fcntl.flock(w, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         check('flock_wait', lambda: fcntl.flock(w, fcntl.LOCK_EX))\n\
+         os.waitpid(pid, 0)\n\
+         check('flock_closed', lambda: fcntl.flock(999, fcntl.LOCK_EX))\n\
+         print('held', flush=True)\n\
+         sys.stdin.read()",
+        common::PRELUDE,
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let py = common::python();
+    let mut child = t
+        .command(&[], &[py.to_str().unwrap_or("python3"), "-c", &code])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rootfence exec");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut inside = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut out, &mut line).expect("the server's answers");
+        if n == 0 || line.trim() == "held" {
+            break;
+        }
+        inside.push_str(&line);
+    }
+    // While the server holds every lock it took: a process outside.
+    let outside = std::process::Command::new(&py)
+        .args(["-c", LOCKS_OUTSIDE])
+        .arg(&t.ro)
+        .arg(&t.r)
+        .output()
+        .expect("python outside");
+    drop(child.stdin.take());
+    let done = child.wait_with_output().expect("wait for rootfence exec");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let probe = Probe::new(std::process::Output {
+        status: done.status,
+        stdout: inside.into_bytes(),
+        stderr: done.stderr.clone(),
+    });
+    probe
+        .allowed("flock_ro")
+        .allowed("posix_ro")
+        .allowed("ofd_ro")
+        .allowed("flock_rw")
+        .allowed("posix_rw")
+        .allowed("ofd_rw")
+        .expect_any("flock_busy", &["EAGAIN", "EWOULDBLOCK"])
+        .allowed("flock_wait")
+        .expect("flock_closed", "EBADF");
+    let seen = String::from_utf8_lossy(&outside.stdout).into_owned();
+    let got = |name: &str| {
+        seen.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} outside: {seen}{stderr}"))
+            .to_string()
+    };
+    // Nothing outside waits for a lock on a file the server may only read.
+    assert_eq!(got("flock_ro"), "OK", "{seen}");
+    assert_eq!(got("posix_ro"), "OK", "{seen}");
+    assert_eq!(got("ofd_ro"), "OK", "{seen}");
+    // The server's locks on its own files are real.
+    assert!(["EAGAIN", "EWOULDBLOCK"].contains(&got("flock_rw").as_str()), "{seen}");
+    assert!(["EAGAIN", "EACCES"].contains(&got("posix_rw").as_str()), "{seen}");
+    assert!(["EAGAIN", "EACCES"].contains(&got("ofd_rw").as_str()), "{seen}");
+}

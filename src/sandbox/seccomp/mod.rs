@@ -25,6 +25,8 @@
 //! - `connect()`, for network by domain without a network namespace of the
 //!   server's own, goes to the supervisor too, which connects a TCP socket
 //!   only to rootfence's network proxy;
+//! - `flock()` and `fcntl()`'s record locks go to the supervisor, which
+//!   locks a file only where the server opened it for writing ([`locks`]);
 //! - while rootfence observes a server (`rootfence learn`), the calls that
 //!   name a path ([`paths`]) go to the supervisor too, which records what
 //!   the sandbox refuses and lets each call run as the kernel decides;
@@ -36,6 +38,7 @@
 //! two agree.
 
 mod bpf;
+pub mod locks;
 pub mod observer;
 pub mod paths;
 pub mod supervisor;
@@ -100,6 +103,10 @@ pub struct FilterPolicy {
     /// decides (it grants nothing). Only while rootfence observes a
     /// server: each such call costs a round trip.
     pub observe: bool,
+    /// `flock()` and `fcntl()`'s record locks go to the supervisor, which
+    /// locks only files opened for writing ([`locks`]): a lock on a file
+    /// the server may only read would make programs outside wait.
+    pub locks: bool,
 }
 
 impl FilterPolicy {
@@ -119,13 +126,18 @@ impl FilterPolicy {
             report: false,
             supervise_connect: false,
             observe: false,
+            locks: true,
         }
     }
 
     /// Whether a launch under this policy needs the supervisor (a listener
     /// for the filter's notifications).
     pub fn needs_supervisor(&self) -> bool {
-        self.report || self.listen == Listen::Supervised || self.supervise_connect || self.observe
+        self.report
+            || self.listen == Listen::Supervised
+            || self.supervise_connect
+            || self.observe
+            || self.locks
     }
 }
 

@@ -121,6 +121,7 @@ mod tests {
             report: false,
             supervise_connect: false,
             observe: true,
+            locks: true,
         });
         let mut found = 0;
         for e in &table {

@@ -34,6 +34,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::locks;
 use super::observer::{self, Observer};
 use super::{Action, Entry, decide, paths};
 use crate::sandbox::observed::Observed;
@@ -87,7 +88,7 @@ impl Supervisor {
         let observer = rules.observe.clone();
         std::thread::Builder::new()
             .name("rootfence-supervisor".into())
-            .spawn(move || serve(&listener, &rules, &s, &r))?;
+            .spawn(move || serve(&Arc::new(listener), &rules, &s, &r))?;
         Ok(Supervisor {
             stop,
             refused,
@@ -117,7 +118,7 @@ impl Drop for Supervisor {
 }
 
 fn serve(
-    listener: &OwnedFd,
+    listener: &Arc<OwnedFd>,
     rules: &Rules,
     stop: &AtomicBool,
     refused: &Mutex<BTreeMap<String, Refused>>,
@@ -150,21 +151,8 @@ fn serve(
                 // ENOENT: the caller went away (a signal) before we read it.
                 continue;
             }
-            let (val, error, flags) = match answer(fd, &notif, rules, refused) {
-                Answer::Done(val, error) => (val, error, 0),
-                Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
-            };
-            let mut resp = libc::seccomp_notif_resp {
-                id: notif.id,
-                val,
-                error,
-                flags,
-            };
-            // SAFETY: the ioctl reads the struct on the stack. A failure
-            // (ENOENT) means the caller is gone.
-            unsafe {
-                libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp);
-            }
+            let a = answer(listener, &notif, rules, refused);
+            send(fd, notif.id, a);
         } else if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
             return;
         }
@@ -172,22 +160,46 @@ fn serve(
 }
 
 /// The answer to one notification.
-enum Answer {
+pub(super) enum Answer {
     /// The return value and negative errno.
     Done(i64, i32),
     /// Let the kernel run the call (only where the call cannot reach what
     /// the check was about: see `supervised_connect`; or where nothing was
     /// checked, only observed).
     Continue,
+    /// Sent later, by the thread that waits for a lock (see
+    /// [`super::locks`]).
+    Later,
+}
+
+/// Send `answer` to notification `id` (nothing for [`Answer::Later`]). A
+/// failure (`ENOENT`) means the caller is gone.
+pub(super) fn send(listener: RawFd, id: u64, answer: Answer) {
+    let (val, error, flags) = match answer {
+        Answer::Done(val, error) => (val, error, 0),
+        Answer::Continue => (0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32),
+        Answer::Later => return,
+    };
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error,
+        flags,
+    };
+    // SAFETY: the ioctl reads the struct on the stack.
+    unsafe {
+        libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp);
+    }
 }
 
 /// The answer to one notification.
 fn answer(
-    listener: RawFd,
+    shared: &Arc<OwnedFd>,
     n: &libc::seccomp_notif,
     rules: &Rules,
     refused: &Mutex<BTreeMap<String, Refused>>,
 ) -> Answer {
+    let listener = shared.as_raw_fd();
     let nr = i64::from(n.data.nr);
     let args = n.data.args;
     let d = decide(&rules.table, nr, &args);
@@ -197,6 +209,9 @@ fn answer(
                 Ok(()) => Answer::Done(0, 0),
                 Err(e) => Answer::Done(0, -e),
             }
+        }
+        Action::Supervise if nr == libc::SYS_flock || nr == libc::SYS_fcntl => {
+            locks::answer(shared, n)
         }
         Action::Supervise if nr == libc::SYS_connect => {
             match supervised_connect(listener, n, rules) {
@@ -257,7 +272,7 @@ enum Connect {
 /// A copy of the descriptor `target` of the process `pid`, made only
 /// while notification `id` is still pending (so `pid` still names the
 /// caller): `Err` with the errno to answer.
-fn take_fd(listener: RawFd, pid: u32, target: RawFd, id: u64) -> Result<OwnedFd, i32> {
+pub(super) fn take_fd(listener: RawFd, pid: u32, target: RawFd, id: u64) -> Result<OwnedFd, i32> {
     // SAFETY: pidfd_open with integer arguments; the result is checked.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if pidfd < 0 {

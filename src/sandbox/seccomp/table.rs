@@ -11,7 +11,7 @@
 
 #![allow(non_upper_case_globals)]
 
-use super::{Action, Clause, Cond, FilterPolicy, Listen, Rule};
+use super::{Action, Clause, Cond, FilterPolicy, Listen, Rule, locks};
 
 /// One listed system call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,7 +355,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
             libc::SYS_sendfile, libc::SYS_copy_file_range, libc::SYS_splice, libc::SYS_tee,
             libc::SYS_vmsplice, libc::SYS_fadvise64, libc::SYS_readahead,
             libc::SYS_fsync, libc::SYS_fdatasync, libc::SYS_sync_file_range, libc::SYS_syncfs,
-            libc::SYS_sync, libc::SYS_flock, libc::SYS_ftruncate, libc::SYS_fallocate,
+            libc::SYS_sync, libc::SYS_ftruncate, libc::SYS_fallocate,
         ),
     );
     t.extend(
@@ -596,13 +596,38 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         ),
     ));
     t.push(one(
+        libc::SYS_flock,
+        "flock",
+        "locks on files it opened for writing; on a file opened only for reading the lock is its own, judged by the supervisor on the descriptor itself (nothing outside waits)",
+        if p.locks {
+            args(
+                vec![when(vec![Cond::AnySet(1, libc::LOCK_UN as u32)], Action::Allow)],
+                Action::Supervise,
+            )
+        } else {
+            Rule::Allow
+        },
+    ));
+    let mut fcntl = vec![when(vec![Cond::In(1, FCNTL_REFUSED.to_vec())], EPERM)];
+    if p.locks {
+        fcntl.push(when(
+            vec![Cond::In(
+                1,
+                vec![
+                    locks::SETLK,
+                    locks::SETLKW,
+                    locks::OFD_SETLK,
+                    locks::OFD_SETLKW,
+                ],
+            )],
+            Action::Supervise,
+        ));
+    }
+    t.push(one(
         libc::SYS_fcntl,
         "fcntl",
-        "descriptor flags and locks; no signals to another process, no leases",
-        args(
-            vec![when(vec![Cond::In(1, FCNTL_REFUSED.to_vec())], EPERM)],
-            Action::Allow,
-        ),
+        "descriptor flags, and record locks as flock(); no signals to another process, no leases",
+        args(fcntl, Action::Allow),
     ));
     t.push(one(
         libc::SYS_clone,

@@ -2,7 +2,7 @@ use super::*;
 
 fn policies() -> Vec<FilterPolicy> {
     let mut out = Vec::new();
-    for bits in 0..256u32 {
+    for bits in 0..512u32 {
         let b = |i: u32| bits & (1 << i) != 0;
         out.push(FilterPolicy {
             udp: b(0),
@@ -17,6 +17,7 @@ fn policies() -> Vec<FilterPolicy> {
             report: b(5),
             supervise_connect: b(6),
             observe: b(7),
+            locks: b(8),
         });
     }
     out
@@ -150,6 +151,7 @@ fn strict() -> FilterPolicy {
         report: false,
         supervise_connect: false,
         observe: false,
+        locks: false,
     }
 }
 
@@ -358,4 +360,38 @@ fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
     // Calls that name no path are not observed.
     assert_eq!(run(&p, libc::SYS_read, [0; 6]), RET_ALLOW);
     assert_eq!(run(&p, libc::SYS_getpid, [0; 6]), RET_ALLOW);
+}
+
+#[test]
+fn locks_go_to_the_supervisor_and_unlocks_do_not() {
+    let mut p = strict();
+    let flock = |p: &FilterPolicy, op: i32| act(p, libc::SYS_flock, [3, op as u64, 0, 0, 0, 0]);
+    let fcntl = |p: &FilterPolicy, cmd: i32| act(p, libc::SYS_fcntl, [3, cmd as u64, 0, 0, 0, 0]);
+    assert_eq!(flock(&p, libc::LOCK_EX), Action::Allow);
+    assert_eq!(fcntl(&p, libc::F_SETLK), Action::Allow);
+    p.locks = true;
+    assert!(p.needs_supervisor());
+    for op in [libc::LOCK_EX, libc::LOCK_SH, libc::LOCK_EX | libc::LOCK_NB] {
+        assert_eq!(flock(&p, op), Action::Supervise, "{op}");
+    }
+    assert_eq!(flock(&p, libc::LOCK_UN), Action::Allow);
+    for cmd in [
+        libc::F_SETLK,
+        libc::F_SETLKW,
+        libc::F_OFD_SETLK,
+        libc::F_OFD_SETLKW,
+    ] {
+        assert_eq!(fcntl(&p, cmd), Action::Supervise, "{cmd}");
+    }
+    // Queries and descriptor flags stay with the kernel.
+    for cmd in [
+        libc::F_GETLK,
+        libc::F_OFD_GETLK,
+        libc::F_GETFL,
+        libc::F_SETFD,
+        libc::F_DUPFD_CLOEXEC,
+    ] {
+        assert_eq!(fcntl(&p, cmd), Action::Allow, "{cmd}");
+    }
+    assert_eq!(fcntl(&p, libc::F_SETLEASE), Action::Errno(libc::EPERM));
 }
