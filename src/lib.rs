@@ -53,6 +53,7 @@ pub fn cli_main() -> std::process::ExitCode {
 mod cli;
 mod fs;
 mod hostconfig;
+mod refusals;
 
 #[doc(hidden)]
 pub mod envvars;

@@ -1,8 +1,11 @@
-//! A server that fails under the sandbox says so in its own words on its
-//! stderr (`cat: /x: Permission denied`); `rootfence run` reads those
-//! lines, and the error the host gets for its request names the sandbox
-//! denial and the policy rule that would allow the path. Where the same
-//! program fails for another reason, nothing is said about the sandbox.
+//! A server that fails under the sandbox at its first start: rootfence
+//! observed what the sandbox refused it (its own supervisor, never the
+//! server's words), and the error the host gets for its request names the
+//! path and the policy line that would allow it, or that no line does (a
+//! denied path). Where the same program fails for another reason, or
+//! only says the sandbox refused it something, nothing is said about the
+//! sandbox. Once a start has gone through, later starts are not observed;
+//! after one that failed, the next is.
 
 mod common;
 
@@ -78,8 +81,8 @@ fn a_denied_read_is_named_in_the_hosts_error(t: &Tree) {
         msg.contains(&format!("[runtime] read = [\"{}\"]", secret.display())),
         "{msg}"
     );
-    assert!(msg.contains("sandbox"), "{msg}");
-    assert!(err.contains("sandbox denial:"), "{err}");
+    assert!(msg.contains("the sandbox refused the server"), "{msg}");
+    assert!(err.contains("the sandbox refused the server"), "{err}");
     // The server's own line reached rootfence's stderr too.
     assert!(err.contains("cat: "), "{err}");
 }
@@ -94,17 +97,17 @@ fn a_denied_read_is_named_in_the_hosts_error_without_namespaces() {
     a_denied_read_is_named_in_the_hosts_error(&Tree::without_namespaces());
 }
 
-/// A path under the home directory is named as `~/…` in the rule.
+/// A path under the home directory is named as `~/…`; a denied one with
+/// the rule that denies it, and no line.
 #[test]
-fn a_denied_path_in_home_is_named_from_home() {
+fn a_denied_path_in_home_is_named_from_home_with_no_line() {
     let t = Tree::new();
     let key = t.home.join(".ssh/id_rsa");
     let (answer, _) = initialize_through(&t, &format!("cat '{}'; exit 1", key.display()));
     let msg = error_message(&answer);
-    assert!(
-        msg.contains("[runtime] read = [\"~/.ssh/id_rsa\"]"),
-        "{msg}"
-    );
+    assert!(msg.contains("~/.ssh/id_rsa"), "{msg}");
+    assert!(msg.contains("denied path (~/.ssh, built-in)"), "{msg}");
+    assert!(!msg.contains("[runtime]"), "{msg}");
 }
 
 fn writing_a_read_only_root_names_the_write_rule(t: &Tree) {
@@ -112,9 +115,12 @@ fn writing_a_read_only_root_names_the_write_rule(t: &Tree) {
     let (answer, _) = initialize_through(t, &format!("echo x > '{}'; exit 4", target.display()));
     let msg = error_message(&answer);
     assert!(msg.contains("exit code 4"), "{msg}");
-    assert!(msg.contains("granted read-only"), "{msg}");
     assert!(
-        msg.contains(&format!("[runtime] write = [\"{}\"]", target.display())),
+        msg.contains(&format!("a change in {}", t.ro.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("[runtime] write = [\"{}\"]", t.ro.display())),
         "{msg}"
     );
     assert!(!target.exists(), "the write was refused");
@@ -156,4 +162,110 @@ fn failures_the_sandbox_did_not_cause_say_nothing_of_it() {
     assert!(!msg.contains("sandbox"), "{msg}");
     // The allowed read worked: its content reached rootfence's stderr.
     assert!(err.contains("inside"), "{err}");
+}
+
+/// A server that only says the sandbox refused it a path (one it never
+/// touched: a token rootfence would be fooled into proposing) is not
+/// believed: nothing of it reaches the host's error or rootfence's words.
+#[test]
+fn what_the_server_says_it_was_refused_is_not_believed() {
+    let t = Tree::new();
+    let token = t.home.join(".claude/.credentials.json");
+    let docs = t.home.join("Documents");
+    let (answer, err) = initialize_through(
+        &t,
+        &format!(
+            "echo \"cat: {}: Permission denied\" >&2; \
+             echo \"PermissionError: [Errno 13] Permission denied: '{}'\" >&2; exit 7",
+            token.display(),
+            docs.display()
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 7"), "{msg}");
+    assert!(!msg.contains("credentials"), "{msg}");
+    assert!(!msg.contains("Documents"), "{msg}");
+    assert!(!msg.contains("sandbox"), "{msg}");
+    assert!(!err.contains("the sandbox refused"), "{err}");
+    // The server's own lines still reach rootfence's stderr.
+    assert!(err.contains("Permission denied"), "{err}");
+}
+
+/// rootfence's own log of a `run` of the script `script` (installed in the
+/// tree), answering or not.
+fn start_log(t: &Tree, script: &std::path::Path) -> String {
+    let policy = t.policy(
+        "fake.toml",
+        &format!(
+            "version = 1\n[runtime]\nexec = [\"{}\"]\n",
+            common::fake_server().display()
+        ),
+    );
+    let (_, err) = {
+        let mut child = Command::new(rootfence())
+            .args(["run", "--no-watch", "--policy", &policy, "--root"])
+            .arg(&t.r)
+            .args(["--", "/bin/sh"])
+            .arg(script)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &t.home)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        writeln!(stdin, "{INITIALIZE}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        drop(stdin);
+        let _ = child.wait();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (line, err)
+    };
+    err
+}
+
+#[test]
+fn starts_are_observed_until_one_goes_through_and_after_one_that_failed() {
+    let t = Tree::new();
+    let script = t.r.join("server.sh");
+    let flag = t.r.join("fail");
+    std::fs::write(
+        &script,
+        format!(
+            "[ -e '{}' ] && {{ cat '{}'; exit 3; }}\nexec '{}'\n",
+            flag.display(),
+            t.outside.join("secret").display(),
+            common::fake_server().display()
+        ),
+    )
+    .unwrap();
+    let observed = "its start is observed";
+    // The first start: observed.
+    assert!(start_log(&t, &script).contains(observed));
+    // It went through: the next is not.
+    assert!(!start_log(&t, &script).contains(observed));
+    // One that fails (unobserved: nothing named)...
+    std::fs::write(&flag, "").unwrap();
+    let failed = start_log(&t, &script);
+    assert!(!failed.contains(observed), "{failed}");
+    assert!(!failed.contains("the sandbox refused"), "{failed}");
+    // ...and the next is observed, and names what the sandbox refused.
+    let again = start_log(&t, &script);
+    assert!(again.contains(observed), "{again}");
+    assert!(again.contains("the sandbox refused the server"), "{again}");
+    std::fs::remove_file(&flag).unwrap();
+    assert!(start_log(&t, &script).contains(observed));
+    assert!(!start_log(&t, &script).contains(observed));
 }

@@ -5,7 +5,7 @@
 //! a path goes through rootfence's supervisor, which records the paths the
 //! sandbox refuses and that exist outside: see
 //! [`crate::sandbox::observed`]), and drives `initialize` and
-//! `tools/list`. A refused path that [`propose`] allows becomes a
+//! `tools/list`. A refused path that [`crate::refusals`] allows becomes a
 //! `[runtime] read`, `exec` or `write` line of the next round's policy,
 //! shown with why; a denied one is named and never proposed. What the
 //! server prints is shown to the user, never read for paths: it could
@@ -19,8 +19,6 @@
 //! are proposed as `[network] allow_domains` lines. They are not granted
 //! while learning (the server learns nothing it could send out).
 
-mod propose;
-
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,11 +27,11 @@ use std::time::{Duration, Instant};
 
 use crate::netproxy::{Target, TargetHost};
 use crate::policy::{ExtraKind, ExtraPath, Policy};
+use crate::refusals::{self as propose, Context, Right, Verdict};
 use crate::roots::Origin;
 use crate::runtime::{HostEnv, shown};
 use crate::sandbox::observed::{Need, Observed, Refusal};
 use crate::sandbox::{self, StdioConfig};
-use propose::{Context, Right, Verdict};
 
 use super::{LaunchArgs, load_launch_policy};
 

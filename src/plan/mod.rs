@@ -325,9 +325,14 @@ pub struct SandboxPlan {
     /// Observe the server: every call naming a path goes through
     /// rootfence's supervisor, which records the paths the sandbox refuses
     /// it ([`crate::sandbox::SandboxedChild::observed`]); `rootfence learn`
-    /// proposes policy lines from them. Off by default (each such call
+    /// proposes policy lines from them; `rootfence run` observes a server's
+    /// starts until one has gone through. Off by default (each such call
     /// then costs nothing).
     pub observe_paths: bool,
+    /// The deny list the plan was made under: what an observed refusal is
+    /// judged against ([`crate::refusals`]).
+    #[serde(skip)]
+    pub deny: Vec<crate::roots::PathRule>,
 }
 
 /// JSON form of a root.
@@ -536,6 +541,7 @@ pub fn build(
         resources: policy.raw.resources.clone(),
         report_refusals: false,
         observe_paths: false,
+        deny: policy.deny.clone(),
         warnings,
     }
 }

@@ -1,8 +1,24 @@
 //! The production [`Launcher`]: each server generation started under the
-//! sandbox ([`crate::sandbox::spawn`]), its stderr relayed to rootfence's
-//! and read for sandbox denials.
+//! sandbox ([`crate::sandbox::spawn`]), its stderr relayed to rootfence's.
+//!
+//! Until a server has once answered `initialize` under rootfence (its
+//! first start, and every start after one that failed), its start is
+//! observed: every call naming a path goes through rootfence's supervisor,
+//! which records what the sandbox refused it. Each refusal is logged and
+//! told to the host with the policy line that would allow it
+//! ([`crate::refusals::hint`]), and a server that then fails names them in
+//! the host's error. What the server prints is relayed, never read for
+//! this: a server cannot put words in rootfence's mouth. Once a start has
+//! gone through, later starts are not observed (observing costs a round
+//! trip per path call).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use crate::plan::SandboxPlan;
+use crate::refusals::{self, Context};
+use crate::runtime::HostEnv;
+use crate::sandbox::observed::Refusal;
 use crate::sandbox::{self, StdioConfig};
 
 use super::server::{LaunchError, Launcher, ServerProcess};
@@ -11,15 +27,26 @@ use super::session::ExitInfo;
 /// Size asked for the pipes to and from the server.
 const PIPE_SIZE: usize = 1 << 20;
 
+/// At most this many refusals of one generation are told to the host (all
+/// are logged).
+const MAX_TOLD: usize = 8;
+
+/// At most this many refusals are named in the host's error when the
+/// server fails.
+const MAX_NAMED: usize = 3;
+
 /// Launches each server generation under the sandbox its plan describes:
 /// what `rootfence run` uses, and what a Rust host embedding the proxy
 /// ([`super::run`]) gives it.
 pub struct SandboxLauncher {
-    /// The user's home directory, to name paths in denial hints (`~/x`).
+    /// The user's home directory, to name paths in hints (`~/x`).
     pub home: Option<std::path::PathBuf>,
     /// Whether the variables left out of the server's environment were
     /// logged (once per session).
     env_logged: bool,
+    /// The record that this server once started under rootfence: in the
+    /// server's state directory (rootfence's own, never the server's).
+    started: Option<PathBuf>,
 }
 
 impl SandboxLauncher {
@@ -28,35 +55,24 @@ impl SandboxLauncher {
         SandboxLauncher {
             home,
             env_logged: false,
+            started: None,
         }
     }
 }
+
+/// The file recording that a server started, in its store's directory.
+const STARTED: &str = "started";
 
 /// How long the reaper waits for the rest of a dead server's stderr (a
 /// descendant outside its PID namespace may still hold the pipe).
 const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// What a server's stderr tells: the last denial's hint once it exited,
-/// and each denial as it comes.
-type Diagnosis = (
-    Box<dyn FnOnce() -> Option<String> + Send>,
-    tokio::sync::mpsc::UnboundedReceiver<String>,
-);
-
-/// Relay a server's stderr to rootfence's, reading it for sandbox denials
-/// (each logged once, with the rule that would allow the path, and sent
-/// on the returned channel). The returned function, called once the server
-/// has exited, gives the last denial's hint.
-fn relay_stderr(
-    mut from: std::process::ChildStderr,
-    plan: &SandboxPlan,
-    home: Option<std::path::PathBuf>,
-) -> Diagnosis {
+/// Relay a server's stderr to rootfence's, as it comes; the returned
+/// function, called once the server has exited, waits a moment for the
+/// rest.
+fn relay_stderr(mut from: std::process::ChildStderr) -> Box<dyn FnOnce() + Send> {
     use std::io::{Read, Write};
-    let mut watch = sandbox::hints::StderrWatch::new(plan.clone(), home);
-    let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Option<String>>(1);
-    let exists = |p: &std::path::Path| p.exists();
-    let (hints_tx, hints_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
     let spawned = std::thread::Builder::new()
         .name("rootfence-server-stderr".into())
         .spawn(move || {
@@ -67,24 +83,67 @@ fn relay_stderr(
                     Ok(n) => n,
                 };
                 let _ = std::io::stderr().write_all(&buf[..n]);
-                for d in watch.feed(&buf[..n], &exists) {
-                    tracing::warn!("sandbox denial: {}", d.hint);
-                    let _ = hints_tx.send(d.hint);
-                }
             }
-            for d in watch.finish(&exists) {
-                tracing::warn!("sandbox denial: {}", d.hint);
-                let _ = hints_tx.send(d.hint);
-            }
-            let _ = done_tx.send(watch.last_hint().map(str::to_string));
+            let _ = done_tx.send(());
         });
     if let Err(e) = spawned {
-        tracing::warn!("cannot read the server's stderr for sandbox denials: {e}");
+        tracing::warn!("cannot relay the server's stderr: {e}");
     }
-    (
-        Box::new(move || done_rx.recv_timeout(STDERR_TAIL).ok().flatten()),
-        hints_rx,
-    )
+    Box::new(move || {
+        let _ = done_rx.recv_timeout(STDERR_TAIL);
+    })
+}
+
+/// The hints of what the sandbox refused an observed server, as they
+/// come: each logged, the first [`MAX_TOLD`] sent on the returned channel
+/// (for the host), and the last [`MAX_NAMED`] kept in `last` (for the
+/// host's error if the server fails).
+fn watch_refusals(
+    refusals: std::sync::mpsc::Receiver<Refusal>,
+    plan: &SandboxPlan,
+    env: HostEnv,
+    last: Arc<Mutex<Vec<String>>>,
+) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let plan = plan.clone();
+    let uid = rustix::process::geteuid().as_raw();
+    let spawned = std::thread::Builder::new()
+        .name("rootfence-refusals".into())
+        .spawn(move || {
+            let cx = Context {
+                deny: &plan.deny,
+                plan: &plan,
+                env: &env,
+                uid,
+            };
+            let mut told = 0;
+            for r in refusals {
+                let Some(hint) = refusals::hint(&r, &cx) else {
+                    tracing::debug!("the sandbox refused the server {} ({r})", r.path.display());
+                    continue;
+                };
+                tracing::warn!("{hint}");
+                if let Ok(mut last) = last.lock() {
+                    last.retain(|h| h != &hint);
+                    if last.len() == MAX_NAMED {
+                        last.remove(0);
+                    }
+                    last.push(hint.clone());
+                }
+                told += 1;
+                if told <= MAX_TOLD {
+                    let _ = tx.send(hint);
+                } else if told == MAX_TOLD + 1 {
+                    let _ = tx.send(format!(
+                        "the sandbox refused the server more paths than the {MAX_TOLD} named: see rootfence's log, or run `rootfence learn` with the same command"
+                    ));
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch what the sandbox refuses the server: {e}");
+    }
+    rx
 }
 
 impl Launcher for SandboxLauncher {
@@ -96,19 +155,46 @@ impl Launcher for SandboxLauncher {
             self.env_logged = true;
             log_dropped_env(&plan.env_dropped);
         }
+        // Observed until a start goes through; the record is taken away
+        // now and made again when this one answers `initialize`.
+        self.started = plan.home_store.as_ref().map(|s| s.dir.join(STARTED));
+        let observe = self.started.as_ref().is_some_and(|f| !f.exists());
+        if let Some(f) = &self.started {
+            let _ = std::fs::remove_file(f);
+        }
+        let mut observed;
+        let plan = if observe && !plan.observe_paths {
+            tracing::info!(
+                "the server has not yet started under rootfence: its start is observed, and what the sandbox refuses it is said with the policy line that allows it"
+            );
+            observed = plan.clone();
+            observed.observe_paths = true;
+            &observed
+        } else {
+            plan
+        };
         // stderr too: the server never holds rootfence's own (which may be
         // a terminal); its lines are relayed to rootfence's stderr.
         let mut child = sandbox::spawn(plan, StdioConfig::all_piped())?;
         tracing::info!("server pid {}: {}", child.pid(), child.confinement());
         let stdin = child.take_stdin().ok_or(LaunchError::NotPiped("stdin"))?;
         let stdout = child.take_stdout().ok_or(LaunchError::NotPiped("stdout"))?;
-        let (diagnose, denials) = match child.take_stderr() {
-            Some(stderr) => {
-                let (d, rx) = relay_stderr(stderr, plan, self.home.clone());
-                (Some(d), Some(rx))
+        let tail = child.take_stderr().map(relay_stderr);
+        let last = Arc::new(Mutex::new(Vec::new()));
+        let denials = child.watch_refusals().map(|rx| {
+            let env = HostEnv {
+                home: self.home.clone(),
+                ..HostEnv::current()
+            };
+            watch_refusals(rx, plan, env, last.clone())
+        });
+        let diagnose: Box<dyn FnOnce() -> Option<String> + Send> = Box::new(move || {
+            if let Some(tail) = tail {
+                tail();
             }
-            None => (None, None),
-        };
+            let last = last.lock().map(|l| l.join("; ")).unwrap_or_default();
+            (!last.is_empty()).then_some(last)
+        });
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
@@ -124,9 +210,21 @@ impl Launcher for SandboxLauncher {
             pid: child.pid(),
             // Reaps the server and removes its scratch directory.
             reap: Box::new(move || child.wait().map(ExitInfo::from_status)),
-            diagnose,
+            diagnose: Some(diagnose),
             denials,
         })
+    }
+
+    fn started(&mut self) {
+        if let Some(f) = &self.started
+            && !f.exists()
+            && let Err(e) = std::fs::write(f, b"")
+        {
+            tracing::debug!(
+                "cannot record that the server started ({}): {e}",
+                f.display()
+            );
+        }
     }
 }
 

@@ -111,6 +111,7 @@ impl<L: Launcher> Effects<L> {
                             obs(&paths);
                         }
                     }
+                    Action::ServerStarted(_) => self.launcher.started(),
                     Action::RememberInit(init) => {
                         if let Some(remember) = self.remember.as_mut() {
                             remember(&init);

@@ -61,6 +61,11 @@ pub enum LaunchError {
 pub trait Launcher: Send + 'static {
     /// Start the server described by `plan`.
     fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError>;
+
+    /// A server this launcher started answered `initialize`: it starts
+    /// under the sandbox (the production launcher stops observing its
+    /// starts).
+    fn started(&mut self) {}
 }
 
 /// A child process watched through a pidfd: waiting and signalling can

@@ -223,6 +223,13 @@ impl SandboxedChild {
         self.supervisor.as_ref()?.observed()
     }
 
+    /// Each path the sandbox refuses the server as it is seen (those seen
+    /// already first), when the plan asked for it to be observed; `None`
+    /// otherwise.
+    pub fn watch_refusals(&self) -> Option<std::sync::mpsc::Receiver<super::observed::Refusal>> {
+        self.supervisor.as_ref()?.watch()
+    }
+
     /// What the network proxy decided so far (network by domain), oldest
     /// first; empty without one.
     pub fn network_decisions(&self) -> Vec<crate::netproxy::Judged> {

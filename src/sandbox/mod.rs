@@ -40,7 +40,6 @@ mod clone;
 pub mod coverage;
 mod fdpass;
 mod handle;
-pub mod hints;
 mod ids;
 mod init;
 mod inotify;

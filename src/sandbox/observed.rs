@@ -234,21 +234,25 @@ pub struct Record {
 }
 
 impl Record {
-    /// Add a refusal.
-    pub fn add(&mut self, r: Refusal) {
-        if let Some(seen) = self.paths.get_mut(&r.path) {
+    /// Add a refusal; the refusal as kept when it is news (a path not seen
+    /// before, or seen needing less).
+    pub fn add(&mut self, r: Refusal) -> Option<&Refusal> {
+        if self.paths.contains_key(&r.path) {
+            let seen = self.paths.get_mut(&r.path)?;
             seen.count += 1;
             if r.need > seen.need {
                 let count = seen.count;
                 *seen = Refusal { count, ..r };
+                return Some(seen);
             }
-            return;
+            return None;
         }
         if self.paths.len() >= MAX_PATHS {
             self.dropped += 1;
-            return;
+            return None;
         }
-        self.paths.insert(r.path.clone(), Refusal { count: 1, ..r });
+        let path = r.path.clone();
+        Some(self.paths.entry(path).or_insert(Refusal { count: 1, ..r }))
     }
 
     /// The refusals kept, by path.

@@ -138,6 +138,9 @@ pub enum Action {
     Stop(GenId, Stop),
     /// The serving generation's root paths: watch them for changes.
     WatchRoots(Vec<PathBuf>),
+    /// A generation answered `initialize`: the server starts under its
+    /// sandbox ([`crate::proxy::Launcher::started`]).
+    ServerStarted(GenId),
 }
 
 /// How a session ended.

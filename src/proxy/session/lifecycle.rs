@@ -526,6 +526,7 @@ impl Session {
         {
             generation.init_result = serde_json::from_str(result).ok();
             generation.phase = Phase::Ready;
+            self.out.push(Action::ServerStarted(g));
             if let Some(told) = self.verify_init.take() {
                 // The host was answered from memory: check it against the
                 // server's own answer.

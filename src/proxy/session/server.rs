@@ -415,6 +415,7 @@ impl Session {
         match (method, result) {
             (Method::Initialize, result) => {
                 if let Some(r) = result {
+                    self.out.push(super::io::Action::ServerStarted(g));
                     if self.handshake.server_init.is_none() {
                         self.remember_init(r);
                     }

@@ -49,6 +49,8 @@ pub struct Observer {
     /// sandbox has the same (the filter refuses `chroot`, `pivot_root`,
     /// mounts and new mount namespaces).
     view_root: OnceLock<OwnedFd>,
+    /// Where each new refusal goes as it is seen ([`Observer::watch`]).
+    feed: Mutex<Option<std::sync::mpsc::Sender<Refusal>>>,
 }
 
 impl Observer {
@@ -59,6 +61,23 @@ impl Observer {
             sandbox,
             ..Observer::default()
         }
+    }
+
+    /// Each refusal as it is seen, from now on, after those seen so far
+    /// (a path again only when it is seen needing more). One watcher: a
+    /// second call replaces the first.
+    pub fn watch(&self) -> std::sync::mpsc::Receiver<Refusal> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // The record's lock held: no refusal is sent twice or missed.
+        if let Ok(record) = self.record.lock()
+            && let Ok(mut feed) = self.feed.lock()
+        {
+            for r in record.refusals() {
+                let _ = tx.send(r);
+            }
+            *feed = Some(tx);
+        }
+        rx
     }
 
     /// What it saw so far.
@@ -101,8 +120,8 @@ pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Obse
         return;
     };
     let asked = (seen.asked != seen.path).then_some(seen.asked);
-    if let Ok(mut r) = obs.record.lock() {
-        r.add(Refusal {
+    if let Ok(mut r) = obs.record.lock()
+        && let Some(news) = r.add(Refusal {
             path: seen.path,
             asked,
             in_dir: seen.in_dir,
@@ -111,7 +130,11 @@ pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Obse
             by,
             outside: seen.outside,
             count: 1,
-        });
+        })
+        && let Ok(feed) = obs.feed.lock()
+        && let Some(tx) = feed.as_ref()
+    {
+        let _ = tx.send(news.clone());
     }
 }
 

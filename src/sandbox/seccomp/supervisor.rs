@@ -109,6 +109,12 @@ impl Supervisor {
     pub fn observed(&self) -> Option<Observed> {
         self.observer.as_ref().map(|o| o.observed())
     }
+
+    /// Each path the sandbox refuses the server, as it is seen (see
+    /// [`Observer::watch`]); `None` when not observing.
+    pub fn watch(&self) -> Option<std::sync::mpsc::Receiver<crate::sandbox::observed::Refusal>> {
+        self.observer.as_ref().map(|o| o.watch())
+    }
 }
 
 impl Drop for Supervisor {

@@ -426,7 +426,7 @@ impl Sim {
                         s.inbox.clear();
                     }
                 }
-                Action::WatchRoots(_) => {}
+                Action::WatchRoots(_) | Action::ServerStarted(_) => {}
             }
         }
     }
@@ -926,5 +926,6 @@ fn short_action(a: &Action) -> String {
         Action::Stop(g, how) => format!("stop {g} {how:?}"),
         Action::WatchRoots(p) => format!("watch {}", p.len()),
         Action::RememberInit(_) => "remember initialize".to_string(),
+        Action::ServerStarted(g) => format!("started {g}"),
     }
 }

@@ -1,6 +1,8 @@
-//! What `rootfence learn` makes of one path the sandbox refused a server
-//! ([`crate::sandbox::observed::Refusal`], seen by rootfence itself): the
-//! `[runtime]` right to propose for it, or why it is never proposed.
+//! What rootfence makes of one path the sandbox refused a server
+//! ([`crate::sandbox::observed::Refusal`], seen by rootfence itself, never
+//! read from the server's output): the `[runtime]` right to propose for it,
+//! or why it is never proposed. `rootfence learn` grants what it proposes
+//! in its next round; `rootfence run` tells the host ([`hint`]).
 //!
 //! Never proposed: a denied path (the built-in deny list, the policy's
 //! `[deny]`, the policy file); the kernel's interfaces (`/proc`, `/sys`,
@@ -138,6 +140,54 @@ pub fn verdict(r: &Refusal, cx: &Context<'_>) -> Verdict {
     }
 }
 
+/// What to tell the user of `r`: the path, what the sandbox refused, and
+/// the policy line that allows it, or why no line is proposed. `None` for a
+/// refusal not worth a word to the user: the kernel's interfaces, another
+/// program's endpoint, a link itself, another user's file.
+pub fn hint(r: &Refusal, cx: &Context<'_>) -> Option<String> {
+    let home = cx.env.home.as_deref();
+    let name = crate::runtime::shown(&r.path, home);
+    let what = if r.in_dir {
+        format!("the sandbox refused the server a change in {name} ({r})")
+    } else {
+        format!("the sandbox refused the server {name} ({r})")
+    };
+    match verdict(r, cx) {
+        Verdict::Propose(right) => {
+            let key = match right {
+                Right::Read => "read",
+                Right::Exec => "exec",
+                Right::Write => "write",
+            };
+            Some(format!(
+                "{what}; to allow it, add to the policy: [runtime] {key} = [\"{name}\"]"
+            ))
+        }
+        Verdict::Denied {
+            rule,
+            origin,
+            inside,
+        } => Some(format!(
+            "{what}: {} ({rule}, {origin}); no policy line grants it",
+            if inside {
+                "it is a denied path"
+            } else {
+                "it holds a denied path"
+            }
+        )),
+        Verdict::Never(_)
+            if ["/proc", "/sys", "/dev"]
+                .iter()
+                .any(|k| r.path.starts_with(k))
+                || matches!(r.outside.kind, Kind::Special | Kind::Symlink)
+                || (r.outside.uid != cx.uid && r.outside.uid != 0) =>
+        {
+            None
+        }
+        Verdict::Never(why) => Some(format!("{what}; no policy line is proposed: {why}")),
+    }
+}
+
 /// Whether `path` is (or is in) a shell's or session's startup file or
 /// directory.
 fn startup(path: &Path, home: Option<&Path>) -> bool {
@@ -201,6 +251,41 @@ mod tests {
             uid: 1000,
         };
         verdict(&refusal(path, need, kind, uid), &cx)
+    }
+
+    fn h(path: &str, need: Need, kind: Kind, uid: u32) -> Option<String> {
+        let policy = Policy::builtin(Some(Path::new("/home/u"))).unwrap();
+        let plan = plan(&policy);
+        let env = env();
+        let cx = Context {
+            deny: &policy.deny,
+            plan: &plan,
+            env: &env,
+            uid: 1000,
+        };
+        hint(&refusal(path, need, kind, uid), &cx)
+    }
+
+    #[test]
+    fn hints_name_the_path_and_the_line_or_why_there_is_none() {
+        let cache = h("/home/u/.bun/install/cache", Need::Write, Kind::Dir, 1000).unwrap();
+        assert!(cache.contains("~/.bun/install/cache"), "{cache}");
+        assert!(
+            cache.ends_with("[runtime] write = [\"~/.bun/install/cache\"]"),
+            "{cache}"
+        );
+        let key = h("/home/u/.ssh/id_rsa", Need::Read, Kind::File, 1000).unwrap();
+        assert!(key.contains("denied path (~/.ssh, built-in)"), "{key}");
+        assert!(!key.contains("[runtime]"), "{key}");
+        let wide = h("/home/u/.config", Need::Write, Kind::Dir, 1000).unwrap();
+        assert!(!wide.contains("[runtime]"), "{wide}");
+        for (path, kind, uid) in [
+            ("/proc/1/environ", Kind::File, 0),
+            ("/run/user/1000/bus", Kind::Special, 1000),
+            ("/home/other/notes", Kind::File, 1001),
+        ] {
+            assert_eq!(h(path, Need::Read, kind, uid), None, "{path}");
+        }
     }
 
     #[test]
