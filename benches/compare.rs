@@ -13,7 +13,9 @@
 //! through rootfence the first time and with the `initialize` answer
 //! remembered), `plan`
 //! (resolve + plan + Landlock ruleset for 1 to 1,000 roots), `memory`
-//! (peak RSS of rootfence) and `network` (network by domain: round trips,
+//! (peak RSS of rootfence), `observe` (a real server's start through `run`
+//! observed, as until a start has gone through, and not) and `network`
+//! (network by domain: round trips,
 //! new connections and downloads through rootfence's HTTP proxy against
 //! direct connections, in process and with curl under `rootfence exec`).
 //!
@@ -134,6 +136,10 @@ fn main() {
     if want("memory") {
         eprintln!("memory ...");
         memory(&base, &a, &mut rows);
+    }
+    if want("observe") {
+        eprintln!("observe ...");
+        observe(&a, &mut rows);
     }
     if want("network") {
         eprintln!("network ...");
@@ -584,6 +590,88 @@ fn startup(a: &Path, rows: &mut Vec<Row>) {
         "one server start",
         None,
     ));
+}
+
+// ---------------------------------------------------------------- observe
+
+/// A real server's start through `rootfence run --root`, `initialize` to
+/// the answer of `tools/list`: observed (a fresh state directory each
+/// time: the server never started before) and not (the same state
+/// directory: started before). The servers of `tests/peers` (installed by
+/// `tests/peers/install.sh`); a missing one is a row saying so.
+fn observe(a: &Path, rows: &mut Vec<Row>) {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
+    let fs_server =
+        peers.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let time_server = peers.join(".venv-servers/bin/mcp-server-time");
+    let servers: [(&str, Vec<std::ffi::OsString>, &Path); 2] = [
+        (
+            "node, server-filesystem",
+            vec!["node".into(), fs_server.clone().into(), a.into()],
+            &fs_server,
+        ),
+        (
+            "python, mcp-server-time",
+            vec![time_server.clone().into()],
+            &time_server,
+        ),
+    ];
+    let states = tempfile::tempdir().unwrap();
+    for (name, argv, needs) in servers {
+        let measure =
+            format!("a real server's start through `run` ({name}), observed vs not, median");
+        if !needs.exists() {
+            rows.push(row(
+                measure,
+                "skipped",
+                "",
+                format!("{} missing: run tests/peers/install.sh", needs.display()),
+                "",
+                None,
+            ));
+            continue;
+        }
+        let once = |state: &Path| {
+            let mut c = Command::new(common::rootfence_bin());
+            c.env_clear();
+            for key in ["PATH", "HOME"] {
+                if let Some(v) = std::env::var_os(key) {
+                    c.env(key, v);
+                }
+            }
+            c.env("XDG_STATE_HOME", state)
+                .args(["run", "--no-watch", "--root"])
+                .arg(a)
+                .arg("--")
+                .args(&argv);
+            let t = Instant::now();
+            let mut p = Peer::spawn_as_is(c);
+            p.initialize(false, "[]");
+            p.send(r#"{"jsonrpc":"2.0","id":"first","method":"tools/list"}"#);
+            p.recv_until("\"first\"", "[]");
+            let d = t.elapsed();
+            p.close();
+            d
+        };
+        let kept = states.path().join(format!("kept-{}", rows.len()));
+        once(&kept);
+        let (mut observed, mut plain) = (Vec::new(), Vec::new());
+        for i in 0..10 {
+            observed.push(once(
+                &states.path().join(format!("fresh-{}-{i}", rows.len())),
+            ));
+            plain.push(once(&kept));
+        }
+        let (o, n) = (percentile(&mut observed, 0.5), percentile(&mut plain, 0.5));
+        rows.push(row(
+            measure,
+            format!("{:.1} ms", ms(n)),
+            format!("{:.1} ms", ms(o)),
+            format!("+{:.1} ms observed", ms(o) - ms(n)),
+            "",
+            None,
+        ));
+    }
 }
 
 // ---------------------------------------------------------------- plan
