@@ -172,6 +172,12 @@ pub struct ChildSetup {
     pub landlock: Option<LandlockChild>,
     /// The seccomp program, `None` when running unconfined.
     pub seccomp: Option<Vec<libc::sock_filter>>,
+    /// The program to load instead, without a listener, where the kernel
+    /// refuses `seccomp` a second one in this process's filters (`EBUSY`:
+    /// rootfence inside a rootfence sandbox). Only where nothing but
+    /// locks wanted the listener: the outer sandbox's supervisor judges
+    /// them.
+    pub seccomp_unsupervised: Option<Vec<libc::sock_filter>>,
     /// A socket to send the filter's listener to rootfence on (the filter
     /// hands some calls to rootfence's supervisor); `None` when it does
     /// not.
@@ -328,7 +334,12 @@ impl ChildSetup {
             // above; its listener (when rootfence supervises some calls)
             // goes to rootfence and is closed here.
             if let Some(filter) = &self.seccomp {
-                load_filter(err, filter, self.notify_sock);
+                load_filter(
+                    err,
+                    filter,
+                    self.notify_sock,
+                    self.seccomp_unsupervised.as_deref(),
+                );
             }
             // The limits just before `execve`: until then this process
             // holds rootfence's descriptors (closed at `execve`), and a
@@ -414,7 +425,12 @@ unsafe fn reset_signals() {
 /// # Safety
 ///
 /// Async-signal-safe: raw system calls on `filter` and locals.
-unsafe fn load_filter(err: RawFd, filter: &[libc::sock_filter], notify_sock: Option<RawFd>) {
+unsafe fn load_filter(
+    err: RawFd,
+    filter: &[libc::sock_filter],
+    notify_sock: Option<RawFd>,
+    unsupervised: Option<&[libc::sock_filter]>,
+) {
     let prog = libc::sock_fprog {
         len: filter.len() as libc::c_ushort,
         filter: filter.as_ptr().cast_mut(),
@@ -433,7 +449,29 @@ unsafe fn load_filter(err: RawFd, filter: &[libc::sock_filter], notify_sock: Opt
             &prog as *const libc::sock_fprog,
         );
         if r < 0 {
-            fail(err, Step::Seccomp, 0, errno());
+            let e = errno();
+            // A listener in the filters around us already: without one,
+            // where nothing but locks wanted it (the parent expects none).
+            if e == libc::EBUSY
+                && notify_sock.is_some()
+                && let Some(plain) = unsupervised
+            {
+                let prog = libc::sock_fprog {
+                    len: plain.len() as libc::c_ushort,
+                    filter: plain.as_ptr().cast_mut(),
+                };
+                let r = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    &prog as *const libc::sock_fprog,
+                );
+                if r < 0 {
+                    fail(err, Step::Seccomp, 0, errno());
+                }
+                return;
+            }
+            fail(err, Step::Seccomp, 0, e);
         }
         let Some(sock) = notify_sock else { return };
         let listener = r as libc::c_int;

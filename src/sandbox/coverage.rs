@@ -661,7 +661,16 @@ fn network_rows(h: Here) -> Vec<Coverage> {
             "seccomp refuses socket(AF_UNIX) and datagram socketpair() (unless the policy allows unix sockets)",
         ),
     };
-    vec![network, ipc, unix_row]
+    let locks = row(
+        "locks on files it may only read (flock, record locks), which would make the user's own programs wait",
+        if h.seccomp { Partly } else { No },
+        if h.seccomp {
+            "rootfence's supervisor: a lock on a file opened only for reading succeeds and locks nothing; on one opened for writing it takes flock and open-file-description locks itself, on the descriptor it checked; POSIX record locks there are the kernel's, run after the check (a second thread swapping descriptors in between could lock a read-granted file)"
+        } else {
+            "seccomp is not available"
+        },
+    );
+    vec![network, locks, ipc, unix_row]
 }
 
 /// The class of network by domain: on a plan listing domains, the design

@@ -434,6 +434,10 @@ struct Prepared {
     rule_paths: Vec<PathBuf>,
     filter: FilterPolicy,
     seccomp: Vec<libc::sock_filter>,
+    /// The program without the supervisor, where only locks needed it:
+    /// loaded where the kernel refuses a second listener (rootfence
+    /// inside a rootfence sandbox, whose supervisor judges the locks).
+    seccomp_unsupervised: Option<Vec<libc::sock_filter>>,
     supervised: Option<supervisor::Rules>,
     view: Option<(Vec<ViewOp>, Vec<Target>)>,
     drop_caps: Option<DropCaps>,
@@ -513,6 +517,15 @@ fn prepare(
         n.adjust_filter(&mut filter);
     }
     let seccomp = seccomp::compile(filter)?;
+    let without_locks = FilterPolicy {
+        locks: false,
+        ..filter
+    };
+    let seccomp_unsupervised = if filter.locks && !without_locks.needs_supervisor() {
+        Some(seccomp::compile(without_locks)?)
+    } else {
+        None
+    };
     let supervised = filter.needs_supervisor().then(|| supervisor::Rules {
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
@@ -570,6 +583,7 @@ fn prepare(
         rule_paths,
         filter,
         seccomp,
+        seccomp_unsupervised,
         supervised,
         view,
         drop_caps,
@@ -773,6 +787,10 @@ struct Parent {
     /// rootfence's end of the pair the filter's listener comes back over,
     /// and what its supervisor knows.
     supervise: Option<(OwnedFd, supervisor::Rules)>,
+    /// The child may start without sending the listener: the kernel
+    /// refused a second one, and only locks wanted it (see
+    /// `Prepared::seccomp_unsupervised`).
+    listener_optional: bool,
 }
 
 /// The namespace part of the child's setup, and the parent's ends of its
@@ -920,6 +938,9 @@ fn attempt(
         ns,
         landlock: prepared.as_mut().and_then(|p| p.landlock.take()),
         seccomp: prepared.as_ref().map(|p| p.seccomp.clone()),
+        seccomp_unsupervised: prepared
+            .as_ref()
+            .and_then(|p| p.seccomp_unsupervised.clone()),
         notify_sock: notify.as_ref().map(|(_, t)| t.as_raw_fd()),
         drop_caps: prepared.as_ref().and_then(|p| p.drop_caps),
         rlimits: rlimits(&bounds),
@@ -935,6 +956,9 @@ fn attempt(
         sync_w,
         err_r,
         supervise: notify_r.zip(prepared.as_mut().and_then(|p| p.supervised.take())),
+        listener_optional: prepared
+            .as_ref()
+            .is_some_and(|p| p.seccomp_unsupervised.is_some()),
     };
     let flags = clone_flags(setup.ns.is_some(), prepared.as_ref().map(|p| p.rung))
         | net.as_ref().map_or(0, Net::clone_flags);
@@ -1203,6 +1227,7 @@ fn clone_and_start(
         sync_w,
         err_r,
         supervise,
+        listener_optional,
     } = parent;
     drop(child_ends);
     let abort = |what: &'static str, e: io::Error| {
@@ -1250,10 +1275,15 @@ fn clone_and_start(
     drop(sync_w);
     if report.is_empty() {
         if want_listener && supervisor.is_none() {
-            return Err(abort(
-                "receive the seccomp filter's listener",
-                io::Error::other("the server started without sending it"),
-            ));
+            if !listener_optional {
+                return Err(abort(
+                    "receive the seccomp filter's listener",
+                    io::Error::other("the server started without sending it"),
+                ));
+            }
+            tracing::info!(
+                "a seccomp supervisor around rootfence already (rootfence inside a rootfence sandbox, or a container's): this server's locks on files it may only read are judged by that one, if at all"
+            );
         }
         return Ok((started, supervisor));
     }
