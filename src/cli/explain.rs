@@ -37,7 +37,7 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     } else {
         print!("{}", render(&plan));
         println!("\nisolation on this machine:");
-        for line in isolation_lines(&plan, &sandbox::probe_with_namespaces()) {
+        for line in isolation_lines(&plan, &sandbox::probe_remembered()) {
             println!("  {line}");
         }
     }

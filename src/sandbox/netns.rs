@@ -335,11 +335,18 @@ pub unsafe fn setup_in_child(net: &NetChild) -> Result<(), (u32, i32)> {
     }
 }
 
-/// Whether a server can get a network namespace of its own here (the
-/// test launch of [`super::nsprobe::probe_network_namespace`], once per
-/// process), or why not.
+/// Whether a server can get a network namespace of its own here, or why
+/// not: as this boot's record says ([`super::machine`]), else by the test
+/// launch of [`super::nsprobe::probe_network_namespace`] (recorded).
 pub fn available() -> Result<(), String> {
-    let n = super::probe::network_namespace();
+    let n = match super::machine::record().netns_support() {
+        Some(n) => n,
+        None => {
+            let n = super::probe::network_namespace().clone();
+            super::machine::update(|r| r.network_namespace = Some(n.clone()));
+            n
+        }
+    };
     match n.available {
         true => Ok(()),
         false => Err(n.why_not()),

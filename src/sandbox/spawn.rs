@@ -2,8 +2,9 @@
 //! launch's steps in the parent, in order:
 //!
 //! 1. the rung: a kernel without Landlock needs namespaces (the view
-//!    confines instead), and what earlier launches of this process learned
-//!    about namespaces and overlays is tried first ([`launch`]); with
+//!    confines instead), the best the policy allows less what earlier
+//!    launches on this machine found refused this boot ([`launch`],
+//!    [`machine`]); with
 //!    `[network] allow_domains`, network by domain's design on that rung
 //!    (`netns::Net::prepare`);
 //! 2. the scratch directory, the environment, and the directories of the
@@ -21,16 +22,17 @@
 //! 6. the network proxy (with `[network] allow_domains`, see `netns`), and
 //!    the handle.
 //!
-//! A start the kernel refuses in a way a weaker mode does without (no
-//! namespaces, no overlays) is retried in that mode when the policy allows
-//! it, and remembered for the process's later launches.
+//! The launch is the probe: a start the kernel refuses in a way a weaker
+//! mode does without (no namespaces, no overlays) is retried in that mode
+//! when the policy allows it, and remembered for this boot's later
+//! launches (never taken where the policy requires namespaces).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::caps::{DropCaps, cap_state};
 use super::cgroup::{self, Cgroup};
@@ -51,7 +53,7 @@ use super::seccomp::observer::Observer;
 use super::seccomp::{self, FilterPolicy, supervisor};
 use super::stdio::{StdioConfig, Streams, above_stdio, pipe};
 use super::translate::{self, Layer, OpKind, ScratchView, Target, cpath, cstring};
-use super::{SandboxError, landlock, observed, probe};
+use super::{SandboxError, landlock, machine, observed, probe};
 use super::{clone, fdpass};
 use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
 use crate::runtime::Rights;
@@ -114,28 +116,44 @@ struct Mode {
     overlays: bool,
 }
 
-/// What earlier launches of this process found about namespaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Learned {
-    /// Nothing yet.
-    Unknown,
-    /// The namespaces and overlays work.
-    Namespaces,
-    /// The namespaces work, overlay mounts do not.
-    NoOverlays,
-    /// The kernel (or a sandbox around rootfence) refuses the namespaces.
-    NoNamespaces,
-}
-
-static LEARNED: Mutex<Learned> = Mutex::new(Learned::Unknown);
-
-fn learned() -> Learned {
-    LEARNED.lock().map_or(Learned::Unknown, |l| *l)
-}
-
-fn learn(what: Learned) {
-    if let Ok(mut l) = LEARNED.lock() {
-        *l = what;
+/// What earlier launches on this machine found refused (this boot's
+/// record, see [`machine`]), as the mode a launch starts in: the policy's
+/// best (`want`), less what was refused. Where namespaces are `required`
+/// a remembered refusal of them is not taken (the launch tries, and a
+/// refusal is an error).
+fn remembered_mode(want: bool, required: bool) -> (Mode, Option<String>) {
+    let full = Mode {
+        namespaces: want,
+        overlays: want,
+    };
+    if !want {
+        return (full, None);
+    }
+    let r = machine::record();
+    if let Some(n) = r.namespace_support()
+        && !n.usable()
+        && !required
+    {
+        let mode = Mode {
+            namespaces: false,
+            overlays: false,
+        };
+        return (mode, Some(n.why_not()));
+    }
+    let no_overlays = match (&r.launch, &r.namespaces) {
+        (Some(machine::Refused::Overlays { why }), _) => Some(why.clone()),
+        (_, Some(n)) if n.usable() && !n.overlay => Some("overlay mounts were refused".into()),
+        _ => None,
+    };
+    match no_overlays {
+        Some(why) => (
+            Mode {
+                namespaces: true,
+                overlays: false,
+            },
+            Some(why),
+        ),
+        None => (full, None),
     }
 }
 
@@ -189,34 +207,21 @@ fn launch(
             "[isolation] namespaces = \"off\"",
         ));
     }
-    let mut mode = match learned() {
-        Learned::NoNamespaces => Mode {
-            namespaces: false,
-            overlays: false,
-        },
-        Learned::NoOverlays => Mode {
-            namespaces: want,
-            overlays: false,
-        },
-        Learned::Unknown | Learned::Namespaces => Mode {
-            namespaces: want,
-            overlays: want,
-        },
-    };
-    if required && !mode.namespaces {
-        return Err(cannot_without_namespaces(
-            &caps,
-            &probe::namespaces().why_not(),
-        ));
+    let (mut mode, why) = remembered_mode(want, required);
+    if let Some(why) = why {
+        if mode.namespaces {
+            tracing::warn!(
+                "private layers for caches are not available (remembered for this boot: {why}): the server gets empty private caches instead"
+            );
+        } else {
+            tracing::warn!(
+                "the server runs WITHOUT namespaces (remembered for this boot: {why}; `rootfence doctor` probes again): no filesystem view, and processes it starts are ended by rootfence instead of the kernel; see `rootfence doctor` for what stays open"
+            );
+        }
     }
     loop {
         match attempt(plan, stdio, confine, mode, &caps) {
-            Ok(c) => {
-                if mode.namespaces && learned() == Learned::Unknown {
-                    learn(Learned::Namespaces);
-                }
-                return Ok(c);
-            }
+            Ok(c) => return Ok(c),
             Err(AttemptError::Fatal(e)) => return Err(e),
             Err(AttemptError::Downgrade { to, why }) => {
                 if to.namespaces != mode.namespaces && required {
@@ -226,12 +231,12 @@ fn launch(
                     tracing::warn!(
                         "private layers for caches are not available ({why}): the server gets empty private caches instead"
                     );
-                    learn(Learned::NoOverlays);
+                    machine::update(|r| r.launch = Some(machine::Refused::Overlays { why }));
                 } else {
                     tracing::warn!(
                         "the server runs WITHOUT namespaces ({why}): no filesystem view, and processes it starts are ended by rootfence instead of the kernel; see `rootfence doctor` for what stays open"
                     );
-                    learn(Learned::NoNamespaces);
+                    machine::update(|r| r.launch = Some(machine::Refused::Namespaces { why }));
                 }
                 mode = to;
             }
