@@ -164,6 +164,11 @@ enum AttemptError {
     /// The kernel refused something the attempt asked for that a weaker
     /// mode does without.
     Downgrade { to: Mode, why: String },
+    /// The kernel refused the server's own network namespace, which
+    /// network by domain's design asked for: the next attempt takes the
+    /// design the rung has without it (the supervised `connect()` where
+    /// Landlock rules on ports), or refuses to start.
+    NoNetns { why: String },
 }
 
 impl From<SandboxError> for AttemptError {
@@ -208,6 +213,12 @@ fn launch(
         ));
     }
     let (mut mode, why) = remembered_mode(want, required);
+    // A network namespace is tried only where the plan needs one (network
+    // by domain), unless this boot's launches found it refused.
+    let mut netns_refused = machine::record()
+        .netns_support()
+        .filter(|n| !n.available)
+        .map(|n| n.why_not());
     if let Some(why) = why {
         if mode.namespaces {
             tracing::warn!(
@@ -220,9 +231,13 @@ fn launch(
         }
     }
     loop {
-        match attempt(plan, stdio, confine, mode, &caps) {
+        match attempt(plan, stdio, confine, mode, netns_refused.as_deref(), &caps) {
             Ok(c) => return Ok(c),
             Err(AttemptError::Fatal(e)) => return Err(e),
+            Err(AttemptError::NoNetns { why }) => {
+                machine::update(|r| r.netns_refused = Some(why.clone()));
+                netns_refused = Some(why);
+            }
             Err(AttemptError::Downgrade { to, why }) => {
                 if to.namespaces != mode.namespaces && required {
                     return Err(cannot_without_namespaces(&caps, &why));
@@ -845,16 +860,26 @@ fn make_cgroup(bounds: &Bounds, mode: Mode) -> Result<Option<Cgroup>, SandboxErr
     Ok(made)
 }
 
+/// One try at starting the server in `mode` (`netns_refused`: why the
+/// server's own network namespace is not to be had, when a launch found
+/// it refused).
 fn attempt(
     plan: &SandboxPlan,
     stdio: StdioConfig,
     confine: bool,
     mode: Mode,
+    netns_refused: Option<&str>,
     caps: &probe::Capabilities,
 ) -> Result<SandboxedChild, AttemptError> {
     // Network by domain: its design on this rung, its variables, and the
     // network Landlock and seccomp apply.
-    let net = Net::prepare(plan, confine.then(|| launch_rung(caps, mode)), caps.abi())?;
+    let rung = confine.then(|| launch_rung(caps, mode));
+    let net = Net::prepare(plan, rung, caps.abi(), netns_refused)?;
+    // A refusal of the network namespace the design asks for is retried
+    // without it (the design the rung has then, or a refusal).
+    let netns_asked = net
+        .as_ref()
+        .is_some_and(|n| n.rung() == DomainRung::NetworkNamespace);
     let launched = netns::launch_plan(net.as_ref(), plan, caps.abi());
     let plan: &SandboxPlan = &launched;
     let bounds = if confine {
@@ -956,8 +981,16 @@ fn attempt(
         .as_ref()
         .map(|p| p.rule_paths.as_slice())
         .unwrap_or_default();
-    let (started, supervisor) =
-        started.map_err(|e| classify(e, mode, &plan.command.program, &targets, rule_paths))?;
+    let (started, supervisor) = started.map_err(|e| {
+        classify(
+            e,
+            mode,
+            netns_asked,
+            &plan.command.program,
+            &targets,
+            rule_paths,
+        )
+    })?;
     live_add(started.pid);
     let child = SandboxedChild {
         pid: started.pid,
@@ -1088,6 +1121,7 @@ enum StartError {
 fn classify(
     e: StartError,
     mode: Mode,
+    netns_asked: bool,
     program: &Path,
     targets: &[Target],
     rule_paths: &[PathBuf],
@@ -1100,6 +1134,23 @@ fn classify(
         why,
     };
     match e {
+        StartError::Os(what, source)
+            if mode.namespaces && netns_asked && what != "read the child's report" =>
+        {
+            AttemptError::NoNetns {
+                why: format!(
+                    "the kernel refused a new network namespace with the server's other namespaces ({what}: {source}){}",
+                    refusal_hint(source.raw_os_error(), true)
+                ),
+            }
+        }
+        StartError::Child(Step::Network, _, source) if netns_asked => AttemptError::NoNetns {
+            why: format!(
+                "in its own network namespace, the sandbox could not {}: {source}{}",
+                Step::Network,
+                refusal_hint(source.raw_os_error(), false)
+            ),
+        },
         StartError::Os(what, source) if mode.namespaces && what != "read the child's report" => {
             no_ns(format!(
                 "new namespaces were refused ({what}: {source}){}",
