@@ -532,7 +532,7 @@ fn prepare(
     if let Some(n) = net {
         n.adjust_filter(&mut filter);
     }
-    let seccomp = seccomp::compile(filter)?;
+    let seccomp = seccomp::compiled(filter)?;
     let supervised = filter.needs_supervisor().then(|| supervisor::Rules {
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
