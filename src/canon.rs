@@ -178,10 +178,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(t.path()).unwrap();
         let memo = Memo::hold();
-        assert!(canonicalize(&base.join("later")).is_err());
+        assert!(canonicalize(base.join("later")).is_err());
         std::fs::create_dir(base.join("later")).unwrap();
         assert_eq!(
-            canonicalize(&base.join("later")).unwrap(),
+            canonicalize(base.join("later")).unwrap(),
             base.join("later")
         );
         {
