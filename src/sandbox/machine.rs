@@ -50,7 +50,7 @@ pub enum Refused {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     /// The key it was written for, whole (checked on reading).
-    key: String,
+    pub key: String,
     /// What launches found refused, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Refused>,

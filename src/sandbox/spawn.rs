@@ -116,12 +116,12 @@ struct Mode {
     overlays: bool,
 }
 
-/// What earlier launches on this machine found refused (this boot's
+/// What earlier launches on this machine found refused (`r`, this boot's
 /// record, see [`machine`]), as the mode a launch starts in: the policy's
-/// best (`want`), less what was refused. Where namespaces are `required`
-/// a remembered refusal of them is not taken (the launch tries, and a
-/// refusal is an error).
-fn remembered_mode(want: bool, required: bool) -> (Mode, Option<String>) {
+/// best (`want`), less what was refused, and why. Where namespaces are
+/// `required` a remembered refusal of them is not taken (the launch
+/// tries, and a refusal is an error).
+fn remembered_mode(want: bool, required: bool, r: &machine::Record) -> (Mode, Option<String>) {
     let full = Mode {
         namespaces: want,
         overlays: want,
@@ -129,7 +129,6 @@ fn remembered_mode(want: bool, required: bool) -> (Mode, Option<String>) {
     if !want {
         return (full, None);
     }
-    let r = machine::record();
     if let Some(n) = r.namespace_support()
         && !n.usable()
         && !required
@@ -212,7 +211,7 @@ fn launch(
             "[isolation] namespaces = \"off\"",
         ));
     }
-    let (mut mode, why) = remembered_mode(want, required);
+    let (mut mode, why) = remembered_mode(want, required, &machine::record());
     // A network namespace is tried only where the plan needs one (network
     // by domain), unless this boot's launches found it refused.
     let mut netns_refused = machine::record()
@@ -1323,5 +1322,70 @@ fn clone_and_start(
             "the child's report",
             io::Error::other("unreadable report"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::nsprobe::NamespaceSupport;
+
+    fn mode(namespaces: bool, overlays: bool) -> Mode {
+        Mode {
+            namespaces,
+            overlays,
+        }
+    }
+
+    #[test]
+    fn a_remembered_refusal_lowers_the_start_only_where_the_policy_allows_it() {
+        let none = machine::Record::default();
+        assert_eq!(
+            remembered_mode(true, false, &none),
+            (mode(true, true), None)
+        );
+        assert_eq!(
+            remembered_mode(false, false, &none),
+            (mode(false, false), None)
+        );
+        let refused = machine::Record {
+            launch: Some(machine::Refused::Namespaces {
+                why: "EPERM".into(),
+            }),
+            ..machine::Record::default()
+        };
+        assert_eq!(
+            remembered_mode(true, false, &refused),
+            (mode(false, false), Some("EPERM".into()))
+        );
+        // Required: tried again (a refusal then is an error).
+        assert_eq!(
+            remembered_mode(true, true, &refused),
+            (mode(true, true), None)
+        );
+        let probed = machine::Record {
+            namespaces: Some(NamespaceSupport::refused("no userns".into())),
+            ..machine::Record::default()
+        };
+        assert_eq!(remembered_mode(true, false, &probed).0, mode(false, false));
+        assert_eq!(remembered_mode(true, true, &probed).0, mode(true, true));
+    }
+
+    #[test]
+    fn a_remembered_overlay_refusal_keeps_the_namespaces() {
+        let r = machine::Record {
+            launch: Some(machine::Refused::Overlays {
+                why: "overlay: EPERM".into(),
+            }),
+            ..machine::Record::default()
+        };
+        assert_eq!(
+            remembered_mode(true, true, &r),
+            (mode(true, false), Some("overlay: EPERM".into()))
+        );
+        assert_eq!(
+            remembered_mode(false, false, &r),
+            (mode(false, false), None)
+        );
     }
 }
