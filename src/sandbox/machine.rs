@@ -150,7 +150,7 @@ pub fn record() -> Record {
     slot.get_or_insert_with(|| {
         let key = key();
         file(&key)
-            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|f| read_whole(&f))
             .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
             .filter(|r| r.key == key)
             .unwrap_or(Record {
@@ -159,6 +159,22 @@ pub fn record() -> Record {
             })
     })
     .clone()
+}
+
+/// Most bytes of a record read (one is a few hundred).
+const MAX_RECORD: u64 = 64 * 1024;
+
+/// The bytes of the record at `file`; `None` when it cannot be read, or
+/// is longer than [`MAX_RECORD`] (not read whole).
+fn read_whole(file: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(MAX_RECORD + 1)
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() as u64 <= MAX_RECORD).then_some(out)
 }
 
 /// Change this process's record with `f` and write it (whole or not at
