@@ -50,6 +50,7 @@ pub fn cli_main() -> std::process::ExitCode {
     cli::main()
 }
 
+mod canon;
 mod cli;
 mod fs;
 mod hostconfig;

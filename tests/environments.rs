@@ -196,6 +196,42 @@ fn docker_with_namespaces_required_refuses_and_says_why() {
 }
 
 #[test]
+fn a_refusal_is_remembered_for_the_boot_and_said_yet_never_taken_where_namespaces_are_required() {
+    // The record is keyed by rootfence's user namespace among the rest:
+    // under `unshare -r` each start is in a new one, and remembers nothing.
+    let mut filtered = tree("docker", Who::User);
+    let t = &filtered;
+    // The first launch finds the refusal by trying; the next starts on
+    // the rung it leaves, and says why.
+    exec_works(t, LANDLOCK_SECCOMP);
+    let out = t.run(&["--log", "info"], &["/bin/sh", "-c", "echo ran"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(common::stdout(&out).contains("ran"), "{err}");
+    assert!(
+        err.contains("WITHOUT namespaces (remembered for this boot: "),
+        "not said:\n{err}"
+    );
+    assert!(
+        err.contains(&format!(": {LANDLOCK_SECCOMP}: ")),
+        "not at {LANDLOCK_SECCOMP}:\n{err}"
+    );
+    // Required namespaces: tried again, and refused as before.
+    exec_refuses(
+        t,
+        "version = 1\n[isolation]\nnamespaces = \"require\"\n",
+        &[
+            "[isolation] namespaces = \"require\"",
+            "new namespaces were refused",
+        ],
+    );
+    // Without the filter (rootfence's environment changed), the same user
+    // and home get the full rung: the record is not this environment's.
+    filtered.wrapper.clear();
+    exec_works(&filtered, FULL);
+}
+
+#[test]
 fn apparmor_restriction_exec_runs_on_landlock_and_seccomp() {
     for_everyone("apparmor", |t| exec_works(t, LANDLOCK_SECCOMP));
 }

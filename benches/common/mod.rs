@@ -416,6 +416,28 @@ pub fn bwrap_true(bwrap: &str) -> Command {
     c
 }
 
+/// The bubblewrap launch with every namespace of its own, as a sandbox
+/// of servers would run it: `--unshare-all --die-with-parent`, `/`
+/// read-only, a minimal `/dev` and `/proc`, a private `/tmp`.
+pub fn bwrap_unshared_true(bwrap: &str) -> Command {
+    let mut c = Command::new(bwrap);
+    c.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "/bin/true",
+    ]);
+    c
+}
+
 /// `n` fresh directories, as read-write command-line roots.
 pub fn root_dirs(n: usize) -> (tempfile::TempDir, Vec<rootfence::roots::RootInput>) {
     use rootfence::roots::{Access, RootInput};

@@ -81,6 +81,8 @@ fn forward_to(
 /// The plan `exec` launches, with the command line's network flags; the
 /// exit code when there is none (every root asked for must be enforced).
 fn exec_plan(args: &ExecArgs, env: &HostEnv) -> Result<crate::plan::SandboxPlan, u8> {
+    // The policy's rules and the plan resolve the same ancestors.
+    let _memo = crate::canon::Memo::hold();
     let policy = match load_launch_policy(&args.launch, env) {
         Ok(p) => p,
         Err(e) => {

@@ -11,6 +11,8 @@ use crate::sandbox;
 use super::{LaunchArgs, load_launch_policy, load_policy};
 
 pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
+    // The policy's rules and the plan resolve the same ancestors.
+    let _memo = crate::canon::Memo::hold();
     let env = HostEnv::current();
     let policy = match load_launch_policy(args, &env) {
         Ok(p) => p,
@@ -37,7 +39,7 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     } else {
         print!("{}", render(&plan));
         println!("\nisolation on this machine:");
-        for line in isolation_lines(&plan, &sandbox::probe_with_namespaces()) {
+        for line in isolation_lines(&plan, &sandbox::probe_remembered()) {
             println!("  {line}");
         }
     }

@@ -322,7 +322,7 @@ fn through_proxy(plan: &mut crate::plan::SandboxPlan) {
     }
     let mut proxied = plan.clone();
     proxied.network.domains = Some(crate::plan::DomainPlan::default());
-    if let Err(why) = sandbox::domain_rung_here(&proxied, &sandbox::probe_with_namespaces()) {
+    if let Err(why) = sandbox::domain_rung_here(&proxied, &sandbox::probe_remembered()) {
         static SAID: std::sync::Once = std::sync::Once::new();
         SAID.call_once(|| {
             eprintln!(

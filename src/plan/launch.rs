@@ -28,6 +28,7 @@ pub fn for_launch(
     command: &[OsString],
     env: &HostEnv,
 ) -> Result<SandboxPlan, RuntimeError> {
+    let _memo = crate::canon::Memo::hold();
     let spec = runtime::discover(command, policy, env)?;
     let mut inputs = policy.static_roots.clone();
     inputs.extend(roots.iter().cloned());
@@ -43,6 +44,7 @@ pub fn with_roots(
     command: CommandSpec,
     env: &HostEnv,
 ) -> SandboxPlan {
+    let _memo = crate::canon::Memo::hold();
     let (ok, refused) = resolve_all(inputs, &policy.root_rules(env.cwd.clone()));
     tracing::debug!(
         accepted = ok.len(),

@@ -470,6 +470,7 @@ pub fn build(
     command: CommandSpec,
     env: &HostEnv,
 ) -> SandboxPlan {
+    let _memo = crate::canon::Memo::hold();
     let mut warnings = Vec::new();
     let merged = merge(roots);
     let mut enforced = merged.roots;

@@ -277,7 +277,7 @@ fn canonical_name(path: &Path) -> Option<PathBuf> {
     let mut missing = Vec::new();
     let mut existing = path;
     let mut base = loop {
-        match std::fs::canonicalize(existing) {
+        match crate::canon::canonicalize(existing) {
             Ok(c) => break c,
             Err(_) => {
                 missing.push(existing.file_name()?);

@@ -157,7 +157,7 @@ pub fn venv_home(venv: &Path) -> Option<PathBuf> {
         let (k, v) = l.split_once('=')?;
         (k.trim() == "home").then(|| v.trim().to_string())
     })?;
-    let bin = std::fs::canonicalize(&home).ok()?;
+    let bin = crate::canon::canonicalize(&home).ok()?;
     (base_name(&bin) == "bin" && holds_python(&bin)).then_some(bin)
 }
 

@@ -157,7 +157,7 @@ impl Ask {
     /// answer). `None` when it gives no absolute path.
     fn cache_dir(&self, name: &str, found: &Path, env: &HostEnv) -> Option<PathBuf> {
         let program = found.to_path_buf();
-        let real = std::fs::canonicalize(&program).ok()?;
+        let real = crate::canon::canonicalize(&program).ok()?;
         let m = std::fs::metadata(&real).ok()?;
         let key = {
             let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6c61_756e, 0x6368_6572);

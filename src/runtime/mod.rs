@@ -413,7 +413,7 @@ pub fn discover(
     let first_s = first.to_string_lossy().into_owned();
     let found = which(&first_s, env).ok_or_else(|| RuntimeError::NotFound(first_s.clone()))?;
     let program =
-        std::fs::canonicalize(&found).map_err(|_| RuntimeError::NotFound(first_s.clone()))?;
+        crate::canon::canonicalize(&found).map_err(|_| RuntimeError::NotFound(first_s.clone()))?;
     if !exe::is_executable(&program) {
         return Err(RuntimeError::NotExecutable(program));
     }

@@ -33,7 +33,7 @@ pub fn around_denied(
     let denied: Vec<&Path> = deny.iter().flat_map(PathRule::names).collect();
     let mut out = Vec::with_capacity(needs.len());
     for need in needs {
-        let real = std::fs::canonicalize(&need.path).ok();
+        let real = crate::canon::canonicalize(&need.path).ok();
         let mut avoid: Vec<PathBuf> = denied.iter().map(|d| d.to_path_buf()).collect();
         if need.rule == Rule::Project {
             let base = real.as_deref().unwrap_or(&need.path);
@@ -133,7 +133,7 @@ fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut us
         }
         if ft.is_symlink() {
             // Granted by its target: keep it only when that is not avoided.
-            match std::fs::canonicalize(&p) {
+            match crate::canon::canonicalize(&p) {
                 Ok(t) if !avoid.iter().any(|d| t.starts_with(d) || d.starts_with(&t)) => {
                     out.push(p)
                 }

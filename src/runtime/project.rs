@@ -157,7 +157,7 @@ fn script_argument(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
             } else {
                 cwd.as_ref()?.join(a)
             };
-            std::fs::canonicalize(&a).ok().filter(|p| p.is_file())
+            crate::canon::canonicalize(&a).ok().filter(|p| p.is_file())
         })
         .find(|p| {
             p.extension()
@@ -189,7 +189,7 @@ fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
         } else {
             env.cwd.clone().unwrap_or_default().join(p)
         };
-        std::fs::canonicalize(&p).ok().filter(|d| d.is_dir())
+        crate::canon::canonicalize(&p).ok().filter(|d| d.is_dir())
     };
     let mut out = Vec::new();
     for (i, a) in args.iter().enumerate() {

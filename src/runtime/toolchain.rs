@@ -79,7 +79,7 @@ pub fn program(
         if let Some(venv) = exe::venv_of(interp) {
             venv_tree(c, &venv, Rule::Program);
         }
-        let real = std::fs::canonicalize(interp).unwrap_or_else(|_| interp.clone());
+        let real = crate::canon::canonicalize(interp).unwrap_or_else(|_| interp.clone());
         c.add(
             &real,
             Rights::RX,
@@ -111,7 +111,7 @@ pub fn collect(c: &mut Collect) {
     let mut rustup = false;
     let mut asdf_used = false;
     for dir in exe::path_dirs(c.env) {
-        let Ok(real) = std::fs::canonicalize(&dir) else {
+        let Ok(real) = crate::canon::canonicalize(&dir) else {
             continue;
         };
         if !real.is_dir() || in_system_tree(&real) {
@@ -234,7 +234,7 @@ fn programs_in(dir: &Path) -> Listing {
             // A link grants nothing by itself (what it leads to is granted
             // only when it is a program), so it may lie in a directory
             // granted whole.
-            if let Ok(t) = std::fs::canonicalize(&path)
+            if let Ok(t) = crate::canon::canonicalize(&path)
                 && exe::is_executable(&t)
             {
                 out.programs.push(Program { path, target: t });
@@ -273,7 +273,7 @@ fn leads_to(c: &mut Collect, p: &Program, granted: bool, seen: &mut Vec<PathBuf>
     // `#!/usr/bin/env x` finds x on PATH, granted there.
     if let Some((interp, _)) = exe::shebang(&p.target)
         && interp.starts_with('/')
-        && let Ok(real) = std::fs::canonicalize(&interp)
+        && let Ok(real) = crate::canon::canonicalize(&interp)
         && real.is_file()
         && !in_system_tree(&real)
     {

@@ -49,7 +49,7 @@ pub fn user_data_dirs(env: &HostEnv) -> Vec<PathBuf> {
 
 /// `p` canonical when it exists, else as given.
 pub fn canonical_or(p: PathBuf) -> PathBuf {
-    std::fs::canonicalize(&p).unwrap_or(p)
+    crate::canon::canonicalize(&p).unwrap_or(p)
 }
 
 /// Whether `dir` is one of the shared directories (as given or resolved),
@@ -60,9 +60,9 @@ pub fn shared(dir: &Path, env: &HostEnv) -> bool {
             || env
                 .home
                 .as_deref()
-                .is_some_and(|h| d == h || std::fs::canonicalize(h).is_ok_and(|c| c == d))
+                .is_some_and(|h| d == h || crate::canon::canonicalize(h).is_ok_and(|c| c == d))
     };
-    named(dir) || std::fs::canonicalize(dir).is_ok_and(|c| named(&c))
+    named(dir) || crate::canon::canonicalize(dir).is_ok_and(|c| named(&c))
 }
 
 /// Whether `dir` is too wide to be granted whole by a rule: shared, or an

@@ -5,7 +5,8 @@
 //! concept per file:
 //!
 //! - `probe`: the kernel's Landlock ABI and seccomp; `nsprobe`: whether
-//!   the server can have namespaces here (a test launch);
+//!   the server can have namespaces here (a test launch); `machine`: what
+//!   this machine refused, remembered for the boot;
 //! - [`coverage`](mod@coverage): the rung of isolation a plan gets here, what it would
 //!   lose, and every class of escape with the layer that closes it;
 //! - `landlock`: the ruleset a plan describes, built in the parent;
@@ -45,6 +46,7 @@ mod init;
 mod inotify;
 mod landlock;
 mod launcher;
+mod machine;
 mod mount;
 mod netns;
 mod nsprobe;
@@ -68,7 +70,7 @@ pub use coverage::{
 };
 pub use handle::{CapabilityOutcome, Confinement, SandboxedChild, enable_subreaper, sweep_orphans};
 pub use nsprobe::{NamespaceSupport, NetnsSupport};
-pub use probe::{Capabilities, LandlockStatus, probe, probe_with_namespaces};
+pub use probe::{Capabilities, LandlockStatus, probe, probe_remembered, probe_with_namespaces};
 pub use protocol::Step;
 pub use resources::{Applied, applied as resources_applied};
 pub use scratch::Scratch;

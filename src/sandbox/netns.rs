@@ -77,18 +77,24 @@ impl Net {
     /// `allow_domains`, or unconfined: `rung` is `None`), on a kernel with
     /// Landlock ABI `abi`; or the refusal when neither design can hold it
     /// here.
+    ///
+    /// The launch is the probe: the server's own network namespace is
+    /// asked for unless a launch found it refused (`netns_refused`, why);
+    /// a refusal the rung can do without is retried with the supervised
+    /// design (`spawn`).
     pub fn prepare(
         plan: &SandboxPlan,
         rung: Option<Rung>,
         abi: u32,
+        netns_refused: Option<&str>,
     ) -> Result<Option<Net>, SandboxError> {
         let (Some(d), Some(rung)) = (&plan.network.domains, rung) else {
             return Ok(None);
         };
-        let netns = if rung.namespaces() {
-            available()
-        } else {
-            Err("the server runs without namespaces".to_string())
+        let netns = match netns_refused {
+            _ if !rung.namespaces() => Err("the server runs without namespaces".to_string()),
+            Some(why) => Err(why.to_string()),
+            None => Ok(()),
         };
         let launcher = |e: std::io::Error| SandboxError::Launcher(e);
         let decided = domain_rung(rung, netns.clone(), abi);
@@ -332,16 +338,5 @@ pub unsafe fn setup_in_child(net: &NetChild) -> Result<(), (u32, i32)> {
         libc::close(l);
         libc::close(net.sock);
         sent.map_err(|e| (2, e))
-    }
-}
-
-/// Whether a server can get a network namespace of its own here (the
-/// test launch of [`super::nsprobe::probe_network_namespace`], once per
-/// process), or why not.
-pub fn available() -> Result<(), String> {
-    let n = super::probe::network_namespace();
-    match n.available {
-        true => Ok(()),
-        false => Err(n.why_not()),
     }
 }

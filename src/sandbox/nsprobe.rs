@@ -9,7 +9,7 @@
 
 use std::os::fd::{AsRawFd, RawFd};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::clone;
 use super::ids::{IdMaps, Identity, namespace_flags};
@@ -18,7 +18,7 @@ use super::mount::{MOUNT_ATTR_RDONLY, MountAttr};
 
 /// What a test launch found about namespaces on this machine, for this
 /// user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespaceSupport {
     /// User (unless root), mount, PID and IPC namespaces, the filesystem
     /// view and a fresh `/proc` all work.
@@ -38,11 +38,25 @@ pub struct NamespaceSupport {
     /// (as root, a user namespace can be made for the server).
     pub inotify: bool,
     /// Why not, when not available.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
 
 impl NamespaceSupport {
+    /// Namespaces refused (`why`), as a launch found.
+    pub fn refused(why: String) -> NamespaceSupport {
+        let who = Identity::current();
+        NamespaceSupport {
+            available: false,
+            overlay: false,
+            root: who == Identity::MachineRoot,
+            own_user_namespace: !who.is_root(),
+            pid_max: false,
+            inotify: false,
+            why: Some(why),
+        }
+    }
+
     /// Whether the server can get its namespaces.
     pub fn usable(&self) -> bool {
         self.available
@@ -58,13 +72,13 @@ impl NamespaceSupport {
 
 /// What a test launch found about a network namespace of the server's own
 /// (network by domain's first design).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetnsSupport {
     /// A new network namespace (in a new user namespace unless rootfence
     /// is root) with loopback up and a listener on it works.
     pub available: bool,
     /// Why not, when not available.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
 
@@ -180,15 +194,7 @@ pub fn kernel_release() -> String {
 pub fn probe_namespaces() -> NamespaceSupport {
     let who = Identity::current();
     let per_ns_pid_max = pid_max_per_namespace(&kernel_release());
-    let no = |why: String| NamespaceSupport {
-        available: false,
-        overlay: false,
-        root: who == Identity::MachineRoot,
-        own_user_namespace: !who.is_root(),
-        pid_max: false,
-        inotify: false,
-        why: Some(why),
-    };
+    let no = NamespaceSupport::refused;
     let code = match run_probe(who, per_ns_pid_max) {
         Ok(code) => code,
         Err(why) => return no(why),

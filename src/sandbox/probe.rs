@@ -147,26 +147,59 @@ fn seccomp_errno() -> bool {
 /// [`probe`], plus the test launches that find whether the server can get
 /// its namespaces and a network namespace, and the probe cgroup that finds
 /// whether it can get a cgroup of its own (a millisecond or two; `doctor`
-/// and `explain` use it, a launch finds out by trying).
+/// probes on purpose). What the test launches find is remembered for this
+/// boot ([`super::machine`]) in place of what launches found refused.
 pub fn probe_with_namespaces() -> Capabilities {
     let mut c = probe();
-    c.namespaces = Some(namespaces().clone());
-    c.network_namespace = Some(network_namespace().clone());
+    let ns = namespaces().clone();
+    let net = network_namespace().clone();
+    super::machine::update(|r| {
+        r.launch = None;
+        r.netns_refused = None;
+        r.namespaces = Some(ns.clone());
+        r.network_namespace = Some(net.clone());
+    });
+    c.namespaces = Some(ns);
+    c.network_namespace = Some(net);
     c.cgroup = Some(super::cgroup::place().support());
     c
 }
 
-/// Namespace support, found once per process by a test launch. A real
-/// launch does not wait for it: it tries, and (with `namespaces = "auto"`)
-/// falls back when the kernel refuses.
-pub fn namespaces() -> &'static NamespaceSupport {
+/// [`probe`], plus whether the server can get its namespaces and a
+/// network namespace as this boot's record says ([`super::machine`]:
+/// what a test launch or a launch found), probed (and recorded) only where
+/// it says nothing; and the cgroup place. For `explain` and `learn`.
+pub fn probe_remembered() -> Capabilities {
+    let mut c = probe();
+    let r = super::machine::record();
+    let (ns, net) = (r.namespace_support(), r.netns_support());
+    let probed = ns.is_none() || net.is_none();
+    let ns = ns.unwrap_or_else(|| namespaces().clone());
+    let net = net.unwrap_or_else(|| network_namespace().clone());
+    if probed {
+        super::machine::update(|r| {
+            r.namespaces.get_or_insert_with(|| ns.clone());
+            r.network_namespace.get_or_insert_with(|| net.clone());
+        });
+    }
+    c.namespaces = Some(ns);
+    c.network_namespace = Some(net);
+    c.cgroup = Some(super::cgroup::place().support());
+    c
+}
+
+/// Namespace support, found once per process by a test launch (for
+/// `doctor`, and `explain` where this boot's record says nothing). A
+/// launch does not ask: it tries, and (with `namespaces = "auto"`) falls
+/// back when the kernel refuses.
+fn namespaces() -> &'static NamespaceSupport {
     static ONCE: std::sync::OnceLock<NamespaceSupport> = std::sync::OnceLock::new();
     ONCE.get_or_init(super::nsprobe::probe_namespaces)
 }
 
 /// Network namespace support, found once per process by a test launch
-/// (asked only where network by domain needs it, and by `doctor` and
-/// `explain`).
+/// (for `doctor`, and `explain` or a launch with `allow_domains` where
+/// this boot's record says nothing).
 pub fn network_namespace() -> &'static NetnsSupport {
     static ONCE: std::sync::OnceLock<NetnsSupport> = std::sync::OnceLock::new();
     ONCE.get_or_init(super::nsprobe::probe_network_namespace)

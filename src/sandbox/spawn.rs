@@ -2,8 +2,9 @@
 //! launch's steps in the parent, in order:
 //!
 //! 1. the rung: a kernel without Landlock needs namespaces (the view
-//!    confines instead), and what earlier launches of this process learned
-//!    about namespaces and overlays is tried first ([`launch`]); with
+//!    confines instead), the best the policy allows less what earlier
+//!    launches on this machine found refused this boot ([`launch`],
+//!    [`machine`]); with
 //!    `[network] allow_domains`, network by domain's design on that rung
 //!    (`netns::Net::prepare`);
 //! 2. the scratch directory, the environment, and the directories of the
@@ -21,16 +22,17 @@
 //! 6. the network proxy (with `[network] allow_domains`, see `netns`), and
 //!    the handle.
 //!
-//! A start the kernel refuses in a way a weaker mode does without (no
-//! namespaces, no overlays) is retried in that mode when the policy allows
-//! it, and remembered for the process's later launches.
+//! The launch is the probe: a start the kernel refuses in a way a weaker
+//! mode does without (no namespaces, no overlays) is retried in that mode
+//! when the policy allows it, and remembered for this boot's later
+//! launches (never taken where the policy requires namespaces).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::caps::{DropCaps, cap_state};
 use super::cgroup::{self, Cgroup};
@@ -51,7 +53,7 @@ use super::seccomp::observer::Observer;
 use super::seccomp::{self, FilterPolicy, supervisor};
 use super::stdio::{StdioConfig, Streams, above_stdio, pipe};
 use super::translate::{self, Layer, OpKind, ScratchView, Target, cpath, cstring};
-use super::{SandboxError, landlock, observed, probe};
+use super::{SandboxError, landlock, machine, observed, probe};
 use super::{clone, fdpass};
 use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
 use crate::runtime::Rights;
@@ -114,28 +116,43 @@ struct Mode {
     overlays: bool,
 }
 
-/// What earlier launches of this process found about namespaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Learned {
-    /// Nothing yet.
-    Unknown,
-    /// The namespaces and overlays work.
-    Namespaces,
-    /// The namespaces work, overlay mounts do not.
-    NoOverlays,
-    /// The kernel (or a sandbox around rootfence) refuses the namespaces.
-    NoNamespaces,
-}
-
-static LEARNED: Mutex<Learned> = Mutex::new(Learned::Unknown);
-
-fn learned() -> Learned {
-    LEARNED.lock().map_or(Learned::Unknown, |l| *l)
-}
-
-fn learn(what: Learned) {
-    if let Ok(mut l) = LEARNED.lock() {
-        *l = what;
+/// What earlier launches on this machine found refused (`r`, this boot's
+/// record, see [`machine`]), as the mode a launch starts in: the policy's
+/// best (`want`), less what was refused, and why. Where namespaces are
+/// `required` a remembered refusal of them is not taken (the launch
+/// tries, and a refusal is an error).
+fn remembered_mode(want: bool, required: bool, r: &machine::Record) -> (Mode, Option<String>) {
+    let full = Mode {
+        namespaces: want,
+        overlays: want,
+    };
+    if !want {
+        return (full, None);
+    }
+    if let Some(n) = r.namespace_support()
+        && !n.usable()
+        && !required
+    {
+        let mode = Mode {
+            namespaces: false,
+            overlays: false,
+        };
+        return (mode, Some(n.why_not()));
+    }
+    let no_overlays = match (&r.launch, &r.namespaces) {
+        (Some(machine::Refused::Overlays { why }), _) => Some(why.clone()),
+        (_, Some(n)) if n.usable() && !n.overlay => Some("overlay mounts were refused".into()),
+        _ => None,
+    };
+    match no_overlays {
+        Some(why) => (
+            Mode {
+                namespaces: true,
+                overlays: false,
+            },
+            Some(why),
+        ),
+        None => (full, None),
     }
 }
 
@@ -146,6 +163,11 @@ enum AttemptError {
     /// The kernel refused something the attempt asked for that a weaker
     /// mode does without.
     Downgrade { to: Mode, why: String },
+    /// The kernel refused the server's own network namespace, which
+    /// network by domain's design asked for: the next attempt takes the
+    /// design the rung has without it (the supervised `connect()` where
+    /// Landlock rules on ports), or refuses to start.
+    NoNetns { why: String },
 }
 
 impl From<SandboxError> for AttemptError {
@@ -189,35 +211,32 @@ fn launch(
             "[isolation] namespaces = \"off\"",
         ));
     }
-    let mut mode = match learned() {
-        Learned::NoNamespaces => Mode {
-            namespaces: false,
-            overlays: false,
-        },
-        Learned::NoOverlays => Mode {
-            namespaces: want,
-            overlays: false,
-        },
-        Learned::Unknown | Learned::Namespaces => Mode {
-            namespaces: want,
-            overlays: want,
-        },
-    };
-    if required && !mode.namespaces {
-        return Err(cannot_without_namespaces(
-            &caps,
-            &probe::namespaces().why_not(),
-        ));
+    let (mut mode, why) = remembered_mode(want, required, &machine::record());
+    // A network namespace is tried only where the plan needs one (network
+    // by domain), unless this boot's launches found it refused.
+    let mut netns_refused = machine::record()
+        .netns_support()
+        .filter(|n| !n.available)
+        .map(|n| n.why_not());
+    if let Some(why) = why {
+        if mode.namespaces {
+            tracing::warn!(
+                "private layers for caches are not available (remembered for this boot: {why}): the server gets empty private caches instead"
+            );
+        } else {
+            tracing::warn!(
+                "the server runs WITHOUT namespaces (remembered for this boot: {why}; `rootfence doctor` probes again): no filesystem view, and processes it starts are ended by rootfence instead of the kernel; see `rootfence doctor` for what stays open"
+            );
+        }
     }
     loop {
-        match attempt(plan, stdio, confine, mode, &caps) {
-            Ok(c) => {
-                if mode.namespaces && learned() == Learned::Unknown {
-                    learn(Learned::Namespaces);
-                }
-                return Ok(c);
-            }
+        match attempt(plan, stdio, confine, mode, netns_refused.as_deref(), &caps) {
+            Ok(c) => return Ok(c),
             Err(AttemptError::Fatal(e)) => return Err(e),
+            Err(AttemptError::NoNetns { why }) => {
+                machine::update(|r| r.netns_refused = Some(why.clone()));
+                netns_refused = Some(why);
+            }
             Err(AttemptError::Downgrade { to, why }) => {
                 if to.namespaces != mode.namespaces && required {
                     return Err(cannot_without_namespaces(&caps, &why));
@@ -226,12 +245,12 @@ fn launch(
                     tracing::warn!(
                         "private layers for caches are not available ({why}): the server gets empty private caches instead"
                     );
-                    learn(Learned::NoOverlays);
+                    machine::update(|r| r.launch = Some(machine::Refused::Overlays { why }));
                 } else {
                     tracing::warn!(
                         "the server runs WITHOUT namespaces ({why}): no filesystem view, and processes it starts are ended by rootfence instead of the kernel; see `rootfence doctor` for what stays open"
                     );
-                    learn(Learned::NoNamespaces);
+                    machine::update(|r| r.launch = Some(machine::Refused::Namespaces { why }));
                 }
                 mode = to;
             }
@@ -516,13 +535,13 @@ fn prepare(
     if let Some(n) = net {
         n.adjust_filter(&mut filter);
     }
-    let seccomp = seccomp::compile(filter)?;
+    let seccomp = seccomp::compiled(filter)?;
     let without_locks = FilterPolicy {
         locks: false,
         ..filter
     };
     let seccomp_unsupervised = if filter.locks && !without_locks.needs_supervisor() {
-        Some(seccomp::compile(without_locks)?)
+        Some(seccomp::compiled(without_locks)?)
     } else {
         None
     };
@@ -858,16 +877,26 @@ fn make_cgroup(bounds: &Bounds, mode: Mode) -> Result<Option<Cgroup>, SandboxErr
     Ok(made)
 }
 
+/// One try at starting the server in `mode` (`netns_refused`: why the
+/// server's own network namespace is not to be had, when a launch found
+/// it refused).
 fn attempt(
     plan: &SandboxPlan,
     stdio: StdioConfig,
     confine: bool,
     mode: Mode,
+    netns_refused: Option<&str>,
     caps: &probe::Capabilities,
 ) -> Result<SandboxedChild, AttemptError> {
     // Network by domain: its design on this rung, its variables, and the
     // network Landlock and seccomp apply.
-    let net = Net::prepare(plan, confine.then(|| launch_rung(caps, mode)), caps.abi())?;
+    let rung = confine.then(|| launch_rung(caps, mode));
+    let net = Net::prepare(plan, rung, caps.abi(), netns_refused)?;
+    // A refusal of the network namespace the design asks for is retried
+    // without it (the design the rung has then, or a refusal).
+    let netns_asked = net
+        .as_ref()
+        .is_some_and(|n| n.rung() == DomainRung::NetworkNamespace);
     let launched = netns::launch_plan(net.as_ref(), plan, caps.abi());
     let plan: &SandboxPlan = &launched;
     let bounds = if confine {
@@ -975,8 +1004,16 @@ fn attempt(
         .as_ref()
         .map(|p| p.rule_paths.as_slice())
         .unwrap_or_default();
-    let (started, supervisor) =
-        started.map_err(|e| classify(e, mode, &plan.command.program, &targets, rule_paths))?;
+    let (started, supervisor) = started.map_err(|e| {
+        classify(
+            e,
+            mode,
+            netns_asked,
+            &plan.command.program,
+            &targets,
+            rule_paths,
+        )
+    })?;
     live_add(started.pid);
     let child = SandboxedChild {
         pid: started.pid,
@@ -1107,6 +1144,7 @@ enum StartError {
 fn classify(
     e: StartError,
     mode: Mode,
+    netns_asked: bool,
     program: &Path,
     targets: &[Target],
     rule_paths: &[PathBuf],
@@ -1119,6 +1157,23 @@ fn classify(
         why,
     };
     match e {
+        StartError::Os(what, source)
+            if mode.namespaces && netns_asked && what != "read the child's report" =>
+        {
+            AttemptError::NoNetns {
+                why: format!(
+                    "the kernel refused a new network namespace with the server's other namespaces ({what}: {source}){}",
+                    refusal_hint(source.raw_os_error(), true)
+                ),
+            }
+        }
+        StartError::Child(Step::Network, _, source) if netns_asked => AttemptError::NoNetns {
+            why: format!(
+                "in its own network namespace, the sandbox could not {}: {source}{}",
+                Step::Network,
+                refusal_hint(source.raw_os_error(), false)
+            ),
+        },
         StartError::Os(what, source) if mode.namespaces && what != "read the child's report" => {
             no_ns(format!(
                 "new namespaces were refused ({what}: {source}){}",
@@ -1297,5 +1352,70 @@ fn clone_and_start(
             "the child's report",
             io::Error::other("unreadable report"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::nsprobe::NamespaceSupport;
+
+    fn mode(namespaces: bool, overlays: bool) -> Mode {
+        Mode {
+            namespaces,
+            overlays,
+        }
+    }
+
+    #[test]
+    fn a_remembered_refusal_lowers_the_start_only_where_the_policy_allows_it() {
+        let none = machine::Record::default();
+        assert_eq!(
+            remembered_mode(true, false, &none),
+            (mode(true, true), None)
+        );
+        assert_eq!(
+            remembered_mode(false, false, &none),
+            (mode(false, false), None)
+        );
+        let refused = machine::Record {
+            launch: Some(machine::Refused::Namespaces {
+                why: "EPERM".into(),
+            }),
+            ..machine::Record::default()
+        };
+        assert_eq!(
+            remembered_mode(true, false, &refused),
+            (mode(false, false), Some("EPERM".into()))
+        );
+        // Required: tried again (a refusal then is an error).
+        assert_eq!(
+            remembered_mode(true, true, &refused),
+            (mode(true, true), None)
+        );
+        let probed = machine::Record {
+            namespaces: Some(NamespaceSupport::refused("no userns".into())),
+            ..machine::Record::default()
+        };
+        assert_eq!(remembered_mode(true, false, &probed).0, mode(false, false));
+        assert_eq!(remembered_mode(true, true, &probed).0, mode(true, true));
+    }
+
+    #[test]
+    fn a_remembered_overlay_refusal_keeps_the_namespaces() {
+        let r = machine::Record {
+            launch: Some(machine::Refused::Overlays {
+                why: "overlay: EPERM".into(),
+            }),
+            ..machine::Record::default()
+        };
+        assert_eq!(
+            remembered_mode(true, true, &r),
+            (mode(true, false), Some("overlay: EPERM".into()))
+        );
+        assert_eq!(
+            remembered_mode(false, false, &r),
+            (mode(false, false), None)
+        );
     }
 }

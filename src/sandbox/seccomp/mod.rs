@@ -277,6 +277,23 @@ pub fn compile(p: FilterPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> 
     compile_table(&p, &table)
 }
 
+/// [`compile`], once per process for each `p` (the program depends on `p`
+/// and the table alone): a session's rebuilds reuse it.
+pub fn compiled(p: FilterPolicy) -> Result<Vec<libc::sock_filter>, SandboxError> {
+    type Programs = Vec<(FilterPolicy, Vec<libc::sock_filter>)>;
+    static PROGRAMS: std::sync::Mutex<Programs> = std::sync::Mutex::new(Vec::new());
+    if let Ok(done) = PROGRAMS.lock()
+        && let Some((_, program)) = done.iter().find(|(q, _)| *q == p)
+    {
+        return Ok(program.clone());
+    }
+    let program = compile(p)?;
+    if let Ok(mut done) = PROGRAMS.lock() {
+        done.push((p, program.clone()));
+    }
+    Ok(program)
+}
+
 fn compile_table(
     p: &FilterPolicy,
     table: &[Entry],
