@@ -540,7 +540,7 @@ fn prepare(
         locks: false,
         ..filter
     };
-    let seccomp_unsupervised = if filter.locks && !without_locks.needs_supervisor() {
+    let seccomp_unsupervised = if filter.locks && !without_locks.needs_supervisor() && filtered() {
         Some(seccomp::compiled(without_locks)?)
     } else {
         None
@@ -607,6 +607,20 @@ fn prepare(
         view,
         drop_caps,
         capabilities,
+    })
+}
+
+/// Whether rootfence itself runs under a seccomp filter (inside a
+/// rootfence sandbox, a container): only there may the kernel refuse the
+/// server's filter a listener of its own.
+fn filtered() -> bool {
+    static FILTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FILTERED.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp:"))
+                .is_some_and(|v| v.trim() != "0")
+        })
     })
 }
 
