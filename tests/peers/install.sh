@@ -295,7 +295,7 @@ fi
 # the other launchers install from the lockfiles here.
 l_want=$(cd launchers && find . -type f | LC_ALL=C sort | xargs cksum | cksum | cut -d' ' -f1)-$(cksum servers.lock requirements.lock | cksum | cut -d' ' -f1)
 pipx_cache="$home/.local/share/pipx/.cache"
-if [ -d "$pipx_cache" ] && [ -n "$(find "$pipx_cache" -mindepth 1 -maxdepth 1 -type d -mtime +7)" ]; then
+if [ -d "$pipx_cache" ] && [ -n "$(find "$pipx_cache" -mindepth 1 -maxdepth 1 -type d -ctime +7)" ]; then
     rm -f "$home/.rootfence-launchers-stamp"
 fi
 if ! stamp_ok "$home/.rootfence-launchers-stamp" "$l_want"; then
