@@ -332,6 +332,8 @@ if ! stamp_ok "$home/.rootfence-launchers-stamp" "$l_want"; then
     # as in a user's real home.
     (cd "$home" && as_user pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31 "$home" \
         < /dev/null > /dev/null 2>&1) || true
+    [ -n "$(find "$home/.cache/pnpm/dlx" -mindepth 2 -maxdepth 2 -name pkg 2>/dev/null)" ] \
+        || { echo "tests/peers: pnpm dlx did not install @modelcontextprotocol/server-filesystem in $home/.cache/pnpm/dlx" >&2; exit 1; }
     (cd "$home" && as_user DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 deno run -A \
         npm:@modelcontextprotocol/server-filesystem@2026.8.31 "$home" < /dev/null > /dev/null 2>&1) || true
     (cd / && as_user DENO_NO_UPDATE_CHECK=1 deno run -A --cached-only \
