@@ -1,7 +1,8 @@
-//! Eleven popular MCP servers that nobody tuned rootfence to, each
-//! installed and configured the way its own README tells users to, each
-//! launched five ways and made to do real work that is checked on disk (or,
-//! for fetch, on the web server's side):
+//! Seventeen popular MCP servers that nobody tuned rootfence to, each
+//! installed and configured the way its own README tells users to (or, for
+//! the package runners below, the way the runner's README runs a package),
+//! each launched five ways and made to do real work that is checked on disk
+//! (or, for fetch, on the web server's side):
 //!
 //! - `direct`: the server itself, unfenced, to show that the case works and
 //!   that the test can tell;
@@ -22,8 +23,28 @@
 //! projects under `~/src` laid out as cloned, and a FastMCP script run by
 //! `uv run --with fastmcp` (what `fastmcp install claude-desktop` writes).
 //! Every directory a case uses lies in that home (`~/work/...`), as users'
-//! projects do. The unfenced runs get uv's and npm's offline settings so
-//! that nothing reaches for the network.
+//! projects do. The unfenced runs get uv's, npm's and pnpm's offline
+//! settings so that nothing reaches for the network.
+//!
+//! The same user also runs a server through each other package runner,
+//! each installed from the npm registry, PyPI or crates.io into the home:
+//!
+//! - `bunx @modelcontextprotocol/server-memory@...` (bun from the `bun`
+//!   npm package in `~/.local/lib/node_modules`; bunx installs into and runs
+//!   from `~/.bun/install/cache/.bunx-<uid>/<spec>`, filled from
+//!   tests/peers/launchers/bunx/bun.lock), its memory file in the root;
+//! - `pnpm dlx @modelcontextprotocol/server-filesystem@...` (pnpm from
+//!   npm; its store `~/.local/share/pnpm/store`, its dlx installs and
+//!   metadata in `~/.cache/pnpm`);
+//! - `deno run -A npm:@modelcontextprotocol/server-filesystem@...` (deno
+//!   from npm; the npm packages in `~/.cache/deno/npm`);
+//! - `pipx run --spec mcp-server-git==... mcp-server-git` (pipx
+//!   `pip install --user`-ed; the environment in
+//!   `~/.local/share/pipx/.cache`), committing in a repository in the root;
+//! - `npx -y mcp-server-sqlite-npx@...`, whose sqlite3 is a native addon
+//!   (built by node-gyp at install, in `~/.npm/_npx`);
+//! - `rust-mcp-filesystem --allow-write DIR`, `cargo install`-ed into
+//!   `~/.cargo/bin`.
 //!
 //! The launches that fail today are listed in [`EXPECTED_TO_FAIL_TODAY`]
 //! with what the user sees. Each listed launch must still fail (with the
@@ -64,12 +85,15 @@ const EXPECTED_TO_FAIL_TODAY: &[Expected] = &[];
 /// case, not the suite.
 const LIMIT: Duration = Duration::from_secs(150);
 
-/// uv's and npm's offline settings, given to the unfenced launches (the
-/// fenced ones get rootfence's own).
+/// The launchers' offline settings, given to the unfenced launches (the
+/// fenced ones get rootfence's own): uv's, npm's and pnpm's. bunx, deno,
+/// pipx and cargo's binary need none: they run what their caches hold
+/// without asking the registry.
 const OFFLINE: &[(&str, &str)] = &[
     ("UV_OFFLINE", "1"),
     ("UV_PYTHON_DOWNLOADS", "never"),
     ("UV_NO_PROGRESS", "1"),
+    ("pnpm_config_prefer_offline", "true"),
     ("npm_config_prefer_offline", "true"),
     ("npm_config_update_notifier", "false"),
     ("npm_config_audit", "false"),
@@ -746,6 +770,187 @@ const FASTMCP: Server = Server {
     policy: None,
 };
 
+// ---- Servers run by the other package runners, and a Rust binary
+
+/// Tools of the reference filesystem server (and of rust-mcp-filesystem,
+/// which keeps its contract): write a file in the root, list the root.
+fn fs_steps(c: &Case, name: &str, by: &str) -> Value {
+    json!([
+        {"call": "write_file", "args": {"path": c.r(name), "content": format!("written by {by}")}},
+        {"call": "list_directory", "args": {"path": s(&c.root)}},
+    ])
+}
+
+fn fs_check(c: &Case, run: &peer::HostRun, name: &str, by: &str) -> Result<(), String> {
+    ok(run, "write_file", 0)?;
+    contains("list_directory", ok(run, "list_directory", 0)?, name)?;
+    contains(
+        name,
+        &file(&c.root.join(name))?,
+        &format!("written by {by}"),
+    )
+}
+
+const MEMORY_SPEC: &str = "@modelcontextprotocol/server-memory@2026.8.31";
+const FILESYSTEM_SPEC: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+const BUNX_MEMORY: Server = Server {
+    name: "server-memory-bunx",
+    root_name: "project",
+    web: false,
+    config: |c| {
+        config(
+            "bunx",
+            &[MEMORY_SPEC],
+            &[("MEMORY_FILE_PATH", c.r("memory.jsonl"))],
+        )
+    },
+    prepare: nothing,
+    steps: |_| {
+        json!([
+            {"call": "create_entities", "args": {"entities": [{"name": "rootfence", "entityType": "project", "observations": ["remembered through bunx"]}]}},
+            {"call": "read_graph", "args": {}},
+        ])
+    },
+    check: |c, run| {
+        ok(run, "create_entities", 0)?;
+        contains(
+            "read_graph",
+            ok(run, "read_graph", 0)?,
+            "remembered through bunx",
+        )?;
+        contains(
+            "memory.jsonl",
+            &file(&c.root.join("memory.jsonl"))?,
+            "remembered through bunx",
+        )
+    },
+    state: &[],
+    policy: None,
+};
+
+const PNPM_FILESYSTEM: Server = Server {
+    name: "server-filesystem-pnpm-dlx",
+    root_name: "project",
+    web: false,
+    config: |c| config("pnpm", &["dlx", FILESYSTEM_SPEC, &s(&c.root)], &[]),
+    prepare: nothing,
+    steps: |c| fs_steps(c, "pnpm.txt", "pnpm dlx"),
+    check: |c, run| fs_check(c, run, "pnpm.txt", "pnpm dlx"),
+    state: &[],
+    policy: None,
+};
+
+const DENO_FILESYSTEM: Server = Server {
+    name: "server-filesystem-deno",
+    root_name: "project",
+    web: false,
+    config: |c| {
+        config(
+            "deno",
+            &["run", "-A", &format!("npm:{FILESYSTEM_SPEC}"), &s(&c.root)],
+            &[],
+        )
+    },
+    prepare: nothing,
+    steps: |c| fs_steps(c, "deno.txt", "deno run"),
+    check: |c, run| fs_check(c, run, "deno.txt", "deno run"),
+    state: &[],
+    policy: None,
+};
+
+const PIPX_GIT: Server = Server {
+    name: "mcp-server-git-pipx-run",
+    root_name: "project",
+    web: false,
+    config: |c| {
+        config(
+            "pipx",
+            &[
+                "run",
+                "--spec",
+                "mcp-server-git==2026.10.19",
+                "mcp-server-git",
+                "--repository",
+                &s(&c.root),
+            ],
+            &[],
+        )
+    },
+    // A repository with one commit and a new file.
+    prepare: |c| {
+        std::fs::write(c.root.join("README.md"), "# project\n").unwrap();
+        c.git(&c.root, &["init", "-q"]);
+        c.git(&c.root, &["add", "README.md"]);
+        c.git(&c.root, &["commit", "-qm", "first commit"]);
+        std::fs::write(c.root.join("notes.txt"), "notes\n").unwrap();
+    },
+    steps: |c| {
+        let r = s(&c.root);
+        json!([
+            {"call": "git_add", "args": {"repo_path": r, "files": ["notes.txt"]}},
+            {"call": "git_commit", "args": {"repo_path": r, "message": "notes, by mcp-server-git"}},
+        ])
+    },
+    check: |c, run| {
+        ok(run, "git_add", 0)?;
+        ok(run, "git_commit", 0)?;
+        let last = c.git(&c.root, &["log", "-1", "--format=%an %s"]);
+        if last != "Home User notes, by mcp-server-git" {
+            return Err(format!("the last commit is {last:?}"));
+        }
+        Ok(())
+    },
+    state: &[],
+    policy: None,
+};
+
+const NPX_SQLITE: Server = Server {
+    name: "mcp-server-sqlite-npx",
+    root_name: "project",
+    web: false,
+    config: |c| {
+        config(
+            "npx",
+            &["-y", "mcp-server-sqlite-npx@0.8.0", &c.r("data.db")],
+            &[],
+        )
+    },
+    prepare: nothing,
+    steps: |_| {
+        json!([
+            {"call": "create_table", "args": {"query": "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"}},
+            {"call": "write_query", "args": {"query": "INSERT INTO notes (body) VALUES ('written through a native addon')"}},
+            {"call": "read_query", "args": {"query": "SELECT body FROM notes"}},
+        ])
+    },
+    check: |c, run| {
+        ok(run, "create_table", 0)?;
+        ok(run, "write_query", 0)?;
+        contains(
+            "read_query",
+            ok(run, "read_query", 0)?,
+            "written through a native addon",
+        )?;
+        let rows = sqlite_rows(&c.root.join("data.db"))?;
+        contains("the database file", &rows, "written through a native addon")
+    },
+    state: &[],
+    policy: None,
+};
+
+const CARGO_FILESYSTEM: Server = Server {
+    name: "rust-mcp-filesystem",
+    root_name: "project",
+    web: false,
+    config: |c| config("rust-mcp-filesystem", &["--allow-write", &s(&c.root)], &[]),
+    prepare: nothing,
+    steps: |c| fs_steps(c, "rust.txt", "rust-mcp-filesystem"),
+    check: |c, run| fs_check(c, run, "rust.txt", "rust-mcp-filesystem"),
+    state: &[],
+    policy: None,
+};
+
 // ---- Launches
 
 #[derive(Clone, Copy, PartialEq)]
@@ -1101,6 +1306,12 @@ fn expected_failures_name_real_cases() {
         GIT_MCP.name,
         MARKITDOWN.name,
         FASTMCP.name,
+        BUNX_MEMORY.name,
+        PNPM_FILESYSTEM.name,
+        DENO_FILESYSTEM.name,
+        PIPX_GIT.name,
+        NPX_SQLITE.name,
+        CARGO_FILESYSTEM.name,
     ];
     for e in EXPECTED_TO_FAIL_TODAY {
         assert!(names.contains(&e.server), "{}", e.server);
@@ -1299,4 +1510,34 @@ fn markitdown_from_pipx() {
 #[test]
 fn fastmcp_script_through_uv_run_with() {
     every_launch(&FASTMCP);
+}
+
+#[test]
+fn memory_through_bunx() {
+    every_launch(&BUNX_MEMORY);
+}
+
+#[test]
+fn filesystem_through_pnpm_dlx() {
+    every_launch(&PNPM_FILESYSTEM);
+}
+
+#[test]
+fn filesystem_through_deno_run_npm() {
+    every_launch(&DENO_FILESYSTEM);
+}
+
+#[test]
+fn git_through_pipx_run() {
+    every_launch(&PIPX_GIT);
+}
+
+#[test]
+fn sqlite_with_a_native_addon_through_npx() {
+    every_launch(&NPX_SQLITE);
+}
+
+#[test]
+fn filesystem_from_cargo_install() {
+    every_launch(&CARGO_FILESYSTEM);
 }

@@ -121,7 +121,8 @@ const UV_ONLINE_FLAGS: &[&str] = &[
 /// from the network when the policy grants none.
 ///
 /// npm and npx prefer what the cache holds over asking the registry and
-/// skip their update, audit and funding calls. uv stays offline and never
+/// skip their update, audit and funding calls; so does pnpm when its store
+/// is granted. uv stays offline and never
 /// downloads a Python, unless the policy grants TCP connections to ports
 /// 443 or 80 (where package indexes are), or lists domains
 /// (`[network] allow_domains`), or the
@@ -159,6 +160,11 @@ pub fn settings(
             out.insert("npm_config_prefer_offline".into(), "true".into());
         }
     }
+    // pnpm (dlx) re-resolves a package it ran more than a day ago: from
+    // the metadata in its cache rather than the registry.
+    if !network && out.contains_key("pnpm_config_store_dir") {
+        out.insert("pnpm_config_prefer_offline".into(), "true".into());
+    }
     if out.contains_key("UV_CACHE_DIR") {
         out.insert("UV_NO_PROGRESS".into(), "1".into());
         out.insert("UV_PYTHON_DOWNLOADS".into(), "never".into());
@@ -180,4 +186,45 @@ pub fn settings(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(var: &str) -> RuntimeNeed {
+        RuntimeNeed {
+            path: PathBuf::from("/home/u/.local/share/pnpm/store"),
+            rights: Rights::RX,
+            rule: Rule::Cache,
+            why: String::new(),
+            optional: true,
+            private: true,
+            private_env: Some(var.to_string()),
+        }
+    }
+
+    /// With pnpm's store granted and no network, pnpm prefers what its
+    /// cache holds (a `pnpm dlx` older than a day re-resolves from it);
+    /// with the registry's port granted, it is left to ask.
+    #[test]
+    fn pnpm_prefers_its_cache_without_network() {
+        let argv = [OsString::from("pnpm"), "dlx".into(), "x".into()];
+        let needs = [granted("pnpm_config_store_dir")];
+        let mut notes = Vec::new();
+        let offline = Policy::builtin(None).unwrap();
+        let out = settings(&argv, &offline, &needs, &mut notes);
+        assert_eq!(
+            out.get("pnpm_config_prefer_offline").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            out.get("pnpm_config_store_dir").map(String::as_str),
+            Some("/home/u/.local/share/pnpm/store")
+        );
+        let mut online = Policy::builtin(None).unwrap();
+        online.tcp_connect.push(443);
+        let out = settings(&argv, &online, &needs, &mut notes);
+        assert!(!out.contains_key("pnpm_config_prefer_offline"), "{out:?}");
+    }
 }

@@ -46,11 +46,26 @@ pub struct Launcher {
     pub asks: &'static [Ask],
 }
 
+/// Which directory a launcher's variable names, given its answer.
+#[derive(Clone, Copy)]
+enum Names {
+    /// The directory it answered.
+    Answer,
+    /// The directory above it: pnpm's `store path` is the store directory
+    /// its `store-dir` names with the store's layout version added (`v10`,
+    /// `v11`), so pointing `store-dir` at the answer would make it look in
+    /// an empty `v11/v11`.
+    Parent,
+}
+
 /// One question to a launcher: where one of its caches is.
 pub struct Ask {
     /// The arguments.
     args: &'static [&'static str],
     answer: Answer,
+    /// What the variable names, given the answer: that directory is the
+    /// one granted.
+    names: Names,
     /// The variable that points the launcher at this cache (for a
     /// private, empty one where no overlay can be had), and that moves
     /// its answer.
@@ -67,6 +82,7 @@ const LAUNCHERS: &[Launcher] = &[
         asks: &[Ask {
             args: &["pm", "cache"],
             answer: Answer::Line,
+            names: Names::Answer,
             var: "BUN_INSTALL_CACHE_DIR",
             why: "bun's package cache (bunx runs packages from it), as `bun pm cache` says",
         }],
@@ -74,18 +90,23 @@ const LAUNCHERS: &[Launcher] = &[
     Launcher {
         commands: &["pnpm", "pnpx"],
         program: "pnpm",
+        // pnpm reads its settings from `pnpm_config_*` variables (since
+        // pnpm 11; `npm_config_*` before, whose defaults are the same
+        // directories).
         asks: &[
             Ask {
                 args: &["store", "path"],
                 answer: Answer::Line,
-                var: "npm_config_store_dir",
-                why: "pnpm's store (pnpm dlx installs from it), as `pnpm store path` says",
+                names: Names::Parent,
+                var: "pnpm_config_store_dir",
+                why: "pnpm's store (pnpm dlx installs from it), the directory above what `pnpm store path` says",
             },
             Ask {
-                args: &["config", "get", "cache-dir"],
+                args: &["cache", "path"],
                 answer: Answer::Line,
-                var: "npm_config_cache_dir",
-                why: "pnpm's cache (pnpm dlx keeps its packages and metadata there), as `pnpm config get cache-dir` says",
+                names: Names::Answer,
+                var: "pnpm_config_cache_dir",
+                why: "pnpm's cache (pnpm dlx keeps the packages it ran and their metadata there), as `pnpm cache path` says",
             },
         ],
     },
@@ -95,6 +116,7 @@ const LAUNCHERS: &[Launcher] = &[
         asks: &[Ask {
             args: &["info", "--json"],
             answer: Answer::JsonKey("denoDir"),
+            names: Names::Answer,
             var: "DENO_DIR",
             why: "deno's cache (deno run npm:... runs packages from it), as `deno info --json` says",
         }],
@@ -105,6 +127,7 @@ const LAUNCHERS: &[Launcher] = &[
         asks: &[Ask {
             args: &["environment", "--value", "PIPX_HOME"],
             answer: Answer::Line,
+            names: Names::Answer,
             var: "PIPX_HOME",
             why: "pipx's home (pipx run keeps its environments there), as `pipx environment` says",
         }],
@@ -115,6 +138,7 @@ const LAUNCHERS: &[Launcher] = &[
         asks: &[Ask {
             args: &["cache", "dir"],
             answer: Answer::Line,
+            names: Names::Answer,
             var: "YARN_CACHE_FOLDER",
             why: "yarn's cache (yarn dlx runs packages from it), as `yarn cache dir` says",
         }],
@@ -138,14 +162,22 @@ const MAX_ANSWER: u64 = 256 * 1024;
 
 impl Launcher {
     /// Where this launcher says each of its caches is (see
-    /// [`Ask::cache_dir`]), with the question answered.
+    /// [`Ask::cache_dir`]): the directory its variable names, with the
+    /// question answered.
     pub fn cache_dirs(&self, env: &HostEnv) -> Vec<(&'static Ask, PathBuf)> {
         let Some(program) = which(self.program, env) else {
             return Vec::new();
         };
         self.asks
             .iter()
-            .filter_map(|a| Some((a, a.cache_dir(self.program, &program, env)?)))
+            .filter_map(|a| {
+                let answer = a.cache_dir(self.program, &program, env)?;
+                let dir = match a.names {
+                    Names::Answer => answer,
+                    Names::Parent => answer.parent()?.to_path_buf(),
+                };
+                Some((a, dir))
+            })
             .collect()
     }
 }
@@ -289,6 +321,65 @@ mod tests {
             Some("deno")
         );
         assert!(of(&argv(&["node", "x.js"])).is_none());
+    }
+
+    /// A launcher on PATH in a fresh home: `bin/NAME` running `script`.
+    fn fake(name: &str, script: &str) -> (tempfile::TempDir, HostEnv, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let bin = base.join("bin");
+        let home = base.join("home");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let program = bin.join(name);
+        std::fs::write(&program, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(
+            &program,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let mut env = HostEnv {
+            home: Some(home.clone()),
+            ..HostEnv::default()
+        };
+        env.vars
+            .insert("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()));
+        env.vars.insert("HOME".into(), home.display().to_string());
+        (tmp, env, home)
+    }
+
+    /// pnpm (11 and later) answers `store path` with its store directory
+    /// plus the layout version, and `cache path` with its cache (where
+    /// `pnpm dlx` keeps what it ran); `config get cache-dir` says
+    /// `undefined`. What is granted is what its variables name: the store
+    /// directory above `v11`, and the cache.
+    #[test]
+    fn pnpm_is_asked_for_its_store_and_its_cache_by_the_variables_it_reads() {
+        let (_tmp, env, home) = fake(
+            "pnpm",
+            r#"case "$*" in
+  "store path") echo "$HOME/.local/share/pnpm/store/v11" ;;
+  "cache path") echo "$HOME/.cache/pnpm" ;;
+  *) echo undefined ;;
+esac"#,
+        );
+        let argv = [OsString::from("pnpm"), "dlx".into(), "x".into()];
+        let got: Vec<(&str, PathBuf)> = of(&argv)
+            .unwrap()
+            .cache_dirs(&env)
+            .into_iter()
+            .map(|(a, p)| (a.var, p))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "pnpm_config_store_dir",
+                    home.join(".local/share/pnpm/store")
+                ),
+                ("pnpm_config_cache_dir", home.join(".cache/pnpm")),
+            ]
+        );
     }
 
     #[test]

@@ -19,6 +19,14 @@
 #                       AppArmor user-namespace restriction, a kernel
 #                       without Landlock, user namespaces refused); built
 #                       from envfilter.c with gcc
+#   user/               the home of the user tests/popular_servers.rs plays:
+#                       popular servers installed as their READMEs say
+#                       (popular/), and the same user's bun, pnpm, deno,
+#                       pipx and cargo with a server run by each
+#                       (launchers/); where each keeps things is below
+#   ~/.cache/rootfence-tests/cargo-tools
+#                       rust-mcp-filesystem, `cargo install`-ed once per
+#                       machine (outside the checkout: a fresh clone reuses it)
 #   bin/apparmor_parser an AppArmor parser that knows the `userns` rule
 #                       (AppArmor 4): the system's, or Debian's apparmor
 #                       package of a release that has it, unpacked in
@@ -29,7 +37,7 @@
 #
 # Idempotent: quick when everything is already installed (each part keeps a
 # stamp of the lockfiles it was made from). Needs network (the npm registry,
-# PyPI) only when something is missing.
+# PyPI, crates.io) only when something is missing.
 set -eu
 cd "$(dirname "$0")"
 here=$(pwd)
@@ -154,7 +162,7 @@ if [ ! -x "$pyenv_root/shims/python3" ]; then
     echo "tests/peers: pyenv is required (its shims/python3 is not in $pyenv_root): install pyenv and a Python 3.10+ with it, or set PYENV_ROOT" >&2
     exit 1
 fi
-user_path="$home/.local/bin:$pyenv_root/shims:$pyenv_root/bin:/usr/local/bin:/usr/bin:/bin"
+user_path="$home/.local/bin:$home/.cargo/bin:$pyenv_root/shims:$pyenv_root/bin:/usr/local/bin:/usr/bin:/bin"
 # The user's environment: HOME, PATH, and this machine's settings for
 # reaching the registries (certificates, proxies), as the user's shell has
 # them.
@@ -251,6 +259,135 @@ if ! stamp_ok "$home/.rootfence-stamp" "$pop_want"; then
     done
     echo "$pop_want" > "$home/.rootfence-stamp"
 fi
+
+# ---- The same user's package runners, and a server launched by each
+#
+# launchers/ holds their lockfiles (a stamp of its own: changing it does
+# not rebuild the home above). Where each launcher keeps things:
+#
+#   ~/.local/lib/node_modules  bun, pnpm and deno from the npm registry
+#                        (launchers/tools), as `npm install -g --prefix
+#                        ~/.local` lays them out; their commands linked in
+#                        ~/.local/bin
+#   ~/.bun/install/cache bun's cache: the packages, and .bunx-<uid>/<spec>,
+#                        where `bunx <spec>` installs and finds the server
+#                        (@modelcontextprotocol/server-memory,
+#                        launchers/bunx/bun.lock)
+#   ~/.local/share/pnpm/store, ~/.cache/pnpm
+#                        pnpm's store and cache (dlx/ holds what `pnpm dlx
+#                        @modelcontextprotocol/server-filesystem` installed)
+#   ~/.cache/deno        deno's cache: the npm packages `deno run -A
+#                        npm:@modelcontextprotocol/server-filesystem` runs
+#   ~/.local/share/pipx/.cache
+#                        `pipx run --spec mcp-server-git==...` environments
+#                        (pipx itself `pip install --user`-ed, ~/.local/bin/pipx);
+#                        pipx drops one 14 days after it was made: remade
+#                        here when older than 7
+#   ~/.npm/_npx          `npx -y mcp-server-sqlite-npx` (sqlite3's native
+#                        addon built from source by node-gyp at install:
+#                        its prebuilt binaries are not on a registry)
+#   ~/.cargo/bin         `cargo install --locked rust-mcp-filesystem`
+#                        (built once per machine, in ~/.cache/rootfence-tests,
+#                        then copied)
+#
+# pnpm dlx and deno resolve the dependencies of the pinned package
+# themselves, at install time (neither takes a lockfile for a one-off run);
+# the other launchers install from the lockfiles here.
+l_want=$(cd launchers && find . -type f | LC_ALL=C sort | xargs cksum | cksum | cut -d' ' -f1)-$(cksum servers.lock requirements.lock | cksum | cut -d' ' -f1)
+pipx_cache="$home/.local/share/pipx/.cache"
+if [ -d "$pipx_cache" ] && [ -n "$(find "$pipx_cache" -mindepth 1 -maxdepth 1 -type d -ctime +7)" ]; then
+    rm -f "$home/.rootfence-launchers-stamp"
+fi
+if ! stamp_ok "$home/.rootfence-launchers-stamp" "$l_want"; then
+    l_start=$(date +%s)
+    rm -rf "$home/.local/lib/node_modules" "$home/.bun" "$home/.cache/pnpm" \
+        "$home/.local/share/pnpm" "$home/.cache/deno" "$home/.local/share/pipx/.cache" \
+        "$home/.cargo"
+    # bun, pnpm and deno, from the npm registry.
+    mkdir -p "$home/.local/lib"
+    cp launchers/tools/package.json launchers/tools/package-lock.json "$home/.local/lib/"
+    (cd "$home/.local/lib" && as_user npm ci --no-audit --no-fund --loglevel=error)
+    rm "$home/.local/lib/package.json" "$home/.local/lib/package-lock.json"
+    for cmd in bun bunx deno pnpm pnpx; do
+        ln -sf "$(readlink -f "$home/.local/lib/node_modules/.bin/$cmd")" "$home/.local/bin/$cmd"
+    done
+
+    # bunx: the locked tree where `bunx <spec>` installs it.
+    spec="@modelcontextprotocol/server-memory@$(node -p "require('./launchers/bunx/package.json').dependencies['@modelcontextprotocol/server-memory']")"
+    # bunx uses .bunx-<uid> only when it is private (mode 0700, as bunx
+    # makes it); else it installs in a temporary directory, from the network.
+    bunx_home="$home/.bun/install/cache/.bunx-$(id -u)"
+    bunx_dir="$bunx_home/$spec"
+    mkdir -p "$bunx_dir"
+    chmod 700 "$bunx_home"
+    cp launchers/bunx/package.json launchers/bunx/bun.lock "$bunx_dir/"
+    (cd "$bunx_dir" && as_user bun install --frozen-lockfile --silent)
+    [ "$(stat -c %a "$bunx_home")" = 700 ] \
+        || { echo "tests/peers: $bunx_home is not private (mode 0700): bunx would not use it" >&2; exit 1; }
+
+    # pnpm dlx and deno: run once as the tests do (stdin /dev/null ends
+    # the server), in the home. This home lies in tests/peers, whose
+    # package.json deno would take for the project's (and run the server
+    # from its node_modules): DENO_NO_PACKAGE_JSON keeps deno to its cache,
+    # as in a user's real home.
+    (cd "$home" && as_user pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31 "$home" \
+        < /dev/null > /dev/null 2>&1) || true
+    [ -n "$(find "$home/.cache/pnpm/dlx" -mindepth 2 -maxdepth 2 -name pkg 2>/dev/null)" ] \
+        || { echo "tests/peers: pnpm dlx did not install @modelcontextprotocol/server-filesystem in $home/.cache/pnpm/dlx" >&2; exit 1; }
+    (cd "$home" && as_user DENO_NO_UPDATE_CHECK=1 DENO_NO_PACKAGE_JSON=1 deno run -A \
+        npm:@modelcontextprotocol/server-filesystem@2026.8.31 "$home" < /dev/null > /dev/null 2>&1) || true
+    (cd / && as_user DENO_NO_UPDATE_CHECK=1 deno run -A --cached-only \
+        npm:@modelcontextprotocol/server-filesystem@2026.8.31 "$home" < /dev/null > /dev/null 2>&1) \
+        || { echo "tests/peers: deno did not cache npm:@modelcontextprotocol/server-filesystem" >&2; exit 1; }
+
+    # pipx the way its README installs it for a user, then `pipx run`.
+    as_user PIP_CONSTRAINT="$here/requirements.lock" PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --user \
+        --disable-pip-version-check pipx > /dev/null
+    as_user PIP_CONSTRAINT="$here/servers.lock" pipx run --spec mcp-server-git==2026.10.19 \
+        mcp-server-git --help > /dev/null
+
+    # npx, with a native addon built here by node-gyp against this node's
+    # headers (sqlite3's prebuilt binaries and node's header tarball are
+    # not on a registry).
+    version=$(node -p "require('./launchers/npx-native/package-lock.json').packages['node_modules/mcp-server-sqlite-npx'].version")
+    spec="mcp-server-sqlite-npx@$version"
+    hash=$(node -e 'process.stdout.write(require("crypto").createHash("sha512").update(process.argv[1]).digest("hex").slice(0, 16))' "$spec")
+    npx_dir="$home/.npm/_npx/$hash"
+    rm -rf "$npx_dir"
+    mkdir -p "$npx_dir"
+    cp launchers/npx-native/package.json launchers/npx-native/package-lock.json "$npx_dir/"
+    node_prefix=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+    [ -f "$node_prefix/include/node/common.gypi" ] || {
+        echo "tests/peers: node's headers are not in $node_prefix/include/node: node-gyp needs them to build sqlite3 (install node with its headers, as NodeSource's and the official builds ship them)" >&2
+        exit 1
+    }
+    # JOBS=max: node-gyp's make on every core (the build is most of this
+    # part's time: 87 s on one job, 74 s on two).
+    (cd "$npx_dir" && as_user npm_config_build_from_source=true npm_config_nodedir="$node_prefix" \
+        JOBS=max npm ci --no-audit --no-fund --loglevel=error)
+    as_user npm cache add "$spec" --loglevel=error
+    echo "tests/peers: launchers installed in $(($(date +%s) - l_start))s"
+    echo "$l_want" > "$home/.rootfence-launchers-stamp"
+fi
+
+# A Rust MCP server, `cargo install`-ed (its own Cargo.lock, --locked):
+# built once per machine (six minutes on two busy cores: 218 crates), in
+# this machine's cache rather than the checkout, so that a fresh clone (as
+# CI's) does not build it again, and copied into the home's ~/.cargo/bin.
+cargo_tools="${XDG_CACHE_HOME:-$HOME/.cache}/rootfence-tests/cargo-tools"
+c_want="rust-mcp-filesystem-0.4.5"
+if ! stamp_ok "$cargo_tools/.rootfence-stamp" "$c_want"; then
+    c_start=$(date +%s)
+    rm -rf "$cargo_tools"
+    cargo install --quiet --locked --root "$cargo_tools" rust-mcp-filesystem --version 0.4.5
+    echo "$c_want" > "$cargo_tools/.rootfence-stamp"
+    echo "tests/peers: cargo install rust-mcp-filesystem took $(($(date +%s) - c_start))s"
+fi
+if ! cmp -s "$cargo_tools/bin/rust-mcp-filesystem" "$home/.cargo/bin/rust-mcp-filesystem"; then
+    mkdir -p "$home/.cargo/bin"
+    cp "$cargo_tools/bin/rust-mcp-filesystem" "$home/.cargo/bin/"
+fi
+
 # The user's PATH, for the tests.
 echo "$user_path" > "$home/.rootfence-path"
 echo "tests/peers: a user's home with popular servers: $home (PATH=$user_path)"
