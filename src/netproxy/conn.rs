@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::http::{self, HeadError, Request};
-use super::rule::{self, DomainRule, Pins, Refusal, Target, TargetHost, Verdict};
+use super::rule::{self, DomainRule, Pins, Reach, Refusal, Target, TargetHost, Verdict};
 
 /// What the proxy enforces: the list, the pins, and the policy's name
 /// for messages.
@@ -44,6 +44,9 @@ pub enum Event<'a> {
     Connected,
     /// The [`Action::Connect`] failed (why).
     ConnectFailed(String),
+    /// The [`Action::Connect`] was of a [`Reach::Global`] address that is
+    /// one of this machine's own: not connected.
+    OwnAddress,
     /// Bytes from the upstream (only while its response head is read).
     Upstream(&'a [u8]),
     /// The upstream closed before its response head was complete.
@@ -56,8 +59,11 @@ pub enum Action {
     /// Resolve this name; answer with [`Event::Resolved`].
     Resolve(String),
     /// Connect to this address; answer with [`Event::Connected`] or
-    /// [`Event::ConnectFailed`].
-    Connect(SocketAddr),
+    /// [`Event::ConnectFailed`]. With [`Reach::Global`] (the policy does
+    /// not name it), first check that it is not an address of this
+    /// machine's own interfaces, as they are now; if it is, answer
+    /// [`Event::OwnAddress`] without connecting.
+    Connect(SocketAddr, Reach),
     /// Write to the client.
     ToClient(Vec<u8>),
     /// Write to the upstream.
@@ -126,8 +132,8 @@ enum State {
     Connecting {
         req: Request,
         rule: usize,
-        left: VecDeque<SocketAddr>,
-        trying: SocketAddr,
+        left: VecDeque<(SocketAddr, Reach)>,
+        trying: (SocketAddr, Reach),
         refused: Option<&'static str>,
     },
     /// Reading the upstream's response head (plain HTTP).
@@ -176,7 +182,7 @@ impl Conn {
                     trying,
                     refused,
                 },
-                ev @ (Event::Connected | Event::ConnectFailed(_)),
+                ev @ (Event::Connected | Event::ConnectFailed(_) | Event::OwnAddress),
             ) => self.connect_result(req, rule, left, trying, refused, ev),
             (State::Response, Event::Upstream(b)) => self.response(b),
             (State::Response, Event::UpstreamGone) => vec![
@@ -258,41 +264,20 @@ impl Conn {
             matches!(&req.target().host, TargetHost::Name(n) if self.config.pins.contains_key(n));
         let port = req.target().port;
         let mut refused = None;
-        let mut left: VecDeque<SocketAddr> = VecDeque::new();
+        let mut left: VecDeque<(SocketAddr, Reach)> = VecDeque::new();
         for a in addrs {
             match rule::reachable(r, pinned, a) {
-                Ok(()) => {
+                Ok(reach) => {
                     let s = SocketAddr::new(a, port);
-                    if !left.contains(&s) {
-                        left.push_back(s);
+                    if !left.iter().any(|(x, _)| *x == s) {
+                        left.push_back((s, reach));
                     }
                 }
                 Err(kind) => refused = refused.or(Some(kind)),
             }
         }
         let Some(first) = left.pop_front() else {
-            let kind = refused.unwrap_or("not an address");
-            let text = format!(
-                "rootfence refused {}: {} resolves to {kind}, which a name reaches only when the policy names it ({} of policy {}): list the address itself (\"127.0.0.1:{port}\"), \"localhost:{port}\", or pin the name in [network] hosts",
-                req.target(),
-                req.target().host,
-                r.text,
-                self.config.policy
-            );
-            let audit = Judged {
-                method: req.method().to_string(),
-                target: req.target().clone(),
-                decision: Decision::Refused,
-                rule: Some(format!("allow_domains {:?}", r.text)),
-                reason: Some(format!("resolves to {kind}")),
-                address: None,
-                unlisted: false,
-            };
-            return vec![
-                Action::Audit(audit),
-                Action::ToClient(http::answer(403, "Forbidden", &text)),
-                Action::Close,
-            ];
+            return self.refuse_addresses(&req, rule, refused.unwrap_or("not an address"));
         };
         self.state = State::Connecting {
             req,
@@ -301,18 +286,64 @@ impl Conn {
             trying: first,
             refused,
         };
-        vec![Action::Connect(first)]
+        vec![Action::Connect(first.0, first.1)]
+    }
+
+    /// Every address of an allowed name is one it may not reach: 403
+    /// naming the kind of address and the fix.
+    fn refuse_addresses(&mut self, req: &Request, rule: usize, kind: &str) -> Vec<Action> {
+        let r = &self.config.rules[rule];
+        let port = req.target().port;
+        let text = format!(
+            "rootfence refused {}: {} resolves to {kind}, which a name reaches only when the policy names it ({} of policy {}): list the address itself (\"127.0.0.1:{port}\"), \"localhost:{port}\", or pin the name in [network] hosts",
+            req.target(),
+            req.target().host,
+            r.text,
+            self.config.policy
+        );
+        let audit = Judged {
+            method: req.method().to_string(),
+            target: req.target().clone(),
+            decision: Decision::Refused,
+            rule: Some(format!("allow_domains {:?}", r.text)),
+            reason: Some(format!("resolves to {kind}")),
+            address: None,
+            unlisted: false,
+        };
+        vec![
+            Action::Audit(audit),
+            Action::ToClient(http::answer(403, "Forbidden", &text)),
+            Action::Close,
+        ]
     }
 
     fn connect_result(
         &mut self,
         req: Request,
         rule: usize,
-        mut left: VecDeque<SocketAddr>,
-        trying: SocketAddr,
-        refused: Option<&'static str>,
+        mut left: VecDeque<(SocketAddr, Reach)>,
+        trying: (SocketAddr, Reach),
+        mut refused: Option<&'static str>,
         ev: Event<'_>,
     ) -> Vec<Action> {
+        if let Event::OwnAddress = ev {
+            const OWN: &str = "an address of this machine's own interfaces";
+            refused = refused.or(Some(OWN));
+            return match left.pop_front() {
+                Some(next) => {
+                    self.state = State::Connecting {
+                        req,
+                        rule,
+                        left,
+                        trying: next,
+                        refused,
+                    };
+                    vec![Action::Connect(next.0, next.1)]
+                }
+                None => self.refuse_addresses(&req, rule, OWN),
+            };
+        }
+        let trying = trying.0;
         if let Event::ConnectFailed(why) = ev {
             return match left.pop_front() {
                 Some(next) => {
@@ -323,7 +354,7 @@ impl Conn {
                         trying: next,
                         refused,
                     };
-                    vec![Action::Connect(next)]
+                    vec![Action::Connect(next.0, next.1)]
                 }
                 None => self.fail(
                     &req,
@@ -571,12 +602,18 @@ mod tests {
         ])));
         assert_eq!(
             a,
-            vec![Action::Connect("140.82.112.5:443".parse().unwrap())]
+            vec![Action::Connect(
+                "140.82.112.5:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::ConnectFailed("timed out".into()));
         assert_eq!(
             a,
-            vec![Action::Connect("140.82.112.6:443".parse().unwrap())]
+            vec![Action::Connect(
+                "140.82.112.6:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::Connected);
         assert_eq!(audit(&a).decision, Decision::Allowed);
@@ -638,7 +675,7 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             "::1".parse().unwrap(),
         ])));
-        assert!(!a.iter().any(|x| matches!(x, Action::Connect(_))), "{a:?}");
+        assert!(!a.iter().any(|x| matches!(x, Action::Connect(..))), "{a:?}");
         assert!(
             body(&a).contains("resolves to a loopback address"),
             "{}",
@@ -655,7 +692,10 @@ mod tests {
         ])));
         assert_eq!(
             a,
-            vec![Action::Connect("93.184.216.34:443".parse().unwrap())]
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::ConnectFailed("refused".into()));
         assert_eq!(audit(&a).decision, Decision::Failed);
@@ -668,7 +708,13 @@ mod tests {
         let a = c.on(Event::Client(
             b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n",
         ));
-        assert_eq!(a, vec![Action::Connect("127.0.0.2:8080".parse().unwrap())]);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "127.0.0.2:8080".parse().unwrap(),
+                Reach::Named
+            )]
+        );
         let mut c = Conn::new(config(
             &["site.test:8080", "localhost:9000"],
             &[("site.test", "127.0.0.2")],
@@ -676,7 +722,13 @@ mod tests {
         let a = c.on(Event::Client(
             b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n",
         ));
-        assert_eq!(a, vec![Action::Connect("127.0.0.1:9000".parse().unwrap())]);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "127.0.0.1:9000".parse().unwrap(),
+                Reach::Named
+            )]
+        );
         // A loopback address or localhost not listed: refused before anything.
         for req in [
             &b"GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n"[..],
@@ -689,6 +741,54 @@ mod tests {
             let a = c.on(Event::Client(req));
             assert!(body(&a).starts_with("HTTP/1.1 403"), "{}", body(&a));
         }
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_refused_unless_named() {
+        // A listed name resolving to one of this machine's addresses: the
+        // shell answers OwnAddress; the next address is tried, and with
+        // none left the request is refused (403), never connected.
+        let mut c = Conn::new(config(&["api.example.com"], &[]));
+        c.on(Event::Client(
+            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
+        ));
+        let a = c.on(Event::Resolved(Ok(vec![
+            "93.184.216.34".parse().unwrap(),
+            "93.184.216.35".parse().unwrap(),
+        ])));
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Global
+            )]
+        );
+        let a = c.on(Event::OwnAddress);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.35:443".parse().unwrap(),
+                Reach::Global
+            )]
+        );
+        let a = c.on(Event::OwnAddress);
+        assert_eq!(audit(&a).decision, Decision::Refused);
+        assert!(body(&a).starts_with("HTTP/1.1 403"), "{}", body(&a));
+        assert!(
+            body(&a).contains("an address of this machine's own interfaces"),
+            "{}",
+            body(&a)
+        );
+        // Named by the policy: connected as named, never checked.
+        let mut c = Conn::new(config(&["93.184.216.34:443"], &[]));
+        let a = c.on(Event::Client(b"CONNECT 93.184.216.34:443 HTTP/1.1\r\n\r\n"));
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Named
+            )]
+        );
     }
 
     #[test]

@@ -11,10 +11,12 @@
 //! - [`rule`]: the list's entries and which allows a target (pure);
 //! - [`http`]: request and response heads (pure);
 //! - [`conn`]: one connection as a state machine with no I/O;
+//! - [`local`]: this machine's own addresses, which a name never reaches;
 //! - [`shell`]: the tokio side, [`Proxy`].
 
 pub mod conn;
 pub mod http;
+pub mod local;
 pub mod rule;
 pub mod shell;
 

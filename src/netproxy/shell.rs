@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::conn::{Action, Config, Conn, Decision, Event, Judged};
+use super::rule::Reach;
 use crate::proxy::guard::audit::{AuditLog, now_rfc3339};
 
 /// How long a client has to send its request head.
@@ -338,7 +339,10 @@ async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
                     let r = resolve(name).await;
                     todo.extend(conn.on(Event::Resolved(r)));
                 }
-                Action::Connect(addr) => match connect(addr).await {
+                Action::Connect(addr, Reach::Global) if super::local::is_own(addr.ip()) => {
+                    todo.extend(conn.on(Event::OwnAddress));
+                }
+                Action::Connect(addr, _) => match connect(addr).await {
                     Ok(s) => {
                         if let Sockets::Whole { upstream, .. } = &mut socks {
                             *upstream = Some(s);
