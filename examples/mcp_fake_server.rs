@@ -27,7 +27,14 @@
 //!
 //! `env` answers the value of the variable `{"name": ...}`, or `(unset)`.
 //!
-//! Environment: `FAKE_TOOLS` (comma-separated extra tool names, to make
+//! `raw` writes each of `{"lines": [...]}` to stdout as it is (`$ID`
+//! replaced by the tool call's id), then answers "written" unless
+//! `{"answer": false}`: a hostile peer's lines.
+//!
+//! Environment: `FAKE_CAPABILITIES` (the capabilities `initialize`
+//! answers, JSON; default tools and logging), `FAKE_ANSWERS` (a JSON object: a request of a method it
+//! names is answered with its value as the result, `$ID` in it replaced
+//! by the request's id), `FAKE_TOOLS` (comma-separated extra tool names, to make
 //! `tools/list` differ between launches), `FAKE_EXIT_ON_START` (exit at
 //! once with this code), `FAKE_START_DELAY_MS` (sleep this long before
 //! reading anything: a slow-starting server), `FAKE_NO_INIT` (never answer
@@ -72,6 +79,14 @@ fn main() {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     let no_init = std::env::var_os("FAKE_NO_INIT").is_some();
+    let capabilities: Value = std::env::var("FAKE_CAPABILITIES")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_else(|| json!({"tools": {"listChanged": true}, "logging": {}}));
+    let answers: serde_json::Map<String, Value> = std::env::var("FAKE_ANSWERS")
+        .ok()
+        .and_then(|a| serde_json::from_str(&a).ok())
+        .unwrap_or_default();
     let instance = format!(
         "{}-{}",
         std::process::id(),
@@ -144,6 +159,14 @@ fn main() {
         }
         let id = id.unwrap_or(Value::Null);
         let params = msg.get("params").cloned().unwrap_or(json!({}));
+        if let Some(result) = answers.get(&method) {
+            let text = result.to_string().replace("\"$ID\"", &id.to_string());
+            send_raw(
+                &out,
+                &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{text}}}"#),
+            );
+            continue;
+        }
         match method.as_str() {
             "initialize" if no_init => eventlog(&events, "initialize ignored".into()),
             "initialize" => {
@@ -170,7 +193,7 @@ fn main() {
                     &out,
                     &json!({"jsonrpc":"2.0","id":id,"result":{
                     "protocolVersion": v,
-                    "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    "capabilities": capabilities.clone(),
                     "serverInfo": {"name": "fake", "version": "1"}}}),
                 );
             }
@@ -271,6 +294,15 @@ fn main() {
                         match std::net::TcpStream::connect(("127.0.0.1", port)) {
                             Ok(_) => send(&out, &text_result(&id, "connected", false)),
                             Err(e) => send(&out, &text_result(&id, &format!("error: {e}"), true)),
+                        }
+                    }
+                    "raw" => {
+                        for l in args["lines"].as_array().into_iter().flatten() {
+                            let l = l.as_str().unwrap_or_default();
+                            send_raw(&out, &l.replace("$ID", &id.to_string()));
+                        }
+                        if args["answer"] != json!(false) {
+                            send(&out, &text_result(&id, "written", false));
                         }
                     }
                     "garbage" => {

@@ -382,6 +382,13 @@ impl Session {
             "logging/setLevel"
                 if self.handshake.logging_offered && !self.handshake.server_logs() =>
             {
+                if !super::handshake::valid_level(params) {
+                    return Err(message::error_response(
+                        Some(id),
+                        code::INVALID_PARAMS,
+                        "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                    ));
+                }
                 self.handshake.record_host_request(method, params);
                 return Err(message::result_response(id, "{}"));
             }

@@ -189,7 +189,7 @@ impl Session {
         let Some(m) = stateless::INPUT_REQUIRED_METHODS
             .iter()
             .copied()
-            .chain([stateless::TASK_GET])
+            .chain([stateless::TASK_GET, stateless::TASK_RESULT])
             .find(|m| *m == method)
         else {
             return Prepared::Send {
@@ -363,17 +363,40 @@ impl Session {
         guarded: Option<message::Guarded<'_>>,
         now: Instant,
     ) -> Verdict {
-        let Some(j) = self.ledger.host(key).and_then(|r| r.judged.as_deref()) else {
-            return Verdict::Relay(None);
-        };
-        let needs = match guarded {
+        let needs = || match guarded {
             Some(g) => stateless::guarded_needs_judging(
                 g.result_type.map(message::Raw::bytes),
                 g.input_requests.map(message::Raw::bytes),
             ),
             None => stateless::needs_judging(result.get()),
         };
-        if !needs {
+        let Some(host) = self.ledger.host(key) else {
+            return Verdict::Relay(None);
+        };
+        let Some(j) = host.judged.as_deref() else {
+            if !needs() {
+                return Verdict::Relay(None);
+            }
+            // Questions in the answer to a request that cannot carry
+            // them (tools/list, ping, ...): no host was ever asked to
+            // answer them there, and none is shown unjudged.
+            let r = crate::proxy::guard::Refusal::policy(
+                "stateless.input_request",
+                "input requests the guard cannot judge are refused",
+                "the server answered a request that cannot carry questions with an input_required result",
+            );
+            tracing::warn!(
+                generation = g,
+                rule = r.rule,
+                "input_required result refused: {}",
+                r.message
+            );
+            self.guard.audit_refused_input(g, &r);
+            self.answer_refusal(key, &r);
+            self.after_answer(g);
+            return Verdict::Done;
+        };
+        if !needs() {
             return Verdict::Relay(None);
         }
         let result = result.get();
