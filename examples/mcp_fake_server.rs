@@ -27,6 +27,9 @@
 //!
 //! `env` answers the value of the variable `{"name": ...}`, or `(unset)`.
 //!
+//! `proxy_get` sends `{"request": ...}` (bytes as they are) to the HTTP
+//! proxy of `HTTP_PROXY` and answers the first line of its response.
+//!
 //! `raw` writes each of `{"lines": [...]}` to stdout as it is (`$ID`
 //! replaced by the tool call's id), then answers "written" unless
 //! `{"answer": false}`: a hostile peer's lines.
@@ -296,6 +299,10 @@ fn main() {
                             Err(e) => send(&out, &text_result(&id, &format!("error: {e}"), true)),
                         }
                     }
+                    "proxy_get" => {
+                        let req = args["request"].as_str().unwrap_or_default();
+                        send(&out, &text_result(&id, &proxy_get(req), false));
+                    }
                     "raw" => {
                         for l in args["lines"].as_array().into_iter().flatten() {
                             let l = l.as_str().unwrap_or_default();
@@ -465,4 +472,30 @@ fn ask(name: &str, args: &Value) -> Option<(&'static str, Option<Value>)> {
 
 fn eventlog(events: &Arc<Mutex<Vec<String>>>, e: String) {
     events.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+}
+
+/// Send `request` to the proxy `HTTP_PROXY` names; its status line, or
+/// what failed.
+fn proxy_get(request: &str) -> String {
+    use std::io::Read;
+    let Some(addr) = std::env::var("HTTP_PROXY").ok().and_then(|u| {
+        u.strip_prefix("http://")
+            .map(|a| a.trim_end_matches('/').to_string())
+    }) else {
+        return "no HTTP_PROXY".into();
+    };
+    let mut s = match std::net::TcpStream::connect(&addr) {
+        Ok(s) => s,
+        Err(e) => return format!("cannot connect to {addr}: {e}"),
+    };
+    if let Err(e) = s.write_all(request.as_bytes()) {
+        return format!("cannot send: {e}");
+    }
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }

@@ -309,3 +309,74 @@ fn a_batch_never_swallows_the_hosts_request() {
     let got = s.until_answer(&json!(13));
     assert_eq!(got.last().unwrap()["result"], json!({"content": []}));
 }
+
+#[test]
+fn network_refusals_are_told_to_the_host_once_per_host_and_reason() {
+    let policy = "version = 1\n[network]\nallow_domains = [\"site.test:80\"]\nhosts = { \"site.test\" = \"127.0.0.1\" }\n";
+    let mut s = Session::start(policy, &[]);
+    s.initialize("2025-06-18", json!({}));
+    let get = |id: i64, req: &str| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"proxy_get","arguments":{"request":req}}});
+    let mut seen = Vec::new();
+    for (id, req) in [
+        (
+            20,
+            "GET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+        ),
+        (
+            21,
+            "GET http://evil.test/again HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+        ),
+        (
+            22,
+            "GET https://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+        ),
+        // The twin: allowed by the list (nothing listens there: 502).
+        (
+            23,
+            "GET http://site.test/ HTTP/1.1\r\nHost: site.test\r\n\r\n",
+        ),
+    ] {
+        s.send(get(id, req));
+        seen.extend(s.until_answer(&json!(id)));
+    }
+    let status = |id: i64| -> String {
+        let r = seen.iter().find(|v| v["id"] == id).unwrap();
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(status(20).contains(" 403 "), "{}", status(20));
+    assert!(status(22).contains(" 400 "), "{}", status(22));
+    assert!(status(23).contains(" 502 "), "{}", status(23));
+    let notes_in = |seen: &[Value]| -> Vec<String> {
+        seen.iter()
+            .filter(|v| {
+                v["method"] == "notifications/message" && v["params"]["logger"] == "rootfence"
+            })
+            .filter_map(|v| v["params"]["data"].as_str())
+            .filter(|t| t.contains("network proxy"))
+            .map(str::to_string)
+            .collect()
+    };
+    // The notes travel apart from the answers: wait for the two expected,
+    // then one more round trip for any that should not come.
+    while notes_in(&seen).len() < 2 {
+        match s.next() {
+            Some(v) => seen.push(v),
+            None => panic!("not told: {:?}", notes_in(&seen)),
+        }
+    }
+    s.send(json!({"jsonrpc":"2.0","id":24,"method":"ping"}));
+    seen.extend(s.until_answer(&json!(24)));
+    let notes = notes_in(&seen);
+    // One for the unlisted name (twice asked), one for the malformed
+    // request; none for the allowed one.
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].contains("refused GET evil.test:80: not in [network] allow_domains"),
+        "{notes:?}"
+    );
+    assert!(notes[1].contains("evil.test"), "{notes:?}");
+    assert!(!notes.iter().any(|n| n.contains("site.test")), "{notes:?}");
+}

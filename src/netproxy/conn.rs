@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::body::Body;
 use super::http::{self, HeadError, Request};
 use super::rule::{self, DomainRule, Pins, Reach, Refusal, Target, TargetHost, Verdict};
 
@@ -68,11 +69,12 @@ pub enum Action {
     ToClient(Vec<u8>),
     /// Write to the upstream.
     ToUpstream(Vec<u8>),
-    /// From now on copy whatever the client sends to the upstream (a
-    /// request body), while the response head is read: a client may wait
-    /// for `100 Continue`, an upstream for the whole body, before the
-    /// other goes on.
-    StreamBody,
+    /// From now on copy what the client sends to the upstream, up to the
+    /// end of the request's body as this [`Body`] finds it (the rest is
+    /// dropped), while the response head is read: a client may wait for
+    /// `100 Continue`, an upstream for the whole body, before the other
+    /// goes on.
+    StreamBody(Body),
     /// Read the upstream (its response head); answer with
     /// [`Event::Upstream`] or [`Event::UpstreamGone`].
     ReadUpstream,
@@ -102,8 +104,14 @@ pub enum Decision {
 pub struct Judged {
     /// `CONNECT`, `GET`, ...
     pub method: String,
-    /// The host and port asked for.
-    pub target: Target,
+    /// The host and port asked for; `None` when a malformed request did
+    /// not name one readably (see `asked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// A malformed request's target as far as it was read (its request
+    /// target, or its `Host`), printable ASCII, at most 256 bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked: Option<String>,
     /// What was decided.
     pub decision: Decision,
     /// The entry that decided (`allow_domains "x"`, `hosts "x"`), when one did.
@@ -201,14 +209,14 @@ impl Conn {
         self.buf.extend_from_slice(bytes);
         let Some(end) = http::head_end(&self.buf) else {
             if self.buf.len() > http::MAX_HEAD {
-                return bad(HeadError::TooLarge);
+                return self.malformed(HeadError::TooLarge);
             }
             self.state = State::Head;
             return Vec::new();
         };
         let req = match http::parse_request(&self.buf[..end]) {
             Ok(r) => r,
-            Err(e) => return bad(e),
+            Err(e) => return self.malformed(e),
         };
         self.buf.drain(..end);
         let target = req.target().clone();
@@ -303,7 +311,8 @@ impl Conn {
         );
         let audit = Judged {
             method: req.method().to_string(),
-            target: req.target().clone(),
+            target: Some(req.target().clone()),
+            asked: None,
             decision: Decision::Refused,
             rule: Some(format!("allow_domains {:?}", r.text)),
             reason: Some(format!("resolves to {kind}")),
@@ -370,7 +379,8 @@ impl Conn {
             matches!(&req.target().host, TargetHost::Name(n) if self.config.pins.contains_key(n));
         let mut out = vec![Action::Audit(Judged {
             method: req.method().to_string(),
-            target: req.target().clone(),
+            target: Some(req.target().clone()),
+            asked: None,
             decision: Decision::Allowed,
             rule: Some(if pinned {
                 format!(
@@ -395,10 +405,19 @@ impl Conn {
                 out.push(Action::Splice);
             }
             Request::Forward(f) => {
+                // One request per connection: what follows its body is
+                // dropped, never forwarded.
+                let mut body = Body::new(f.body);
                 let mut head = http::forward_head(&f);
-                head.extend_from_slice(&rest);
+                let n = match body.take(&rest) {
+                    Ok(n) => n,
+                    Err(e) => return self.malformed(e),
+                };
+                head.extend_from_slice(&rest[..n]);
                 out.push(Action::ToUpstream(head));
-                out.push(Action::StreamBody);
+                // Even when the body is all there: from now on the client
+                // is read only for its body, never spliced to the upstream.
+                out.push(Action::StreamBody(body));
                 out.push(Action::ReadUpstream);
                 self.state = State::Response;
             }
@@ -499,7 +518,8 @@ impl Conn {
         vec![
             Action::Audit(Judged {
                 method: req.method().to_string(),
-                target: t.clone(),
+                target: Some(t.clone()),
+                asked: None,
                 decision: Decision::Refused,
                 rule: rule.map(|i| format!("allow_domains {:?}", c.rules[i].text)),
                 reason: Some(reason),
@@ -523,7 +543,8 @@ impl Conn {
         vec![
             Action::Audit(Judged {
                 method: req.method().to_string(),
-                target: req.target().clone(),
+                target: Some(req.target().clone()),
+                asked: None,
                 decision: Decision::Failed,
                 rule: Some(format!("allow_domains {:?}", self.config.rules[rule].text)),
                 reason: Some(why),
@@ -536,21 +557,45 @@ impl Conn {
     }
 }
 
-/// The answer to a head that cannot be served.
-fn bad(e: HeadError) -> Vec<Action> {
-    let (status, phrase) = match e {
-        HeadError::TooLarge => (431, "Request Header Fields Too Large"),
-        _ => (400, "Bad Request"),
-    };
-    vec![
-        Action::ToClient(http::answer(status, phrase, &format!("rootfence: {e}"))),
-        Action::Close,
-    ]
+impl Conn {
+    /// A head that cannot be served (malformed, or not what this proxy
+    /// serves): 400 (431 when too large), audited with its target as far
+    /// as it was read, and counted as asked for (`learn`) when no entry
+    /// allows that host.
+    fn malformed(&mut self, e: HeadError) -> Vec<Action> {
+        let (status, phrase) = match e {
+            HeadError::TooLarge => (431, "Request Header Fields Too Large"),
+            _ => (400, "Bad Request"),
+        };
+        let head = match http::head_end(&self.buf) {
+            Some(end) => &self.buf[..end],
+            None => &self.buf[..self.buf.len().min(http::MAX_HEAD)],
+        };
+        let p = http::partial(head);
+        let unlisted = p.target.as_ref().is_some_and(|t| {
+            !matches!(rule::judge(&self.config.rules, t), Verdict::Allowed { .. })
+        });
+        vec![
+            Action::Audit(Judged {
+                method: p.method,
+                target: p.target,
+                asked: Some(p.asked),
+                decision: Decision::Refused,
+                rule: None,
+                reason: Some(e.to_string()),
+                address: None,
+                unlisted,
+            }),
+            Action::ToClient(http::answer(status, phrase, &format!("rootfence: {e}"))),
+            Action::Close,
+        ]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netproxy::body::Framing;
 
     fn config(rules: &[&str], pins: &[(&str, &str)]) -> Arc<Config> {
         Arc::new(Config {
@@ -574,6 +619,10 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn text_of(actions: &[Action]) -> String {
+        body(actions)
     }
 
     fn audit(actions: &[Action]) -> &Judged {
@@ -792,6 +841,60 @@ mod tests {
     }
 
     #[test]
+    fn what_follows_the_body_is_never_forwarded() {
+        // A pipelined second request after a complete body: dropped.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n"));
+        let a = c.on(Event::Connected);
+        assert_eq!(
+            &a[1..],
+            &[
+                Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
+                Action::StreamBody(Body::new(Framing::None)),
+                Action::ReadUpstream
+            ]
+        );
+        // A body still coming: streamed, up to its end only.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        c.on(Event::Client(
+            b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhi",
+        ));
+        let a = c.on(Event::Connected);
+        let Action::StreamBody(mut body) = a[2].clone() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(body.take(b"!!!GET /x HTTP/1.1\r\n\r\n"), Ok(3));
+        assert!(body.done());
+        // Ambiguous framing: 400 before anything is resolved or connected.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        let a = c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"));
+        assert!(text_of(&a).starts_with("HTTP/1.1 400"), "{a:?}");
+        assert!(!a.iter().any(|x| matches!(x, Action::Connect(..))));
+    }
+
+    #[test]
+    fn malformed_requests_are_audited_and_counted_as_asked() {
+        let mut c = Conn::new(config(&["api.github.com"], &[]));
+        let a = c.on(Event::Client(b"GET https://evil.test/x HTTP/1.1\r\n\r\n"));
+        assert!(text_of(&a).starts_with("HTTP/1.1 400"), "{a:?}");
+        let j = audit(&a);
+        assert_eq!(j.decision, Decision::Refused);
+        assert_eq!(j.asked.as_deref(), Some("https://evil.test/x"));
+        assert_eq!(
+            j.target.as_ref().map(|t| t.to_string()),
+            Some("evil.test:443".into())
+        );
+        assert!(j.unlisted);
+        // A listed host in a malformed request: audited, not proposed.
+        let mut c = Conn::new(config(&["api.github.com"], &[]));
+        let a = c.on(Event::Client(
+            b"connect api.github.com:443 HTTP/1.1\r\n\r\n",
+        ));
+        assert!(!audit(&a).unlisted);
+        assert_eq!(audit(&a).method, "connect");
+    }
+
+    #[test]
     fn plain_http_is_forwarded_once_and_closed() {
         let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
         c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: 2\r\n\r\nhi"));
@@ -800,7 +903,7 @@ mod tests {
             &a[1..],
             &[
                 Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
-                Action::StreamBody,
+                Action::StreamBody(Body::new(Framing::None)),
                 Action::ReadUpstream
             ]
         );
@@ -831,10 +934,13 @@ mod tests {
         let mut c = Conn::new(config(&["x.test"], &[]));
         let a = c.on(Event::Client(b"GET / HTTP/1.1\r\nHost: x.test\r\n\r\n"));
         assert!(body(&a).starts_with("HTTP/1.1 400"), "{}", body(&a));
-        assert!(!a.iter().any(|x| matches!(x, Action::Audit(_))));
+        // Audited too, with what it named.
+        assert_eq!(audit(&a).asked.as_deref(), Some("x.test"));
+        assert_eq!(audit(&a).decision, Decision::Refused);
         let mut c = Conn::new(config(&["x.test"], &[]));
         let a = c.on(Event::Client(&vec![b'a'; http::MAX_HEAD + 1]));
         assert!(body(&a).starts_with("HTTP/1.1 431"));
+        assert_eq!(audit(&a).asked.as_deref(), Some(""));
         // Events out of order end the connection.
         let mut c = Conn::new(config(&["x.test"], &[]));
         assert_eq!(c.on(Event::Connected), vec![Action::Close]);
