@@ -380,3 +380,59 @@ fn network_refusals_are_told_to_the_host_once_per_host_and_reason() {
     assert!(notes[1].contains("evil.test"), "{notes:?}");
     assert!(!notes.iter().any(|n| n.contains("site.test")), "{notes:?}");
 }
+
+/// `rootfence MODE --root z --root a` (MODE `fs`, or `run` with no
+/// command: `fs` inside the sandbox) asked to read `esc/hello.txt`: the
+/// text it answers.
+fn read_relative(mode: &str, z: &std::path::Path, a: &std::path::Path) -> String {
+    let mut child = Command::new(common::rootfence())
+        .arg(mode)
+        .arg("--root")
+        .arg(z)
+        .arg("--root")
+        .arg(a)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for v in [
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"esc/hello.txt"}}}),
+    ] {
+        writeln!(stdin, "{v}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let answer = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == 1)
+        .unwrap_or_else(|| panic!("{mode}: no answer: {text}"));
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{mode}: {answer}"))
+        .to_string()
+}
+
+#[test]
+fn a_relative_path_resolves_through_run_as_with_fs_alone() {
+    // Two roots given in an order that is not their paths' order, each
+    // holding esc/hello.txt: a relative path resolves against the first
+    // given, through `run` as with `fs` alone.
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (z, a) = (base.join("z"), base.join("a"));
+    for (d, text) in [(&z, "from z"), (&a, "from a")] {
+        std::fs::create_dir_all(d.join("esc")).unwrap();
+        std::fs::write(d.join("esc/hello.txt"), text).unwrap();
+    }
+    assert_eq!(read_relative("fs", &z, &a), "from z");
+    assert_eq!(read_relative("run", &z, &a), "from z");
+    // The twin: given the other way round, both take the other root.
+    assert_eq!(read_relative("fs", &a, &z), "from a");
+    assert_eq!(read_relative("run", &a, &z), "from a");
+}

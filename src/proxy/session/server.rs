@@ -669,7 +669,7 @@ impl Session {
     }
 
     /// The answer to `g`'s `roots/list`: exactly the roots its sandbox
-    /// enforces (canonical URIs, the host's names).
+    /// enforces (canonical URIs, the host's names), in the order given.
     fn roots_result(&self, g: GenId, id_raw: &str) -> Vec<u8> {
         let roots = self
             .fleet
@@ -677,7 +677,7 @@ impl Session {
             .get(&g)
             .map(|s| s.roots.as_slice())
             .unwrap_or_default();
-        let result = super::stateless::roots_value(roots);
+        let result = super::stateless::roots_value(&self.inputs, roots);
         message::result_response(id_raw, &result.to_string())
     }
 }

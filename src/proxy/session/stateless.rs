@@ -64,10 +64,12 @@ pub(super) enum Verdict {
     Done,
 }
 
-/// The roots `roots` as a `roots/list` result: `{"roots":[{uri,name}]}`.
-pub(super) fn roots_value(roots: &[CanonicalRoot]) -> Value {
-    let list: Vec<Value> = roots
-        .iter()
+/// The roots `roots` as a `roots/list` result: `{"roots":[{uri,name}]}`,
+/// in the order their inputs were given ([`super::target::Inputs::given_order`]).
+pub(super) fn roots_value(inputs: &super::target::Inputs, roots: &[CanonicalRoot]) -> Value {
+    let list: Vec<Value> = inputs
+        .given_order(roots)
+        .into_iter()
         .map(|r| serde_json::json!({"uri": r.uri, "name": r.name}))
         .collect();
     serde_json::json!({ "roots": list })
@@ -234,7 +236,7 @@ impl Session {
             None => message::may_name(base(), "requestState"),
         };
         let retry = if state {
-            roots = roots_value(self.target.roots());
+            roots = roots_value(&self.inputs, self.target.roots());
             self.guard.on_host_retry(m, base(), &roots)
         } else {
             RetryPlan::Unchanged
@@ -275,7 +277,7 @@ impl Session {
                 let mut params = params;
                 if let Some(hr) = host_roots {
                     self.on_host_roots_answer(&hr, now);
-                    let after = roots_value(self.target.roots());
+                    let after = roots_value(&self.inputs, self.target.roots());
                     if after != roots
                         && !roots_keys.is_empty()
                         && let Some(p) = fill_roots(&params, &roots_keys, &after)
@@ -316,7 +318,7 @@ impl Session {
     /// as raw JSON): checked against what rootfence showed it, the roots
     /// filled in.
     fn prepare_task_update(&mut self, id_raw: &str, params: &str, has_params: bool) -> Prepared {
-        let roots = roots_value(self.target.roots());
+        let roots = roots_value(&self.inputs, self.target.roots());
         match self.guard.on_task_update(params, &roots) {
             RetryPlan::Refuse(r) => {
                 tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
@@ -401,6 +403,7 @@ impl Session {
         }
         let result = result.get();
         let roots = roots_value(
+            &self.inputs,
             self.fleet
                 .gens
                 .get(&g)

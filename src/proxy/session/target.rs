@@ -157,6 +157,30 @@ impl Inputs {
         self.host_roots = roots;
     }
 
+    /// `roots` in the order their inputs were given (the policy's, the
+    /// command line's, then the host's, each in its own order), as a
+    /// server is told them: a server resolving a relative path against its
+    /// first root (`rootfence fs`, the reference server) then resolves it
+    /// as it would with the same roots given directly. The plan keeps its
+    /// roots sorted by path (the view is built parents first).
+    pub fn given_order<'a>(&self, roots: &'a [CanonicalRoot]) -> Vec<&'a CanonicalRoot> {
+        let given: Vec<&RootInput> = self
+            .policy
+            .static_roots
+            .iter()
+            .chain(&self.cli_roots)
+            .chain(&self.host_roots)
+            .collect();
+        let mut out: Vec<&CanonicalRoot> = roots.iter().collect();
+        out.sort_by_key(|r| {
+            given
+                .iter()
+                .position(|i| i.source == r.source && i.raw == r.input)
+                .unwrap_or(usize::MAX)
+        });
+        out
+    }
+
     /// Resolve every input and build the plan (its `refused` says which
     /// roots were refused, and why).
     pub fn compute(&self) -> SandboxPlan {
