@@ -34,7 +34,10 @@
 //! replaced by the tool call's id), then answers "written" unless
 //! `{"answer": false}`: a hostile peer's lines.
 //!
-//! Environment: `FAKE_CAPABILITIES` (the capabilities `initialize`
+//! Environment: `FAKE_NEED_PATH` (exit with code 3 at once when this
+//! path does not exist: a server that needs its directory), `FAKE_PROTOCOL`
+//! (the protocol revision `initialize` answers; default the one asked),
+//! `FAKE_CAPABILITIES` (the capabilities `initialize`
 //! answers, JSON; default tools and logging), `FAKE_ANSWERS` (a JSON object: a request of a method it
 //! names is answered with its value as the result, `$ID` in it replaced
 //! by the request's id), `FAKE_TOOLS` (comma-separated extra tool names, to make
@@ -74,6 +77,12 @@ fn text_result(id: &Value, text: &str, is_error: bool) -> Value {
 fn main() {
     if let Ok(code) = std::env::var("FAKE_EXIT_ON_START") {
         std::process::exit(code.parse().unwrap_or(1));
+    }
+    if let Ok(p) = std::env::var("FAKE_NEED_PATH")
+        && !std::path::Path::new(&p).exists()
+    {
+        eprintln!("fake server: {p} not found");
+        std::process::exit(3);
     }
     if let Some(ms) = std::env::var("FAKE_START_DELAY_MS")
         .ok()
@@ -188,9 +197,10 @@ fn main() {
                         cap("tasks"),
                     ),
                 );
-                let v = params
-                    .get("protocolVersion")
-                    .cloned()
+                let v = std::env::var("FAKE_PROTOCOL")
+                    .ok()
+                    .map(Value::String)
+                    .or_else(|| params.get("protocolVersion").cloned())
                     .unwrap_or(json!("2025-06-18"));
                 send(
                     &out,

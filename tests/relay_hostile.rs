@@ -436,3 +436,54 @@ fn a_relative_path_resolves_through_run_as_with_fs_alone() {
     assert_eq!(read_relative("fs", &a, &z), "from a");
     assert_eq!(read_relative("run", &a, &z), "from a");
 }
+
+#[test]
+fn a_provisional_initialize_promises_only_what_rootfence_keeps() {
+    // A server that needs the host's root to start (it exits under the
+    // static roots), and then answers an older revision with tools only.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("vault");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("marker"), "x").unwrap();
+    let mut s = Session::start(
+        NO_SAMPLING,
+        &[
+            ("FAKE_NEED_PATH", root.join("marker").display().to_string()),
+            ("FAKE_PROTOCOL", "2024-11-05".into()),
+            ("FAKE_CAPABILITIES", json!({"tools": {}}).to_string()),
+        ],
+    );
+    let init = s.initialize("2025-11-25", json!({"roots": {"listChanged": true}}));
+    let caps = &init["result"]["capabilities"];
+    for never in ["tools", "prompts", "resources"] {
+        assert!(caps.get(never).is_none(), "{never} promised: {init}");
+    }
+    // rootfence asks for the host's roots; the server then starts.
+    let ask = s.recv();
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    s.send(json!({"jsonrpc":"2.0","id":ask["id"],"result":{"roots":[{"uri":format!("file://{}", root.display())}]}}));
+    let mut seen = Vec::new();
+    let told = |seen: &[Value]| {
+        seen.iter()
+            .any(|v| v["method"] == "notifications/tools/list_changed")
+            && seen.iter().any(|v| {
+                v["params"]["logger"] == "rootfence"
+                    && v["params"]["data"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("2024-11-05"))
+            })
+    };
+    while !told(&seen) {
+        seen.push(s.next().unwrap_or_else(|| panic!("not told: {seen:?}")));
+    }
+    // The twin: what the server does offer works.
+    s.send(json!({"jsonrpc":"2.0","id":30,"method":"tools/list"}));
+    let r = s.recv();
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    assert!(
+        !seen
+            .iter()
+            .any(|v| v["method"] == "notifications/prompts/list_changed"),
+        "{seen:?}"
+    );
+}
