@@ -487,3 +487,21 @@ fn a_provisional_initialize_promises_only_what_rootfence_keeps() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn a_host_batch_outside_its_revision_gets_an_error_per_request() {
+    let mut s = Session::start(NO_SAMPLING, &[]);
+    s.initialize("2025-06-18", json!({}));
+    s.send_raw(r#"[{"jsonrpc":"2.0","id":40,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}},{"jsonrpc":"2.0","id":"forty-one","method":"ping"}]"#);
+    let a = s.recv();
+    let b = s.recv();
+    assert_eq!(
+        (a["id"].clone(), b["id"].clone()),
+        (json!(40), json!("forty-one"))
+    );
+    assert_eq!(a["error"]["code"], -32600, "{a}");
+    assert_eq!(b["error"]["code"], -32600, "{b}");
+    // The twin: the same requests one by one are answered.
+    s.send(json!({"jsonrpc":"2.0","id":42,"method":"tools/list"}));
+    assert!(s.recv()["result"]["tools"].is_array());
+}

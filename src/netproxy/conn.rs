@@ -8,8 +8,10 @@
 //! the list; an allowed name is resolved (or taken from the policy's
 //! pins), its addresses checked ([`rule::reachable`]), and the first that
 //! answers is connected. A `CONNECT` then becomes a tunnel; an
-//! absolute-form request is sent upstream in origin form and its response
-//! head rewritten to close. Every decision is audited once.
+//! absolute-form request is sent upstream in origin form with its body as
+//! its head declares it and nothing after it ([`super::body`]), and its
+//! response head rewritten to close. Every decision is audited once, a
+//! malformed request too (with what it asked for, as far as it was read).
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
