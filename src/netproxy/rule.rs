@@ -453,7 +453,10 @@ pub fn special(addr: IpAddr) -> Option<&'static str> {
             if a.is_unspecified() {
                 return Some("an unspecified address (it reaches this machine)");
             }
-            if let Some((v4, _form)) = embedded_v4(a) {
+            if let Some((v4, form)) = embedded_v4(a) {
+                if form == "IPv4-compatible" {
+                    return Some("an IPv4-compatible address (deprecated, RFC 4291)");
+                }
                 return special(IpAddr::V4(v4))
                     .map(|_| "an IPv6 form (mapped, compatible, NAT64 or 6to4) of an IPv4 address that is not global");
             }
@@ -762,6 +765,7 @@ mod tests {
             "64:ff9b:1::a00:1",
             "2002:7f00:1::",
             "2002:a9fe:a9fe::1",
+            "::8.8.8.8",
             // IPv6 blocks that are not global unicast.
             "fc00::1",
             "fec0::1",
