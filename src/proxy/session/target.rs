@@ -164,18 +164,25 @@ impl Inputs {
     /// as it would with the same roots given directly. The plan keeps its
     /// roots sorted by path (the view is built parents first).
     pub fn given_order<'a>(&self, roots: &'a [CanonicalRoot]) -> Vec<&'a CanonicalRoot> {
-        let given: Vec<&RootInput> = self
+        // The first position of each input (thousands of host roots: a
+        // look-up each, not a search).
+        let mut given: std::collections::HashMap<(RootSource, &str), usize> =
+            std::collections::HashMap::new();
+        for (i, input) in self
             .policy
             .static_roots
             .iter()
             .chain(&self.cli_roots)
             .chain(&self.host_roots)
-            .collect();
+            .enumerate()
+        {
+            given.entry((input.source, input.raw.as_str())).or_insert(i);
+        }
         let mut out: Vec<&CanonicalRoot> = roots.iter().collect();
         out.sort_by_key(|r| {
             given
-                .iter()
-                .position(|i| i.source == r.source && i.raw == r.input)
+                .get(&(r.source, r.input.as_str()))
+                .copied()
                 .unwrap_or(usize::MAX)
         });
         out
