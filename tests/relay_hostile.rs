@@ -28,6 +28,8 @@ impl Session {
         let p = dir.path().join("policy.toml");
         std::fs::write(&p, policy).unwrap();
         let mut cmd = Command::new(common::rootfence());
+        // A cache of its own: no answer remembered by another test.
+        cmd.env("XDG_CACHE_HOME", dir.path().join("cache"));
         cmd.arg("run").arg("--policy").arg(&p);
         for (k, v) in env {
             cmd.arg("--env").arg(format!("{k}={v}"));
