@@ -27,7 +27,20 @@
 //!
 //! `env` answers the value of the variable `{"name": ...}`, or `(unset)`.
 //!
-//! Environment: `FAKE_TOOLS` (comma-separated extra tool names, to make
+//! `proxy_get` sends `{"request": ...}` (bytes as they are) to the HTTP
+//! proxy of `HTTP_PROXY` and answers the first line of its response.
+//!
+//! `raw` writes each of `{"lines": [...]}` to stdout as it is (`$ID`
+//! replaced by the tool call's id), then answers "written" unless
+//! `{"answer": false}`: a hostile peer's lines.
+//!
+//! Environment: `FAKE_NEED_PATH` (exit with code 3 at once when this
+//! path does not exist: a server that needs its directory), `FAKE_PROTOCOL`
+//! (the protocol revision `initialize` answers; default the one asked),
+//! `FAKE_CAPABILITIES` (the capabilities `initialize`
+//! answers, JSON; default tools and logging), `FAKE_ANSWERS` (a JSON object: a request of a method it
+//! names is answered with its value as the result, `$ID` in it replaced
+//! by the request's id), `FAKE_TOOLS` (comma-separated extra tool names, to make
 //! `tools/list` differ between launches), `FAKE_EXIT_ON_START` (exit at
 //! once with this code), `FAKE_START_DELAY_MS` (sleep this long before
 //! reading anything: a slow-starting server), `FAKE_NO_INIT` (never answer
@@ -65,6 +78,12 @@ fn main() {
     if let Ok(code) = std::env::var("FAKE_EXIT_ON_START") {
         std::process::exit(code.parse().unwrap_or(1));
     }
+    if let Ok(p) = std::env::var("FAKE_NEED_PATH")
+        && !std::path::Path::new(&p).exists()
+    {
+        eprintln!("fake server: {p} not found");
+        std::process::exit(3);
+    }
     if let Some(ms) = std::env::var("FAKE_START_DELAY_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -72,6 +91,14 @@ fn main() {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     let no_init = std::env::var_os("FAKE_NO_INIT").is_some();
+    let capabilities: Value = std::env::var("FAKE_CAPABILITIES")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_else(|| json!({"tools": {"listChanged": true}, "logging": {}}));
+    let answers: serde_json::Map<String, Value> = std::env::var("FAKE_ANSWERS")
+        .ok()
+        .and_then(|a| serde_json::from_str(&a).ok())
+        .unwrap_or_default();
     let instance = format!(
         "{}-{}",
         std::process::id(),
@@ -144,6 +171,14 @@ fn main() {
         }
         let id = id.unwrap_or(Value::Null);
         let params = msg.get("params").cloned().unwrap_or(json!({}));
+        if let Some(result) = answers.get(&method) {
+            let text = result.to_string().replace("\"$ID\"", &id.to_string());
+            send_raw(
+                &out,
+                &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{text}}}"#),
+            );
+            continue;
+        }
         match method.as_str() {
             "initialize" if no_init => eventlog(&events, "initialize ignored".into()),
             "initialize" => {
@@ -162,15 +197,16 @@ fn main() {
                         cap("tasks"),
                     ),
                 );
-                let v = params
-                    .get("protocolVersion")
-                    .cloned()
+                let v = std::env::var("FAKE_PROTOCOL")
+                    .ok()
+                    .map(Value::String)
+                    .or_else(|| params.get("protocolVersion").cloned())
                     .unwrap_or(json!("2025-06-18"));
                 send(
                     &out,
                     &json!({"jsonrpc":"2.0","id":id,"result":{
                     "protocolVersion": v,
-                    "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    "capabilities": capabilities.clone(),
                     "serverInfo": {"name": "fake", "version": "1"}}}),
                 );
             }
@@ -271,6 +307,19 @@ fn main() {
                         match std::net::TcpStream::connect(("127.0.0.1", port)) {
                             Ok(_) => send(&out, &text_result(&id, "connected", false)),
                             Err(e) => send(&out, &text_result(&id, &format!("error: {e}"), true)),
+                        }
+                    }
+                    "proxy_get" => {
+                        let req = args["request"].as_str().unwrap_or_default();
+                        send(&out, &text_result(&id, &proxy_get(req), false));
+                    }
+                    "raw" => {
+                        for l in args["lines"].as_array().into_iter().flatten() {
+                            let l = l.as_str().unwrap_or_default();
+                            send_raw(&out, &l.replace("$ID", &id.to_string()));
+                        }
+                        if args["answer"] != json!(false) {
+                            send(&out, &text_result(&id, "written", false));
                         }
                     }
                     "garbage" => {
@@ -433,4 +482,30 @@ fn ask(name: &str, args: &Value) -> Option<(&'static str, Option<Value>)> {
 
 fn eventlog(events: &Arc<Mutex<Vec<String>>>, e: String) {
     events.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+}
+
+/// Send `request` to the proxy `HTTP_PROXY` names; its status line, or
+/// what failed.
+fn proxy_get(request: &str) -> String {
+    use std::io::Read;
+    let Some(addr) = std::env::var("HTTP_PROXY").ok().and_then(|u| {
+        u.strip_prefix("http://")
+            .map(|a| a.trim_end_matches('/').to_string())
+    }) else {
+        return "no HTTP_PROXY".into();
+    };
+    let mut s = match std::net::TcpStream::connect(&addr) {
+        Ok(s) => s,
+        Err(e) => return format!("cannot connect to {addr}: {e}"),
+    };
+    if let Err(e) = s.write_all(request.as_bytes()) {
+        return format!("cannot send: {e}");
+    }
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }

@@ -1,5 +1,6 @@
 //! Fuzz the network proxy's request and response heads
-//! (`src/netproxy/http.rs`, with the host rules of `src/netproxy/rule.rs`).
+//! (`src/netproxy/http.rs`, with the host rules of `src/netproxy/rule.rs`
+//! and the body framing of `src/netproxy/body.rs`).
 //!
 //! Invariants checked on every input:
 //! - neither parser panics;
@@ -23,7 +24,10 @@
 use libfuzzer_sys::fuzz_target;
 
 /// The heads under test: rootfence's own source files (`http.rs` reaches
-/// the host rules as `super::rule`).
+/// the host rules as `super::rule`, a body's framing as `super::body`).
+#[path = "../../src/netproxy/body.rs"]
+#[allow(dead_code)]
+mod body;
 #[path = "../../src/netproxy/http.rs"]
 #[allow(dead_code)]
 mod http;

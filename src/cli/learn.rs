@@ -511,7 +511,7 @@ fn attempt(plan: &crate::plan::SandboxPlan, timeout: Duration) -> Result<Attempt
         .network_decisions()
         .into_iter()
         .filter(|j| j.decision == crate::netproxy::Decision::Refused && j.unlisted)
-        .map(|j| j.target)
+        .filter_map(|j| j.target)
         .collect();
     let observed = child
         .observed()

@@ -8,8 +8,10 @@
 //! the list; an allowed name is resolved (or taken from the policy's
 //! pins), its addresses checked ([`rule::reachable`]), and the first that
 //! answers is connected. A `CONNECT` then becomes a tunnel; an
-//! absolute-form request is sent upstream in origin form and its response
-//! head rewritten to close. Every decision is audited once.
+//! absolute-form request is sent upstream in origin form with its body as
+//! its head declares it and nothing after it ([`super::body`]), and its
+//! response head rewritten to close. Every decision is audited once, a
+//! malformed request too (with what it asked for, as far as it was read).
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
@@ -17,8 +19,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::body::Body;
 use super::http::{self, HeadError, Request};
-use super::rule::{self, DomainRule, Pins, Refusal, Target, TargetHost, Verdict};
+use super::rule::{self, DomainRule, Pins, Reach, Refusal, Target, TargetHost, Verdict};
 
 /// What the proxy enforces: the list, the pins, and the policy's name
 /// for messages.
@@ -44,6 +47,9 @@ pub enum Event<'a> {
     Connected,
     /// The [`Action::Connect`] failed (why).
     ConnectFailed(String),
+    /// The [`Action::Connect`] was of a [`Reach::Global`] address that is
+    /// one of this machine's own: not connected.
+    OwnAddress,
     /// Bytes from the upstream (only while its response head is read).
     Upstream(&'a [u8]),
     /// The upstream closed before its response head was complete.
@@ -56,17 +62,21 @@ pub enum Action {
     /// Resolve this name; answer with [`Event::Resolved`].
     Resolve(String),
     /// Connect to this address; answer with [`Event::Connected`] or
-    /// [`Event::ConnectFailed`].
-    Connect(SocketAddr),
+    /// [`Event::ConnectFailed`]. With [`Reach::Global`] (the policy does
+    /// not name it), first check that it is not an address of this
+    /// machine's own interfaces, as they are now; if it is, answer
+    /// [`Event::OwnAddress`] without connecting.
+    Connect(SocketAddr, Reach),
     /// Write to the client.
     ToClient(Vec<u8>),
     /// Write to the upstream.
     ToUpstream(Vec<u8>),
-    /// From now on copy whatever the client sends to the upstream (a
-    /// request body), while the response head is read: a client may wait
-    /// for `100 Continue`, an upstream for the whole body, before the
-    /// other goes on.
-    StreamBody,
+    /// From now on copy what the client sends to the upstream, up to the
+    /// end of the request's body as this [`Body`] finds it (the rest is
+    /// dropped), while the response head is read: a client may wait for
+    /// `100 Continue`, an upstream for the whole body, before the other
+    /// goes on.
+    StreamBody(Body),
     /// Read the upstream (its response head); answer with
     /// [`Event::Upstream`] or [`Event::UpstreamGone`].
     ReadUpstream,
@@ -96,8 +106,14 @@ pub enum Decision {
 pub struct Judged {
     /// `CONNECT`, `GET`, ...
     pub method: String,
-    /// The host and port asked for.
-    pub target: Target,
+    /// The host and port asked for; `None` when a malformed request did
+    /// not name one readably (see `asked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// A malformed request's target as far as it was read (its request
+    /// target, or its `Host`), printable ASCII, at most 256 bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked: Option<String>,
     /// What was decided.
     pub decision: Decision,
     /// The entry that decided (`allow_domains "x"`, `hosts "x"`), when one did.
@@ -126,8 +142,8 @@ enum State {
     Connecting {
         req: Request,
         rule: usize,
-        left: VecDeque<SocketAddr>,
-        trying: SocketAddr,
+        left: VecDeque<(SocketAddr, Reach)>,
+        trying: (SocketAddr, Reach),
         refused: Option<&'static str>,
     },
     /// Reading the upstream's response head (plain HTTP).
@@ -176,7 +192,7 @@ impl Conn {
                     trying,
                     refused,
                 },
-                ev @ (Event::Connected | Event::ConnectFailed(_)),
+                ev @ (Event::Connected | Event::ConnectFailed(_) | Event::OwnAddress),
             ) => self.connect_result(req, rule, left, trying, refused, ev),
             (State::Response, Event::Upstream(b)) => self.response(b),
             (State::Response, Event::UpstreamGone) => vec![
@@ -195,14 +211,14 @@ impl Conn {
         self.buf.extend_from_slice(bytes);
         let Some(end) = http::head_end(&self.buf) else {
             if self.buf.len() > http::MAX_HEAD {
-                return bad(HeadError::TooLarge);
+                return self.malformed(HeadError::TooLarge);
             }
             self.state = State::Head;
             return Vec::new();
         };
         let req = match http::parse_request(&self.buf[..end]) {
             Ok(r) => r,
-            Err(e) => return bad(e),
+            Err(e) => return self.malformed(e),
         };
         self.buf.drain(..end);
         let target = req.target().clone();
@@ -258,41 +274,20 @@ impl Conn {
             matches!(&req.target().host, TargetHost::Name(n) if self.config.pins.contains_key(n));
         let port = req.target().port;
         let mut refused = None;
-        let mut left: VecDeque<SocketAddr> = VecDeque::new();
+        let mut left: VecDeque<(SocketAddr, Reach)> = VecDeque::new();
         for a in addrs {
             match rule::reachable(r, pinned, a) {
-                Ok(()) => {
+                Ok(reach) => {
                     let s = SocketAddr::new(a, port);
-                    if !left.contains(&s) {
-                        left.push_back(s);
+                    if !left.iter().any(|(x, _)| *x == s) {
+                        left.push_back((s, reach));
                     }
                 }
                 Err(kind) => refused = refused.or(Some(kind)),
             }
         }
         let Some(first) = left.pop_front() else {
-            let kind = refused.unwrap_or("not an address");
-            let text = format!(
-                "rootfence refused {}: {} resolves to {kind}, which a name reaches only when the policy names it ({} of policy {}): list the address itself (\"127.0.0.1:{port}\"), \"localhost:{port}\", or pin the name in [network] hosts",
-                req.target(),
-                req.target().host,
-                r.text,
-                self.config.policy
-            );
-            let audit = Judged {
-                method: req.method().to_string(),
-                target: req.target().clone(),
-                decision: Decision::Refused,
-                rule: Some(format!("allow_domains {:?}", r.text)),
-                reason: Some(format!("resolves to {kind}")),
-                address: None,
-                unlisted: false,
-            };
-            return vec![
-                Action::Audit(audit),
-                Action::ToClient(http::answer(403, "Forbidden", &text)),
-                Action::Close,
-            ];
+            return self.refuse_addresses(&req, rule, refused.unwrap_or("not an address"));
         };
         self.state = State::Connecting {
             req,
@@ -301,18 +296,65 @@ impl Conn {
             trying: first,
             refused,
         };
-        vec![Action::Connect(first)]
+        vec![Action::Connect(first.0, first.1)]
+    }
+
+    /// Every address of an allowed name is one it may not reach: 403
+    /// naming the kind of address and the fix.
+    fn refuse_addresses(&mut self, req: &Request, rule: usize, kind: &str) -> Vec<Action> {
+        let r = &self.config.rules[rule];
+        let port = req.target().port;
+        let text = format!(
+            "rootfence refused {}: {} resolves to {kind}, which a name reaches only when the policy names it ({} of policy {}): list the address itself (\"127.0.0.1:{port}\"), \"localhost:{port}\", or pin the name in [network] hosts",
+            req.target(),
+            req.target().host,
+            r.text,
+            self.config.policy
+        );
+        let audit = Judged {
+            method: req.method().to_string(),
+            target: Some(req.target().clone()),
+            asked: None,
+            decision: Decision::Refused,
+            rule: Some(format!("allow_domains {:?}", r.text)),
+            reason: Some(format!("resolves to {kind}")),
+            address: None,
+            unlisted: false,
+        };
+        vec![
+            Action::Audit(audit),
+            Action::ToClient(http::answer(403, "Forbidden", &text)),
+            Action::Close,
+        ]
     }
 
     fn connect_result(
         &mut self,
         req: Request,
         rule: usize,
-        mut left: VecDeque<SocketAddr>,
-        trying: SocketAddr,
-        refused: Option<&'static str>,
+        mut left: VecDeque<(SocketAddr, Reach)>,
+        trying: (SocketAddr, Reach),
+        mut refused: Option<&'static str>,
         ev: Event<'_>,
     ) -> Vec<Action> {
+        if let Event::OwnAddress = ev {
+            const OWN: &str = "an address of this machine's own interfaces";
+            refused = refused.or(Some(OWN));
+            return match left.pop_front() {
+                Some(next) => {
+                    self.state = State::Connecting {
+                        req,
+                        rule,
+                        left,
+                        trying: next,
+                        refused,
+                    };
+                    vec![Action::Connect(next.0, next.1)]
+                }
+                None => self.refuse_addresses(&req, rule, OWN),
+            };
+        }
+        let trying = trying.0;
         if let Event::ConnectFailed(why) = ev {
             return match left.pop_front() {
                 Some(next) => {
@@ -323,7 +365,7 @@ impl Conn {
                         trying: next,
                         refused,
                     };
-                    vec![Action::Connect(next)]
+                    vec![Action::Connect(next.0, next.1)]
                 }
                 None => self.fail(
                     &req,
@@ -339,7 +381,8 @@ impl Conn {
             matches!(&req.target().host, TargetHost::Name(n) if self.config.pins.contains_key(n));
         let mut out = vec![Action::Audit(Judged {
             method: req.method().to_string(),
-            target: req.target().clone(),
+            target: Some(req.target().clone()),
+            asked: None,
             decision: Decision::Allowed,
             rule: Some(if pinned {
                 format!(
@@ -364,10 +407,19 @@ impl Conn {
                 out.push(Action::Splice);
             }
             Request::Forward(f) => {
+                // One request per connection: what follows its body is
+                // dropped, never forwarded.
+                let mut body = Body::new(f.body);
                 let mut head = http::forward_head(&f);
-                head.extend_from_slice(&rest);
+                let n = match body.take(&rest) {
+                    Ok(n) => n,
+                    Err(e) => return self.malformed(e),
+                };
+                head.extend_from_slice(&rest[..n]);
                 out.push(Action::ToUpstream(head));
-                out.push(Action::StreamBody);
+                // Even when the body is all there: from now on the client
+                // is read only for its body, never spliced to the upstream.
+                out.push(Action::StreamBody(body));
                 out.push(Action::ReadUpstream);
                 self.state = State::Response;
             }
@@ -468,7 +520,8 @@ impl Conn {
         vec![
             Action::Audit(Judged {
                 method: req.method().to_string(),
-                target: t.clone(),
+                target: Some(t.clone()),
+                asked: None,
                 decision: Decision::Refused,
                 rule: rule.map(|i| format!("allow_domains {:?}", c.rules[i].text)),
                 reason: Some(reason),
@@ -492,7 +545,8 @@ impl Conn {
         vec![
             Action::Audit(Judged {
                 method: req.method().to_string(),
-                target: req.target().clone(),
+                target: Some(req.target().clone()),
+                asked: None,
                 decision: Decision::Failed,
                 rule: Some(format!("allow_domains {:?}", self.config.rules[rule].text)),
                 reason: Some(why),
@@ -505,21 +559,45 @@ impl Conn {
     }
 }
 
-/// The answer to a head that cannot be served.
-fn bad(e: HeadError) -> Vec<Action> {
-    let (status, phrase) = match e {
-        HeadError::TooLarge => (431, "Request Header Fields Too Large"),
-        _ => (400, "Bad Request"),
-    };
-    vec![
-        Action::ToClient(http::answer(status, phrase, &format!("rootfence: {e}"))),
-        Action::Close,
-    ]
+impl Conn {
+    /// A head that cannot be served (malformed, or not what this proxy
+    /// serves): 400 (431 when too large), audited with its target as far
+    /// as it was read, and counted as asked for (`learn`) when no entry
+    /// allows that host.
+    fn malformed(&mut self, e: HeadError) -> Vec<Action> {
+        let (status, phrase) = match e {
+            HeadError::TooLarge => (431, "Request Header Fields Too Large"),
+            _ => (400, "Bad Request"),
+        };
+        let head = match http::head_end(&self.buf) {
+            Some(end) => &self.buf[..end],
+            None => &self.buf[..self.buf.len().min(http::MAX_HEAD)],
+        };
+        let p = http::partial(head);
+        let unlisted = p.target.as_ref().is_some_and(|t| {
+            !matches!(rule::judge(&self.config.rules, t), Verdict::Allowed { .. })
+        });
+        vec![
+            Action::Audit(Judged {
+                method: p.method,
+                target: p.target,
+                asked: Some(p.asked),
+                decision: Decision::Refused,
+                rule: None,
+                reason: Some(e.to_string()),
+                address: None,
+                unlisted,
+            }),
+            Action::ToClient(http::answer(status, phrase, &format!("rootfence: {e}"))),
+            Action::Close,
+        ]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netproxy::body::Framing;
 
     fn config(rules: &[&str], pins: &[(&str, &str)]) -> Arc<Config> {
         Arc::new(Config {
@@ -543,6 +621,10 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    fn text_of(actions: &[Action]) -> String {
+        body(actions)
     }
 
     fn audit(actions: &[Action]) -> &Judged {
@@ -571,12 +653,18 @@ mod tests {
         ])));
         assert_eq!(
             a,
-            vec![Action::Connect("140.82.112.5:443".parse().unwrap())]
+            vec![Action::Connect(
+                "140.82.112.5:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::ConnectFailed("timed out".into()));
         assert_eq!(
             a,
-            vec![Action::Connect("140.82.112.6:443".parse().unwrap())]
+            vec![Action::Connect(
+                "140.82.112.6:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::Connected);
         assert_eq!(audit(&a).decision, Decision::Allowed);
@@ -638,7 +726,7 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             "::1".parse().unwrap(),
         ])));
-        assert!(!a.iter().any(|x| matches!(x, Action::Connect(_))), "{a:?}");
+        assert!(!a.iter().any(|x| matches!(x, Action::Connect(..))), "{a:?}");
         assert!(
             body(&a).contains("resolves to a loopback address"),
             "{}",
@@ -655,7 +743,10 @@ mod tests {
         ])));
         assert_eq!(
             a,
-            vec![Action::Connect("93.184.216.34:443".parse().unwrap())]
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Global
+            )]
         );
         let a = c.on(Event::ConnectFailed("refused".into()));
         assert_eq!(audit(&a).decision, Decision::Failed);
@@ -668,7 +759,13 @@ mod tests {
         let a = c.on(Event::Client(
             b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n",
         ));
-        assert_eq!(a, vec![Action::Connect("127.0.0.2:8080".parse().unwrap())]);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "127.0.0.2:8080".parse().unwrap(),
+                Reach::Named
+            )]
+        );
         let mut c = Conn::new(config(
             &["site.test:8080", "localhost:9000"],
             &[("site.test", "127.0.0.2")],
@@ -676,7 +773,13 @@ mod tests {
         let a = c.on(Event::Client(
             b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n",
         ));
-        assert_eq!(a, vec![Action::Connect("127.0.0.1:9000".parse().unwrap())]);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "127.0.0.1:9000".parse().unwrap(),
+                Reach::Named
+            )]
+        );
         // A loopback address or localhost not listed: refused before anything.
         for req in [
             &b"GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n"[..],
@@ -692,6 +795,108 @@ mod tests {
     }
 
     #[test]
+    fn this_machines_own_addresses_are_refused_unless_named() {
+        // A listed name resolving to one of this machine's addresses: the
+        // shell answers OwnAddress; the next address is tried, and with
+        // none left the request is refused (403), never connected.
+        let mut c = Conn::new(config(&["api.example.com"], &[]));
+        c.on(Event::Client(
+            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
+        ));
+        let a = c.on(Event::Resolved(Ok(vec![
+            "93.184.216.34".parse().unwrap(),
+            "93.184.216.35".parse().unwrap(),
+        ])));
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Global
+            )]
+        );
+        let a = c.on(Event::OwnAddress);
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.35:443".parse().unwrap(),
+                Reach::Global
+            )]
+        );
+        let a = c.on(Event::OwnAddress);
+        assert_eq!(audit(&a).decision, Decision::Refused);
+        assert!(body(&a).starts_with("HTTP/1.1 403"), "{}", body(&a));
+        assert!(
+            body(&a).contains("an address of this machine's own interfaces"),
+            "{}",
+            body(&a)
+        );
+        // Named by the policy: connected as named, never checked.
+        let mut c = Conn::new(config(&["93.184.216.34:443"], &[]));
+        let a = c.on(Event::Client(b"CONNECT 93.184.216.34:443 HTTP/1.1\r\n\r\n"));
+        assert_eq!(
+            a,
+            vec![Action::Connect(
+                "93.184.216.34:443".parse().unwrap(),
+                Reach::Named
+            )]
+        );
+    }
+
+    #[test]
+    fn what_follows_the_body_is_never_forwarded() {
+        // A pipelined second request after a complete body: dropped.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n"));
+        let a = c.on(Event::Connected);
+        assert_eq!(
+            &a[1..],
+            &[
+                Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
+                Action::StreamBody(Body::new(Framing::None)),
+                Action::ReadUpstream
+            ]
+        );
+        // A body still coming: streamed, up to its end only.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        c.on(Event::Client(
+            b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhi",
+        ));
+        let a = c.on(Event::Connected);
+        let Action::StreamBody(mut body) = a[2].clone() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(body.take(b"!!!GET /x HTTP/1.1\r\n\r\n"), Ok(3));
+        assert!(body.done());
+        // Ambiguous framing: 400 before anything is resolved or connected.
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        let a = c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"));
+        assert!(text_of(&a).starts_with("HTTP/1.1 400"), "{a:?}");
+        assert!(!a.iter().any(|x| matches!(x, Action::Connect(..))));
+    }
+
+    #[test]
+    fn malformed_requests_are_audited_and_counted_as_asked() {
+        let mut c = Conn::new(config(&["api.github.com"], &[]));
+        let a = c.on(Event::Client(b"GET https://evil.test/x HTTP/1.1\r\n\r\n"));
+        assert!(text_of(&a).starts_with("HTTP/1.1 400"), "{a:?}");
+        let j = audit(&a);
+        assert_eq!(j.decision, Decision::Refused);
+        assert_eq!(j.asked.as_deref(), Some("https://evil.test/x"));
+        assert_eq!(
+            j.target.as_ref().map(|t| t.to_string()),
+            Some("evil.test:443".into())
+        );
+        assert!(j.unlisted);
+        // A listed host in a malformed request: audited, not proposed.
+        let mut c = Conn::new(config(&["api.github.com"], &[]));
+        let a = c.on(Event::Client(
+            b"connect api.github.com:443 HTTP/1.1\r\n\r\n",
+        ));
+        assert!(!audit(&a).unlisted);
+        assert_eq!(audit(&a).method, "connect");
+    }
+
+    #[test]
     fn plain_http_is_forwarded_once_and_closed() {
         let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
         c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: 2\r\n\r\nhi"));
@@ -700,7 +905,7 @@ mod tests {
             &a[1..],
             &[
                 Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
-                Action::StreamBody,
+                Action::StreamBody(Body::new(Framing::None)),
                 Action::ReadUpstream
             ]
         );
@@ -731,10 +936,13 @@ mod tests {
         let mut c = Conn::new(config(&["x.test"], &[]));
         let a = c.on(Event::Client(b"GET / HTTP/1.1\r\nHost: x.test\r\n\r\n"));
         assert!(body(&a).starts_with("HTTP/1.1 400"), "{}", body(&a));
-        assert!(!a.iter().any(|x| matches!(x, Action::Audit(_))));
+        // Audited too, with what it named.
+        assert_eq!(audit(&a).asked.as_deref(), Some("x.test"));
+        assert_eq!(audit(&a).decision, Decision::Refused);
         let mut c = Conn::new(config(&["x.test"], &[]));
         let a = c.on(Event::Client(&vec![b'a'; http::MAX_HEAD + 1]));
         assert!(body(&a).starts_with("HTTP/1.1 431"));
+        assert_eq!(audit(&a).asked.as_deref(), Some(""));
         // Events out of order end the connection.
         let mut c = Conn::new(config(&["x.test"], &[]));
         assert_eq!(c.on(Event::Connected), vec![Action::Close]);

@@ -94,6 +94,8 @@ pub struct Forward {
     pub minor: u8,
     /// The headers in order, names as sent.
     pub headers: Vec<(String, Vec<u8>)>,
+    /// How its body is delimited.
+    pub body: super::body::Framing,
 }
 
 /// The index just past the blank line ending the head at the start of
@@ -268,13 +270,99 @@ pub fn parse_request(head: &[u8]) -> Result<Request, HeadError> {
     } else if path.starts_with('?') {
         path.insert(0, '/');
     }
+    let body = super::body::framing(&headers, minor)?;
     Ok(Request::Forward(Forward {
         method: method.to_string(),
         target,
         path,
         minor,
         headers,
+        body,
     }))
+}
+
+/// What a head that cannot be served names, as far as it can be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partial {
+    /// Its method (`?` when none), printable ASCII, at most 32 bytes.
+    pub method: String,
+    /// Its request target, or for an origin-form request its `Host`,
+    /// printable ASCII (other bytes as `\xNN`), at most 256 bytes.
+    pub asked: String,
+    /// The host and port it names, when they read as one.
+    pub target: Option<Target>,
+}
+
+/// Printable ASCII of `b`, other bytes as `\xNN`, at most `max` bytes.
+fn printable(b: &[u8], max: usize) -> String {
+    let mut out = String::new();
+    for c in b {
+        if out.len() >= max {
+            break;
+        }
+        if c.is_ascii_graphic() || *c == b' ' {
+            out.push(char::from(*c));
+        } else {
+            out.push_str(&format!("\\x{c:02x}"));
+        }
+    }
+    out
+}
+
+/// Read what a head names, leniently, for the audit of its refusal: the
+/// first line's method and target (an absolute URL of any scheme, an
+/// authority, or a path with the `Host` header's value).
+pub fn partial(head: &[u8]) -> Partial {
+    let first_end = memchr::memchr(b'\n', head).unwrap_or(head.len());
+    let first = head[..first_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&head[..first_end]);
+    let mut parts = first.split(|b| *b == b' ').filter(|p| !p.is_empty());
+    let method = parts
+        .next()
+        .map_or_else(|| "?".to_string(), |m| printable(m, 32));
+    let uri = parts.next().unwrap_or_default();
+    let text = std::str::from_utf8(uri).unwrap_or_default();
+    let host_header = || {
+        head.split(|b| *b == b'\n').skip(1).find_map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let colon = memchr::memchr(b':', l)?;
+            l[..colon]
+                .eq_ignore_ascii_case(b"host")
+                .then(|| trim_ows(&l[colon + 1..]).to_vec())
+        })
+    };
+    let (asked, authority_text, default) = if let Some((scheme, rest)) = text.split_once("://") {
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let d = match scheme.to_ascii_lowercase().as_str() {
+            "https" => Some(443),
+            _ => Some(80),
+        };
+        (printable(uri, 256), rest[..end].to_string(), d)
+    } else if text.starts_with('/') || text.is_empty() {
+        match host_header() {
+            Some(h) => {
+                let s = String::from_utf8_lossy(&h).into_owned();
+                (printable(&h, 256), s, Some(80))
+            }
+            None => (printable(uri, 256), String::new(), None),
+        }
+    } else {
+        (printable(uri, 256), text.to_string(), Some(443))
+    };
+    // Userinfo is left out of the target (never of what was asked).
+    let authority_text = authority_text
+        .rsplit_once('@')
+        .map_or(authority_text.as_str(), |(_, h)| h)
+        .to_string();
+    let target = (!authority_text.is_empty())
+        .then(|| authority(&authority_text, default).ok())
+        .flatten();
+    Partial {
+        method,
+        asked,
+        target,
+    }
 }
 
 /// Headers that belong to one connection (RFC 9110 §7.6.1), never

@@ -10,11 +10,15 @@
 //!
 //! - [`rule`]: the list's entries and which allows a target (pure);
 //! - [`http`]: request and response heads (pure);
+//! - [`body`]: where a request's body ends (pure);
 //! - [`conn`]: one connection as a state machine with no I/O;
+//! - [`local`]: this machine's own addresses, which a name never reaches;
 //! - [`shell`]: the tokio side, [`Proxy`].
 
+pub mod body;
 pub mod conn;
 pub mod http;
+pub mod local;
 pub mod rule;
 pub mod shell;
 

@@ -308,63 +308,223 @@ pub fn judge(rules: &[DomainRule], target: &Target) -> Verdict {
     Verdict::Refused(Refusal::NotListed)
 }
 
-/// The kind of a host-local or non-unicast address, which a name reaches
-/// only when the list names it explicitly (see [`reachable`]); `None` for
-/// an ordinary unicast address.
+/// IPv4 blocks that are not globally reachable unicast, from IANA's
+/// IPv4 Special-Purpose Address Registry (RFC 6890 and its successors),
+/// plus multicast and the reserved `240/4`: `(network, prefix length,
+/// what it is)`. More specific entries come first.
+const V4_SPECIAL: &[(u32, u8, &str)] = &[
+    (
+        0x0000_0000,
+        8,
+        "an unspecified address (it reaches this machine)",
+    ),
+    (0x0a00_0000, 8, "a private address (RFC 1918)"),
+    (
+        0x6440_0000,
+        10,
+        "a shared address (RFC 6598, carrier-grade NAT; a cloud metadata service lives there)",
+    ),
+    (0x7f00_0000, 8, "a loopback address"),
+    (
+        0xa9fe_0000,
+        16,
+        "a link-local address (cloud metadata services live there)",
+    ),
+    (0xac10_0000, 12, "a private address (RFC 1918)"),
+    (0xc000_0000, 24, "an IETF protocol assignment (RFC 6890)"),
+    (0xc000_0200, 24, "a documentation address"),
+    (0xc058_6300, 24, "a 6to4 relay anycast address (deprecated)"),
+    (0xc0a8_0000, 16, "a private address (RFC 1918)"),
+    (0xc612_0000, 15, "a benchmarking address"),
+    (0xc633_6400, 24, "a documentation address"),
+    (0xcb00_7100, 24, "a documentation address"),
+    (0xe000_0000, 4, "a multicast address"),
+    (0xffff_ffff, 32, "the broadcast address"),
+    (0xf000_0000, 4, "a reserved address (240/4)"),
+];
+
+/// Addresses inside [`V4_SPECIAL`] blocks that the registry marks
+/// globally reachable (`192.0.0.9`, `192.0.0.10`: anycast services).
+const V4_GLOBAL: &[u32] = &[0xc000_0009, 0xc000_000a];
+
+/// IPv6 blocks inside `2000::/3` (the only global unicast space) that are
+/// not globally reachable, from IANA's IPv6 Special-Purpose Address
+/// Registry; outside `2000::/3` nothing is (loopback, `::/8`, `100::/64`,
+/// `5f00::/16`, unique local `fc00::/7`, link-local, site-local,
+/// multicast), and the forms embedding an IPv4 address are judged by that
+/// address ([`embedded_v4`]).
+const V6_SPECIAL: &[(u128, u8, &str)] = &[
+    (
+        0x2001_0000_0000_0000_0000_0000_0000_0000,
+        32,
+        "a Teredo address (an IPv4 address tunnelled)",
+    ),
+    (
+        0x2001_0002_0000_0000_0000_0000_0000_0000,
+        48,
+        "a benchmarking address",
+    ),
+    (
+        0x2001_0db8_0000_0000_0000_0000_0000_0000,
+        32,
+        "a documentation address",
+    ),
+    (
+        0x3fff_0000_0000_0000_0000_0000_0000_0000,
+        20,
+        "a documentation address",
+    ),
+    (
+        0x2001_0000_0000_0000_0000_0000_0000_0000,
+        23,
+        "an IETF protocol assignment (RFC 2928)",
+    ),
+];
+
+/// Blocks inside `2001::/23` that the registry marks globally reachable:
+/// `2001:1::1/128`, `2001:1::2/128`, `2001:3::/32` (AMT),
+/// `2001:4:112::/48` (AS112), `2001:20::/28` (ORCHIDv2), `2001:30::/28`
+/// (drone remote ID).
+const V6_GLOBAL: &[(u128, u8)] = &[
+    (0x2001_0001_0000_0000_0000_0000_0000_0001, 128),
+    (0x2001_0001_0000_0000_0000_0000_0000_0002, 128),
+    (0x2001_0003_0000_0000_0000_0000_0000_0000, 32),
+    (0x2001_0004_0112_0000_0000_0000_0000_0000, 48),
+    (0x2001_0020_0000_0000_0000_0000_0000_0000, 28),
+    (0x2001_0030_0000_0000_0000_0000_0000_0000, 28),
+];
+
+fn in_v4(a: u32, net: u32, len: u8) -> bool {
+    let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+    a & mask == net & mask
+}
+
+fn in_v6(a: u128, net: u128, len: u8) -> bool {
+    let mask = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+    a & mask == net & mask
+}
+
+/// The IPv4 address an IPv6 address stands for or carries, with the form:
+/// IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`
+/// (deprecated, still routed by some stacks), NAT64 `64:ff9b::a.b.c.d`
+/// (RFC 6052) and the local-use `64:ff9b:1::/48` (RFC 8215, the address in
+/// its last 32 bits), and 6to4 `2002:AABB:CCDD::/48` (RFC 3056).
+pub fn embedded_v4(a: std::net::Ipv6Addr) -> Option<(std::net::Ipv4Addr, &'static str)> {
+    let n = u128::from(a);
+    let low = std::net::Ipv4Addr::from((n & 0xffff_ffff) as u32);
+    if in_v6(n, 0xffff_0000_0000, 96) {
+        Some((low, "IPv4-mapped"))
+    } else if in_v6(n, 0, 96) && n > 1 {
+        Some((low, "IPv4-compatible"))
+    } else if in_v6(n, 0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96)
+        || in_v6(n, 0x0064_ff9b_0001_0000_0000_0000_0000_0000, 48)
+    {
+        Some((low, "NAT64"))
+    } else if in_v6(n, 0x2002_0000_0000_0000_0000_0000_0000_0000, 16) {
+        Some((std::net::Ipv4Addr::from((n >> 80) as u32), "6to4"))
+    } else {
+        None
+    }
+}
+
+/// What kind of address `addr` is when it is not a globally reachable
+/// unicast address (IANA's special-purpose registries, RFC 6890 and its
+/// successors, for IPv4 and IPv6; an IPv6 form embedding an IPv4 address
+/// is judged by that address); `None` for a globally reachable unicast
+/// address. A name reaches the others only when the list names them
+/// explicitly (see [`reachable`]).
 pub fn special(addr: IpAddr) -> Option<&'static str> {
-    match addr.to_canonical() {
+    match addr {
         IpAddr::V4(a) => {
-            let o = a.octets();
-            if a.is_loopback() {
-                Some("a loopback address")
-            } else if o[0] == 0 {
-                Some("an unspecified address (it reaches this machine)")
-            } else if a.is_link_local() {
-                Some("a link-local address (cloud metadata services live there)")
-            } else if a.is_multicast() || a.is_broadcast() {
-                Some("a multicast or broadcast address")
-            } else {
-                None
+            let n = u32::from(a);
+            if V4_GLOBAL.contains(&n) {
+                return None;
             }
+            V4_SPECIAL
+                .iter()
+                .find(|(net, len, _)| in_v4(n, *net, *len))
+                .map(|(_, _, kind)| *kind)
         }
         IpAddr::V6(a) => {
-            let s = a.segments();
+            let n = u128::from(a);
             if a.is_loopback() {
-                Some("a loopback address")
-            } else if a.is_unspecified() {
-                Some("an unspecified address (it reaches this machine)")
-            } else if s[0] & 0xffc0 == 0xfe80 {
-                Some("a link-local address")
-            } else if a.is_multicast() {
-                Some("a multicast address")
-            } else {
-                None
+                return Some("a loopback address");
             }
+            if a.is_unspecified() {
+                return Some("an unspecified address (it reaches this machine)");
+            }
+            if let Some((v4, form)) = embedded_v4(a) {
+                if form == "IPv4-compatible" {
+                    return Some("an IPv4-compatible address (deprecated, RFC 4291)");
+                }
+                return special(IpAddr::V4(v4))
+                    .map(|_| "an IPv6 form (mapped, compatible, NAT64 or 6to4) of an IPv4 address that is not global");
+            }
+            if !in_v6(n, 0x2000 << 112, 3) {
+                let s0 = a.segments()[0];
+                return Some(if s0 & 0xfe00 == 0xfc00 {
+                    "a unique local address (fc00::/7; a cloud metadata service lives there)"
+                } else if s0 & 0xffc0 == 0xfe80 || s0 & 0xffc0 == 0xfec0 {
+                    "a link-local address"
+                } else if s0 & 0xff00 == 0xff00 {
+                    "a multicast address"
+                } else {
+                    "not a global unicast address (outside 2000::/3)"
+                });
+            }
+            if V6_GLOBAL.iter().any(|(net, len)| in_v6(n, *net, *len)) {
+                return None;
+            }
+            V6_SPECIAL
+                .iter()
+                .find(|(net, len, _)| in_v6(n, *net, *len))
+                .map(|(_, _, kind)| *kind)
         }
     }
 }
 
-/// Whether a request allowed by `rule` may be connected to `addr`: an
-/// ordinary address, or a special one ([`special`]) that the list names
-/// explicitly: the entry is that very address, the entry is `localhost`
-/// and the address is loopback, or the policy pins the name to it
+/// Why an address may be connected to (see [`reachable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A globally reachable unicast address the name resolved to: still
+    /// refused at connect time when it is one of this machine's own
+    /// addresses.
+    Global,
+    /// The policy names it: the entry is that very address, the entry is
+    /// `localhost` and the address is loopback, or `[network] hosts` pins
+    /// the name.
+    Named,
+}
+
+/// Whether a request allowed by `rule` may be connected to `addr`: a
+/// globally reachable unicast address, or a special one ([`special`]:
+/// loopback, private, shared, link-local, unique local, documentation,
+/// reserved, multicast, or an IPv6 form of one of them) that the list
+/// names explicitly: the entry is that very address, the entry is
+/// `localhost` and the address is loopback, or the policy pins the name
 /// (`pinned`). Otherwise the kind of address, as the reason.
 ///
 /// # Security
 ///
-/// This is what keeps the proxy from reaching the host's own services:
-/// a listed name whose resolution points at loopback (a rebinding DNS
-/// answer, a hosts file entry) is refused unless the policy said so.
-pub fn reachable(rule: &DomainRule, pinned: bool, addr: IpAddr) -> Result<(), &'static str> {
-    let Some(kind) = special(addr) else {
-        return Ok(());
-    };
+/// This is what keeps the proxy from reaching the host's own services,
+/// its network's and the cloud's metadata services: a listed name whose
+/// resolution points at any of them (a rebinding DNS answer, a hosts
+/// file entry) is refused unless the policy said so. A [`Reach::Global`]
+/// address must still be checked against this machine's own interfaces
+/// when it is connected (the shell does).
+pub fn reachable(rule: &DomainRule, pinned: bool, addr: IpAddr) -> Result<Reach, &'static str> {
     let listed = match &rule.host {
         HostPattern::Ip(a) => a.to_canonical() == addr.to_canonical(),
         HostPattern::Name(n) => n == "localhost" && addr.to_canonical().is_loopback(),
         HostPattern::Subdomains(_) => false,
     };
-    if listed || pinned { Ok(()) } else { Err(kind) }
+    if listed || pinned {
+        return Ok(Reach::Named);
+    }
+    match special(addr) {
+        None => Ok(Reach::Global),
+        Some(kind) => Err(kind),
+    }
 }
 
 /// The addresses `localhost` stands for (RFC 6761): never asked of the
@@ -525,7 +685,7 @@ mod tests {
         let name = rule("api.example.com");
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let public: IpAddr = "93.184.216.34".parse().unwrap();
-        assert_eq!(reachable(&name, false, public), Ok(()));
+        assert_eq!(reachable(&name, false, public), Ok(Reach::Global));
         // A listed name answered with loopback (rebinding) is refused.
         for a in [
             "127.0.0.1",
@@ -544,11 +704,14 @@ mod tests {
             assert!(reachable(&name, false, a).is_err(), "{a}");
         }
         // Pinned by the policy: its own words.
-        assert_eq!(reachable(&name, true, lo), Ok(()));
-        assert_eq!(reachable(&rule("localhost:8080"), false, lo), Ok(()));
+        assert_eq!(reachable(&name, true, lo), Ok(Reach::Named));
+        assert_eq!(
+            reachable(&rule("localhost:8080"), false, lo),
+            Ok(Reach::Named)
+        );
         assert_eq!(
             reachable(&rule("localhost:8080"), false, "::1".parse().unwrap()),
-            Ok(())
+            Ok(Reach::Named)
         );
         assert!(
             reachable(
@@ -558,10 +721,83 @@ mod tests {
             )
             .is_err()
         );
-        assert_eq!(reachable(&rule("127.0.0.1:5432"), false, lo), Ok(()));
+        assert_eq!(
+            reachable(&rule("127.0.0.1:5432"), false, lo),
+            Ok(Reach::Named)
+        );
         assert!(reachable(&rule("*.example.com"), false, lo).is_err());
-        // Private networks are ordinary unicast: the name's owner put them there.
-        assert_eq!(reachable(&name, false, "10.1.2.3".parse().unwrap()), Ok(()));
+        // A private address named by the policy is its own words too.
+        let private: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(
+            reachable(&rule("10.1.2.3"), false, private),
+            Ok(Reach::Named)
+        );
+        assert_eq!(reachable(&name, true, private), Ok(Reach::Named));
+    }
+
+    #[test]
+    fn a_name_reaches_only_globally_reachable_unicast() {
+        let name = rule("api.example.com");
+        for a in [
+            // Cloud metadata, IPv4 and IPv6.
+            "169.254.169.254",
+            "100.100.100.200",
+            "fd00:ec2::254",
+            // Private, shared (CGNAT), IETF, documentation, benchmarking, reserved.
+            "10.0.0.1",
+            "172.16.5.4",
+            "172.31.255.255",
+            "192.168.1.1",
+            "100.64.0.1",
+            "100.127.255.254",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "240.0.0.1",
+            "192.88.99.1",
+            // IPv4 forms of loopback and metadata inside IPv6.
+            "::127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "::8.8.8.8",
+            // IPv6 blocks that are not global unicast.
+            "fc00::1",
+            "fec0::1",
+            "100::1",
+            "5f00::1",
+            "2001:db8::1",
+            "3fff::1",
+            "2001::1",
+            "2001:2::1",
+            "ff0e::1",
+        ] {
+            let ip: IpAddr = a.parse().unwrap();
+            assert!(reachable(&name, false, ip).is_err(), "{a}");
+        }
+        // The allowed twins: global unicast, and the global embedded forms.
+        for a in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "192.0.0.9",
+            "2606:4700::1111",
+            "2001:4860:4860::8888",
+            "2001:4:112::1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "::ffff:8.8.8.8",
+        ] {
+            let ip: IpAddr = a.parse().unwrap();
+            assert_eq!(reachable(&name, false, ip), Ok(Reach::Global), "{a}");
+        }
     }
 
     #[test]

@@ -16,7 +16,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use super::body::Body;
 use super::conn::{Action, Config, Conn, Decision, Event, Judged};
+use super::rule::Reach;
 use crate::proxy::guard::audit::{AuditLog, now_rfc3339};
 
 /// How long a client has to send its request head.
@@ -50,12 +52,24 @@ fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
         .ok_or_else(|| std::io::Error::other("the proxy runtime is gone"))
 }
 
-/// Where decisions go: the log (target `audit`), the audit file, and the
-/// list of what was asked for (for `learn`).
+/// Most distinct refusals told to the host in one proxy's life.
+const MAX_NOTES: usize = 64;
+
+/// Where decisions go: the log (target `audit`), the audit file, the
+/// list of what was asked for (for `learn`), and a note for the host per
+/// refusal (once per host and reason).
 #[derive(Debug)]
 struct Sink {
     audit: Mutex<AuditLog>,
     judged: Mutex<Vec<Judged>>,
+    notes: Mutex<Notes>,
+}
+
+/// The refusals told so far, and where notes go.
+#[derive(Debug)]
+struct Notes {
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
+    said: std::collections::HashSet<(String, String)>,
 }
 
 /// One audit file line.
@@ -69,12 +83,17 @@ struct Line<'a> {
 
 impl Sink {
     fn record(&self, j: Judged) {
+        let target = match (&j.target, &j.asked) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(a)) => format!("{a:?}"),
+            (None, None) => "?".into(),
+        };
         match j.decision {
             Decision::Allowed => tracing::info!(
                 target: "audit",
                 "network: {} {} allowed ({}), connected to {}",
                 j.method,
-                j.target,
+                target,
                 j.rule.as_deref().unwrap_or("-"),
                 j.address.map(|a| a.to_string()).unwrap_or_default()
             ),
@@ -82,16 +101,31 @@ impl Sink {
                 target: "audit",
                 "network: {} {} refused: {}",
                 j.method,
-                j.target,
+                target,
                 j.reason.as_deref().unwrap_or("-")
             ),
             Decision::Failed => tracing::warn!(
                 target: "audit",
                 "network: {} {} failed: {}",
                 j.method,
-                j.target,
+                target,
                 j.reason.as_deref().unwrap_or("-")
             ),
+        }
+        if j.decision == Decision::Refused
+            && let Ok(mut n) = self.notes.lock()
+        {
+            let reason = j.reason.clone().unwrap_or_default();
+            let host = j
+                .target
+                .as_ref()
+                .map_or_else(|| target.clone(), |t| t.host.to_string());
+            if n.said.len() < MAX_NOTES && n.said.insert((host, reason.clone())) {
+                let _ = n.tx.send(format!(
+                    "the network proxy refused {} {target}: {reason}",
+                    j.method
+                ));
+            }
         }
         if let Ok(mut a) = self.audit.lock() {
             a.append(&Line {
@@ -114,6 +148,7 @@ pub struct Proxy {
     task: JoinHandle<()>,
     sink: Arc<Sink>,
     local: SocketAddr,
+    notes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
 }
 
 impl Proxy {
@@ -134,9 +169,14 @@ impl Proxy {
                 AuditLog::tracing_only()
             }),
         };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let sink = Arc::new(Sink {
             audit: Mutex::new(log),
             judged: Mutex::new(Vec::new()),
+            notes: Mutex::new(Notes {
+                tx,
+                said: std::collections::HashSet::new(),
+            }),
         });
         let config = Arc::new(config);
         let s = sink.clone();
@@ -145,12 +185,24 @@ impl Proxy {
             let listener = TcpListener::from_std(listener)?;
             rt.spawn(accept(listener, config, s))
         };
-        Ok(Proxy { task, sink, local })
+        Ok(Proxy {
+            task,
+            sink,
+            local,
+            notes: Mutex::new(Some(rx)),
+        })
     }
 
     /// The address it listens on (in its network namespace).
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The refusals to tell the host, each once per host and reason (at
+    /// most 64 in all), as sentences (`the network proxy refused GET
+    /// example.com:80: not in [network] allow_domains`); `None` once taken.
+    pub fn take_notes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<String>> {
+        self.notes.lock().ok()?.take()
     }
 
     /// Every decision so far.
@@ -254,9 +306,11 @@ impl Sockets {
         }
     }
 
-    /// From now on the client's bytes go to the upstream as they come
-    /// (a request body), while the response is read here.
-    fn stream_body(self) -> Option<Sockets> {
+    /// From now on the client's bytes go to the upstream as they come,
+    /// up to the end of the request's body as `body` finds it (then the
+    /// client is no longer read: what follows is dropped), while the
+    /// response is read here.
+    fn stream_body(self, mut body: Body) -> Option<Sockets> {
         let Sockets::Whole {
             client,
             upstream: Some(up),
@@ -266,15 +320,31 @@ impl Sockets {
         };
         let (mut from, to) = client.into_split();
         let (up_r, mut up_w) = up.into_split();
-        let mut body = tokio::task::JoinSet::new();
-        body.spawn(async move {
-            let _ = tokio::io::copy(&mut from, &mut up_w).await;
-            let _ = up_w.shutdown().await;
+        let mut task = tokio::task::JoinSet::new();
+        task.spawn(async move {
+            let mut buf = vec![0u8; SPLICE_BUF];
+            while !body.done() {
+                let n = match from.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let Ok(keep) = body.take(&buf[..n]) else {
+                    // A broken chunked body: nothing more is forwarded.
+                    break;
+                };
+                if up_w.write_all(&buf[..keep]).await.is_err() {
+                    break;
+                }
+            }
+            // The upstream's side stays open (a half-close can end the
+            // response early) until the connection is over.
+            std::future::pending::<()>().await;
+            drop(up_w);
         });
         Some(Sockets::Streaming {
             client: to,
             upstream: up_r,
-            _body: body,
+            _body: task,
         })
     }
 
@@ -338,7 +408,10 @@ async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
                     let r = resolve(name).await;
                     todo.extend(conn.on(Event::Resolved(r)));
                 }
-                Action::Connect(addr) => match connect(addr).await {
+                Action::Connect(addr, Reach::Global) if super::local::is_own(addr.ip()) => {
+                    todo.extend(conn.on(Event::OwnAddress));
+                }
+                Action::Connect(addr, _) => match connect(addr).await {
                     Ok(s) => {
                         if let Sockets::Whole { upstream, .. } = &mut socks {
                             *upstream = Some(s);
@@ -357,7 +430,7 @@ async fn serve(client: TcpStream, config: Arc<Config>, sink: Arc<Sink>) {
                     Some(Err(_)) => todo.extend(conn.on(Event::UpstreamGone)),
                     Some(Ok(())) => {}
                 },
-                Action::StreamBody => match socks.stream_body() {
+                Action::StreamBody(body) => match socks.stream_body(body) {
                     Some(streaming) => socks = streaming,
                     None => return,
                 },

@@ -221,6 +221,7 @@ impl Reader<'_> {
         let value = &self.out[start..];
         match key {
             b"id" => {
+                self.ident.has_id = true;
                 self.ident.id = clean
                     .then(|| std::str::from_utf8(value).ok())
                     .flatten()

@@ -11,6 +11,9 @@ use std::borrow::Cow;
 pub struct Ident {
     /// Its top-level `id` (the last one, if repeated), as valid JSON text.
     pub id: Option<String>,
+    /// It has a top-level `id` member, whatever its value (one that is
+    /// no valid id, such as `1e400`, is not kept in [`Ident::id`]).
+    pub has_id: bool,
     /// Its top-level `method`.
     pub method: Option<String>,
     /// It has a `result` or an `error`: it answers a request.
@@ -19,9 +22,11 @@ pub struct Ident {
 
 impl Ident {
     /// Whether its sender gets an error reply: not for an answer (the
-    /// request it answers is told instead) nor for a notification.
+    /// request it answers is told instead) nor for a notification (a
+    /// method and no `id` member at all). A request whose id cannot be
+    /// read or is no valid id gets its error under id `null`.
     pub fn replied(&self) -> bool {
-        !(self.answer || (self.method.is_some() && self.id.is_none()))
+        !(self.answer || (self.method.is_some() && !self.has_id && self.id.is_none()))
     }
 }
 

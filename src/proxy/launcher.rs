@@ -195,6 +195,28 @@ impl Launcher for SandboxLauncher {
             let last = last.lock().map(|l| l.join("; ")).unwrap_or_default();
             (!last.is_empty()).then_some(last)
         });
+        // The network proxy's refusals reach the host as denials do.
+        let denials = match (denials, child.take_network_notes()) {
+            (Some(mut a), Some(mut b)) => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    let (mut a_open, mut b_open) = (true, true);
+                    while a_open || b_open {
+                        let next = tokio::select! {
+                            m = a.recv(), if a_open => m.or_else(|| { a_open = false; None }),
+                            m = b.recv(), if b_open => m.or_else(|| { b_open = false; None }),
+                        };
+                        if let Some(m) = next
+                            && tx.send(m).is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+                Some(rx)
+            }
+            (a, b) => a.or(b),
+        };
         // Larger pipes: a big message crosses in fewer wake-ups. Best
         // effort; the default size works too.
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);

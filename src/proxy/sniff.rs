@@ -165,6 +165,7 @@ impl Sniffer {
         match self.slot {
             // A repeated member: the last one, as most parsers read it.
             Slot::Id => {
+                self.ident.has_id = true;
                 self.ident.id = text
                     .and_then(|t| serde_json::from_str::<&serde_json::value::RawValue>(t).ok())
                     .map(|v| v.get())

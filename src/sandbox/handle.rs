@@ -230,6 +230,13 @@ impl SandboxedChild {
         self.supervisor.as_ref()?.watch()
     }
 
+    /// The network proxy's refusals to tell the host (network by domain;
+    /// see [`crate::netproxy::Proxy::take_notes`]); `None` without a proxy
+    /// or once taken.
+    pub fn take_network_notes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<String>> {
+        self.net.as_ref()?.take_notes()
+    }
+
     /// What the network proxy decided so far (network by domain), oldest
     /// first; empty without one.
     pub fn network_decisions(&self) -> Vec<crate::netproxy::Judged> {

@@ -88,6 +88,12 @@ pub const INPUT_REQUIRED_METHODS: &[&str] = &["tools/call", "prompts/get", "reso
 /// answers remembered under the task's id.
 pub const TASK_GET: &str = "tasks/get";
 
+/// The host request of the tasks extension (2025-11-25 on) that fetches a
+/// task's final result: the result of the request the task ran (a
+/// `tools/call`, ...), so it may be `input_required` as that request's
+/// own answer may, and is judged the same way.
+pub const TASK_RESULT: &str = "tasks/result";
+
 /// The host request that answers a task's questions.
 pub const TASK_UPDATE: &str = "tasks/update";
 
@@ -800,6 +806,12 @@ impl Guard {
     }
 
     /// Record a refused input request and return the plan.
+    /// Audit `r`, the refusal of an `input_required` result in the answer
+    /// to a request that cannot carry one.
+    pub fn audit_refused_input(&mut self, generation: u64, r: &Refusal) {
+        self.refused(generation, "?", "via=input_required", r);
+    }
+
     fn refuse_input(&mut self, ctx: InputContext<'_>, method: &str, r: &Refusal) -> InputPlan {
         let method: String = method.chars().take(100).collect();
         self.refused(ctx.generation, &method, "via=input_required", r);

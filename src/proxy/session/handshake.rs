@@ -72,7 +72,7 @@ impl Handshake {
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         match method {
             "logging/setLevel" => {
-                if let Some(level) = text("level") {
+                if let Some(level) = text("level").filter(|l| LOG_LEVELS.contains(&l.as_str())) {
                     self.log_level = Some(level);
                 }
             }
@@ -228,17 +228,7 @@ impl Handshake {
         if !(self.server_logs() || self.logging_offered) {
             return None;
         }
-        const ORDER: [&str; 8] = [
-            "debug",
-            "info",
-            "notice",
-            "warning",
-            "error",
-            "critical",
-            "alert",
-            "emergency",
-        ];
-        let rank = |l: &str| ORDER.iter().position(|x| *x == l).unwrap_or(0);
+        let rank = |l: &str| LOG_LEVELS.iter().position(|x| *x == l).unwrap_or(0);
         if self
             .log_level
             .as_deref()
@@ -246,12 +236,48 @@ impl Handshake {
         {
             return None;
         }
-        let params = serde_json::json!({"level": level, "logger": "rootfence", "data": text});
+        let params = serde_json::json!({"level": level, "logger": NOTE_LOGGER, "data": text});
         Some(message::notification(
             "notifications/message",
             Some(&params.to_string()),
         ))
     }
+}
+
+/// The logging levels of MCP (RFC 5424's severities), least severe first.
+pub(super) const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Whether `params` of a `logging/setLevel` name one of [`LOG_LEVELS`].
+pub(super) fn valid_level(params: Option<&str>) -> bool {
+    params
+        .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        .and_then(|v| v.get("level").and_then(Value::as_str).map(str::to_string))
+        .is_some_and(|l| LOG_LEVELS.contains(&l.as_str()))
+}
+
+/// The name rootfence's own notes carry as their `logger`.
+pub const NOTE_LOGGER: &str = "rootfence";
+
+/// Whether a server's `logger` could be taken for rootfence's: any name
+/// that, lower-cased with everything but letters and digits left out,
+/// holds "rootfence" (`rootfence`, `RootFence`, `[rootfence]`,
+/// `root-fence.sandbox`).
+pub fn reserved_logger(name: &str) -> bool {
+    let folded: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    folded.contains("rootfence")
 }
 
 fn same_json(a: &str, b: &str) -> bool {

@@ -382,6 +382,13 @@ impl Session {
             "logging/setLevel"
                 if self.handshake.logging_offered && !self.handshake.server_logs() =>
             {
+                if !super::handshake::valid_level(params) {
+                    return Err(message::error_response(
+                        Some(id),
+                        code::INVALID_PARAMS,
+                        "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                    ));
+                }
                 self.handshake.record_host_request(method, params);
                 return Err(message::result_response(id, "{}"));
             }
@@ -414,7 +421,30 @@ impl Session {
             tracing::warn!(
                 "host sent a batch; batches exist only in protocol 2025-03-26 (this session: {v})"
             );
-            self.send_host(message::error_response(None, code::INVALID_REQUEST, &format!("Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})")));
+            let why = format!(
+                "Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})"
+            );
+            // Refused whole, but no member is swallowed: each request gets
+            // its error under its id, each answer to a server's request
+            // is replaced by an error to that server.
+            let items: Vec<&RawValue> = serde_json::from_slice(line).unwrap_or_default();
+            let mut answered = false;
+            for item in items {
+                let ident = crate::proxy::sniff::ident(item.get().as_bytes());
+                if ident.answer {
+                    self.on_host_unrelayable(ident, &why, code::INVALID_REQUEST, None, now);
+                } else if let (Some(id), Some(_)) = (&ident.id, &ident.method) {
+                    self.send_host(message::error_response(
+                        Some(id),
+                        code::INVALID_REQUEST,
+                        &why,
+                    ));
+                    answered = true;
+                }
+            }
+            if !answered {
+                self.send_host(message::error_response(None, code::INVALID_REQUEST, &why));
+            }
             return;
         }
         let items: Vec<&RawValue> = match serde_json::from_slice(line) {

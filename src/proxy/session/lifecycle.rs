@@ -534,8 +534,11 @@ impl Session {
                 let real = generation.init_result.clone();
                 if real.as_ref() != Some(&told) {
                     tracing::warn!(
-                        "the server's initialize answer differs from the remembered one the host got; remembering the new one for the next session"
+                        "the server's initialize answer differs from the one the host got; remembering the new one for the next session"
                     );
+                    if let Some(real) = &real {
+                        self.tell_init_difference(&told, real);
+                    }
                     self.handshake.server_init = real;
                     self.remember_init(result);
                 }
@@ -997,7 +1000,7 @@ impl Session {
     /// directory to start (a vault, a database it names) cannot see it yet.
     /// When the host declared roots and the policy takes them, rootfence
     /// answers that `initialize` itself (a provisional answer offering
-    /// tools, prompts, resources and logging) and launches the server once
+    /// only logging, which rootfence keeps itself) and launches the server once
     /// the host's roots are known, replaying the same `initialize`; the
     /// server's own answer is remembered for the next session, which is
     /// answered from memory (one start). Whether it did so.
@@ -1026,14 +1029,12 @@ impl Session {
             .filter(|r| !r.is_stateless())
             .unwrap_or(crate::proxy::guard::Revision::V2025_11_25)
             .to_string();
+        // Only what rootfence keeps itself (logging: its own notes and
+        // the host's level); what the server offers is told when it
+        // answers (`tell_init_difference`).
         let result = serde_json::json!({
             "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "prompts": {"listChanged": true},
-                "resources": {"listChanged": true},
-                "logging": {},
-            },
+            "capabilities": {"logging": {}},
             "serverInfo": {"name": self.inputs.command_name(), "version": "0"},
         });
         tracing::warn!(
@@ -1048,6 +1049,53 @@ impl Session {
         self.defer_launch = Some(now + timeout);
         self.verify_init = Some(result);
         true
+    }
+
+    /// The host was answered `told` (from memory, or provisionally) and
+    /// the server then answered `real`: each list the server offers that
+    /// `told` did not is announced (`notifications/{tools,prompts,resources}/list_changed`),
+    /// and every difference the host cannot learn otherwise (a list
+    /// promised that the server lacks, another protocol revision) is told
+    /// as a note.
+    fn tell_init_difference(&mut self, told: &Value, real: &Value) {
+        let has = |v: &Value, c: &str| v.pointer(&format!("/capabilities/{c}")).is_some();
+        let mut missing = Vec::new();
+        for c in ["tools", "prompts", "resources"] {
+            match (has(told, c), has(real, c)) {
+                (false, true) => {
+                    let n = format!("notifications/{c}/list_changed");
+                    self.send_host(message::notification(&n, None));
+                }
+                (true, false) => missing.push(c),
+                _ => {}
+            }
+        }
+        let version = |v: &Value| {
+            v.get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string()
+        };
+        let mut said = Vec::new();
+        if !missing.is_empty() {
+            said.push(format!(
+                "it offers no {} (requests for them fail)",
+                missing.join(", ")
+            ));
+        }
+        if version(told) != version(real) {
+            said.push(format!(
+                "it speaks protocol revision {}, not {} as the host was told (reconnect to use it)",
+                version(real),
+                version(told)
+            ));
+        }
+        if !said.is_empty() {
+            self.tell_host(format!(
+                "rootfence: the host's initialize was answered before the server could start; the server's own answer differs: {}",
+                said.join("; ")
+            ));
+        }
     }
 
     /// The first handshake went through a server: remember it for the next

@@ -136,6 +136,17 @@ impl Session {
                     g,
                     message::error_response(None, code::PARSE_ERROR, &format!("rootfence: {why}")),
                 );
+            } else if ident.has_id && !ident.answer {
+                // A request whose id is no id (`1e400`): refused under
+                // `null`, not taken for a notification.
+                self.send_server(
+                    g,
+                    message::error_response(
+                        None,
+                        code::INVALID_REQUEST,
+                        &format!("rootfence did not relay this request: {why}"),
+                    ),
+                );
             }
             return;
         };
@@ -266,7 +277,9 @@ impl Session {
             generation = g,
             "server sent a batch outside protocol 2025-03-26: refused"
         );
-        // Its members asking the host something are recorded.
+        // Its members asking the host something are recorded; its members
+        // answering a host request answer it with an error (the host's
+        // request is never left waiting).
         let items: Vec<&RawValue> = serde_json::from_slice(line).unwrap_or_default();
         for item in items {
             if let Ok(m) = message::parse(item.get().as_bytes())
@@ -274,6 +287,15 @@ impl Session {
                 && guard::route::SERVER_REQUEST_METHODS.contains(&method)
             {
                 self.guard.on_dropped_batch_member(g, method);
+            }
+            let ident = crate::proxy::sniff::ident(item.get().as_bytes());
+            if ident.answer && ident.id.is_some() {
+                self.on_server_unrelayable(
+                    g,
+                    ident,
+                    "it came in a batch, and batches are not allowed in this protocol revision",
+                    now,
+                );
             }
         }
         self.send_server(
@@ -584,6 +606,23 @@ impl Session {
                 .and_then(|p| serde_json::from_str::<CompleteParams>(p.get()).ok())
                 .is_some_and(|c| self.guard.url_elicitation_done(g, &c.elicitation_id)),
             "notifications/roots/list_changed" => false,
+            "notifications/message" => {
+                if let Some(p) = env.params
+                    && let Some(renamed) = rename_reserved_logger(p.get())
+                {
+                    // A server speaking under rootfence's name: its words
+                    // reach the host under its own, or not at all.
+                    tracing::warn!(
+                        generation = g,
+                        "the server logged under a name reserved for rootfence's notes: renamed \"server:...\""
+                    );
+                    if let (Some(renamed), Some(range)) = (renamed, message::span_in(line, p)) {
+                        self.send_host(message::splice(line, range, renamed.as_bytes()));
+                    }
+                    return;
+                }
+                true
+            }
             // A task's status with questions in it: the host sees them
             // through its `tasks/get`, judged.
             "notifications/tasks" | "notifications/tasks/status" => !env
@@ -631,7 +670,7 @@ impl Session {
     }
 
     /// The answer to `g`'s `roots/list`: exactly the roots its sandbox
-    /// enforces (canonical URIs, the host's names).
+    /// enforces (canonical URIs, the host's names), in the order given.
     fn roots_result(&self, g: GenId, id_raw: &str) -> Vec<u8> {
         let roots = self
             .fleet
@@ -639,7 +678,30 @@ impl Session {
             .get(&g)
             .map(|s| s.roots.as_slice())
             .unwrap_or_default();
-        let result = super::stateless::roots_value(roots);
+        let result = super::stateless::roots_value(&self.inputs, roots);
         message::result_response(id_raw, &result.to_string())
     }
+}
+
+/// `params` (raw JSON) of a server's `notifications/message` with its
+/// `logger` renamed `server:NAME` when NAME is reserved for rootfence's
+/// own notes ([`super::handshake::reserved_logger`]): `Some(None)` when
+/// it must be renamed and cannot be (the message is dropped); `None` when
+/// it needs no change.
+///
+/// # Security
+///
+/// rootfence's notes carry the logger `rootfence`; no server message
+/// reaches the host under a name that could be taken for it.
+fn rename_reserved_logger(params: &str) -> Option<Option<String>> {
+    if !message::may_name(params, "logger") {
+        return None;
+    }
+    let v: Value = serde_json::from_str(params).ok()?;
+    let name = v.get("logger")?.as_str()?;
+    if !super::handshake::reserved_logger(name) {
+        return None;
+    }
+    let renamed = Value::String(format!("server:{name}")).to_string();
+    Some(message::edit_members(params, &[("logger", Some(&renamed))]))
 }

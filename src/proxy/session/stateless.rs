@@ -64,10 +64,12 @@ pub(super) enum Verdict {
     Done,
 }
 
-/// The roots `roots` as a `roots/list` result: `{"roots":[{uri,name}]}`.
-pub(super) fn roots_value(roots: &[CanonicalRoot]) -> Value {
-    let list: Vec<Value> = roots
-        .iter()
+/// The roots `roots` as a `roots/list` result: `{"roots":[{uri,name}]}`,
+/// in the order their inputs were given ([`super::target::Inputs::given_order`]).
+pub(super) fn roots_value(inputs: &super::target::Inputs, roots: &[CanonicalRoot]) -> Value {
+    let list: Vec<Value> = inputs
+        .given_order(roots)
+        .into_iter()
         .map(|r| serde_json::json!({"uri": r.uri, "name": r.name}))
         .collect();
     serde_json::json!({ "roots": list })
@@ -189,7 +191,7 @@ impl Session {
         let Some(m) = stateless::INPUT_REQUIRED_METHODS
             .iter()
             .copied()
-            .chain([stateless::TASK_GET])
+            .chain([stateless::TASK_GET, stateless::TASK_RESULT])
             .find(|m| *m == method)
         else {
             return Prepared::Send {
@@ -234,7 +236,7 @@ impl Session {
             None => message::may_name(base(), "requestState"),
         };
         let retry = if state {
-            roots = roots_value(self.target.roots());
+            roots = roots_value(&self.inputs, self.target.roots());
             self.guard.on_host_retry(m, base(), &roots)
         } else {
             RetryPlan::Unchanged
@@ -275,7 +277,7 @@ impl Session {
                 let mut params = params;
                 if let Some(hr) = host_roots {
                     self.on_host_roots_answer(&hr, now);
-                    let after = roots_value(self.target.roots());
+                    let after = roots_value(&self.inputs, self.target.roots());
                     if after != roots
                         && !roots_keys.is_empty()
                         && let Some(p) = fill_roots(&params, &roots_keys, &after)
@@ -316,7 +318,7 @@ impl Session {
     /// as raw JSON): checked against what rootfence showed it, the roots
     /// filled in.
     fn prepare_task_update(&mut self, id_raw: &str, params: &str, has_params: bool) -> Prepared {
-        let roots = roots_value(self.target.roots());
+        let roots = roots_value(&self.inputs, self.target.roots());
         match self.guard.on_task_update(params, &roots) {
             RetryPlan::Refuse(r) => {
                 tracing::warn!(rule = r.rule, "tasks/update refused: {}", r.message);
@@ -363,21 +365,45 @@ impl Session {
         guarded: Option<message::Guarded<'_>>,
         now: Instant,
     ) -> Verdict {
-        let Some(j) = self.ledger.host(key).and_then(|r| r.judged.as_deref()) else {
-            return Verdict::Relay(None);
-        };
-        let needs = match guarded {
+        let needs = || match guarded {
             Some(g) => stateless::guarded_needs_judging(
                 g.result_type.map(message::Raw::bytes),
                 g.input_requests.map(message::Raw::bytes),
             ),
             None => stateless::needs_judging(result.get()),
         };
-        if !needs {
+        let Some(host) = self.ledger.host(key) else {
+            return Verdict::Relay(None);
+        };
+        let Some(j) = host.judged.as_deref() else {
+            if !needs() {
+                return Verdict::Relay(None);
+            }
+            // Questions in the answer to a request that cannot carry
+            // them (tools/list, ping, ...): no host was ever asked to
+            // answer them there, and none is shown unjudged.
+            let r = crate::proxy::guard::Refusal::policy(
+                "stateless.input_request",
+                "input requests the guard cannot judge are refused",
+                "the server answered a request that cannot carry questions with an input_required result",
+            );
+            tracing::warn!(
+                generation = g,
+                rule = r.rule,
+                "input_required result refused: {}",
+                r.message
+            );
+            self.guard.audit_refused_input(g, &r);
+            self.answer_refusal(key, &r);
+            self.after_answer(g);
+            return Verdict::Done;
+        };
+        if !needs() {
             return Verdict::Relay(None);
         }
         let result = result.get();
         let roots = roots_value(
+            &self.inputs,
             self.fleet
                 .gens
                 .get(&g)

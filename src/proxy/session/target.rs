@@ -157,6 +157,37 @@ impl Inputs {
         self.host_roots = roots;
     }
 
+    /// `roots` in the order their inputs were given (the policy's, the
+    /// command line's, then the host's, each in its own order), as a
+    /// server is told them: a server resolving a relative path against its
+    /// first root (`rootfence fs`, the reference server) then resolves it
+    /// as it would with the same roots given directly. The plan keeps its
+    /// roots sorted by path (the view is built parents first).
+    pub fn given_order<'a>(&self, roots: &'a [CanonicalRoot]) -> Vec<&'a CanonicalRoot> {
+        // The first position of each input (thousands of host roots: a
+        // look-up each, not a search).
+        let mut given: std::collections::HashMap<(RootSource, &str), usize> =
+            std::collections::HashMap::new();
+        for (i, input) in self
+            .policy
+            .static_roots
+            .iter()
+            .chain(&self.cli_roots)
+            .chain(&self.host_roots)
+            .enumerate()
+        {
+            given.entry((input.source, input.raw.as_str())).or_insert(i);
+        }
+        let mut out: Vec<&CanonicalRoot> = roots.iter().collect();
+        out.sort_by_key(|r| {
+            given
+                .get(&(r.source, r.input.as_str()))
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+        out
+    }
+
     /// Resolve every input and build the plan (its `refused` says which
     /// roots were refused, and why).
     pub fn compute(&self) -> SandboxPlan {

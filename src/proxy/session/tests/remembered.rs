@@ -144,8 +144,10 @@ fn a_first_server_that_cannot_start_without_its_roots_is_started_again_under_the
     // The host's initialize is answered by rootfence, the session goes on.
     let init = sim.answer(&json!("init"));
     assert_eq!(init["result"]["protocolVersion"], VERSION, "{init}");
-    assert!(
-        init["result"]["capabilities"]["tools"].is_object(),
+    // Only what rootfence keeps itself is promised.
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"logging": {}}),
         "{init}"
     );
     assert!(sim.s.fleet.ending().is_none(), "{}", sim.trace.join("\n"));
@@ -159,6 +161,19 @@ fn a_first_server_that_cannot_start_without_its_roots_is_started_again_under_the
     assert_eq!(sim.enforced(), vec![sim.tree.p("a")]);
     assert_eq!(sim.servers[&g].got[0]["method"], "initialize");
     assert_eq!(sim.answer(&json!(1))["result"], json!({"tools": []}));
+    // The tools it offers, not promised, are announced to the host.
+    assert!(
+        sim.host_got
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{}",
+        sim.trace.join("\n")
+    );
+    assert!(
+        !sim.host_got
+            .iter()
+            .any(|m| m["method"] == "notifications/prompts/list_changed"),
+    );
     // Its own answer is remembered: the next session starts it once.
     assert_eq!(sim.remembered.len(), 1, "{}", sim.trace.join("\n"));
     assert_eq!(sim.remembered[0].result, sim_answer());
