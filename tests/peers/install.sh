@@ -371,15 +371,17 @@ if ! stamp_ok "$home/.rootfence-launchers-stamp" "$l_want"; then
 fi
 
 # A Rust MCP server, `cargo install`-ed (its own Cargo.lock, --locked):
-# built once per machine (six minutes on two busy cores: 218 crates), in
+# a debug build (what the tests need of it is where it lives and what it
+# touches, not its speed: two and a half minutes on two busy cores for 218
+# crates, against six for a release build), built once per machine, in
 # this machine's cache rather than the checkout, so that a fresh clone (as
 # CI's) does not build it again, and copied into the home's ~/.cargo/bin.
 cargo_tools="${XDG_CACHE_HOME:-$HOME/.cache}/rootfence-tests/cargo-tools"
-c_want="rust-mcp-filesystem-0.4.5"
+c_want="rust-mcp-filesystem-0.4.5-debug"
 if ! stamp_ok "$cargo_tools/.rootfence-stamp" "$c_want"; then
     c_start=$(date +%s)
     rm -rf "$cargo_tools"
-    cargo install --quiet --locked --root "$cargo_tools" rust-mcp-filesystem --version 0.4.5
+    cargo install --quiet --locked --debug --root "$cargo_tools" rust-mcp-filesystem --version 0.4.5
     echo "$c_want" > "$cargo_tools/.rootfence-stamp"
     echo "tests/peers: cargo install rust-mcp-filesystem took $(($(date +%s) - c_start))s"
 fi
