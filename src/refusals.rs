@@ -188,6 +188,25 @@ pub fn hint(r: &Refusal, cx: &Context<'_>) -> Option<String> {
     }
 }
 
+/// What to tell the user of a TCP connection to `addr` the sandbox
+/// refused the server (its port not granted).
+pub fn connect_hint(addr: std::net::SocketAddr) -> String {
+    let port = addr.port();
+    if addr.ip().is_loopback() {
+        format!(
+            "the sandbox refused the server a TCP connection to {addr} (this machine); to allow it, add to the policy: [network] tcp_connect = [{port}]"
+        )
+    } else {
+        format!(
+            "the sandbox refused the server a TCP connection to {addr}; to allow a host by name, add to the policy: [network] allow_domains = [\"NAME\"] (through rootfence's proxy); tcp_connect = [{port}] would allow every host on that port"
+        )
+    }
+}
+
+/// What to tell the user of a UDP socket the sandbox refused the server:
+/// the first step of a name lookup, where the policy gives no network.
+pub const UDP_HINT: &str = "the sandbox refused the server a UDP socket (a name lookup opens one first): this policy gives it no network; if it needs a host, add to the policy: [network] allow_domains = [\"NAME\"] (names are looked up by rootfence's proxy)";
+
 /// Whether `path` is (or is in) a shell's or session's startup file or
 /// directory.
 fn startup(path: &Path, home: Option<&Path>) -> bool {

@@ -21,6 +21,11 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 /// ro`, send `initialize`, and return the host's answer and rootfence's
 /// stderr.
 fn initialize_through(t: &Tree, script: &str) -> (Value, String) {
+    initialize_under(t, script, "")
+}
+
+/// [`initialize_through`] under a policy with `extra` added.
+fn initialize_under(t: &Tree, script: &str, extra: &str) -> (Value, String) {
     let mut args = vec![
         "run".to_string(),
         "--no-watch".into(),
@@ -29,9 +34,9 @@ fn initialize_through(t: &Tree, script: &str) -> (Value, String) {
         "--ro-root".into(),
         t.ro.display().to_string(),
     ];
-    if !t.namespaces {
+    if !t.namespaces || !extra.is_empty() {
         args.push("--policy".into());
-        args.push(t.policy("no-ns.toml", "version = 1\n"));
+        args.push(t.policy("extra.toml", &format!("version = 1\n{extra}")));
     }
     let mut child = Command::new(rootfence())
         .args(&args)
@@ -268,4 +273,47 @@ fn starts_are_observed_until_one_goes_through_and_after_one_that_failed() {
     std::fs::remove_file(&flag).unwrap();
     assert!(start_log(&t, &script).contains(observed));
     assert!(!start_log(&t, &script).contains(observed));
+}
+
+/// A server refused the network at its start: the connection it tried
+/// (a port of this machine the policy does not grant) and the name lookup
+/// it began (a UDP socket, with no network) are named in the host's
+/// error with the line that allows each; a connection it may make is not.
+fn network_refusals_are_named(t: &Tree) {
+    let (answer, err) = initialize_through(
+        t,
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9))\"; \
+         python3 -c \"import socket; socket.getaddrinfo('registry.example.org', 443)\"; exit 8",
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 8"), "{msg}");
+    assert!(msg.contains("TCP connection to 127.0.0.1:9"), "{msg}");
+    assert!(msg.contains("[network] tcp_connect = [9]"), "{msg}");
+    assert!(msg.contains("a UDP socket"), "{msg}\n{err}");
+    assert!(msg.contains("allow_domains"), "{msg}");
+}
+
+#[test]
+fn network_refusals_are_named_with_namespaces() {
+    network_refusals_are_named(&Tree::new());
+}
+
+#[test]
+fn network_refusals_are_named_without_namespaces() {
+    network_refusals_are_named(&Tree::without_namespaces());
+}
+
+/// The twin: a connection to a port the policy grants is not named (it is
+/// refused by nothing listening there, not by the sandbox).
+#[test]
+fn a_connection_the_policy_allows_is_not_named() {
+    let t = Tree::new();
+    let (answer, _) = initialize_under(
+        &t,
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9))\" 2>&1 | grep -q 'Connection refused' && exit 10; exit 11",
+        "[network]\ntcp_connect = [9]\n",
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 10"), "{msg}");
+    assert!(!msg.contains("TCP connection"), "{msg}");
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use crate::plan::SandboxPlan;
 use crate::refusals::{self, Context};
 use crate::runtime::HostEnv;
-use crate::sandbox::observed::Refusal;
+use crate::sandbox::observed::Seen;
 use crate::sandbox::{self, StdioConfig};
 
 use super::server::{LaunchError, Launcher, ServerProcess};
@@ -99,7 +99,7 @@ fn relay_stderr(mut from: std::process::ChildStderr) -> Box<dyn FnOnce() + Send>
 /// (for the host), and the last [`MAX_NAMED`] kept in `last` (for the
 /// host's error if the server fails).
 fn watch_refusals(
-    refusals: std::sync::mpsc::Receiver<Refusal>,
+    refusals: std::sync::mpsc::Receiver<Seen>,
     plan: &SandboxPlan,
     env: HostEnv,
     last: Arc<Mutex<Vec<String>>>,
@@ -117,10 +117,20 @@ fn watch_refusals(
                 uid,
             };
             let mut told = 0;
-            for r in refusals {
-                let Some(hint) = refusals::hint(&r, &cx) else {
-                    tracing::debug!("the sandbox refused the server {} ({r})", r.path.display());
-                    continue;
+            for seen in refusals {
+                let hint = match seen {
+                    Seen::Path(r) => match refusals::hint(&r, &cx) {
+                        Some(h) => h,
+                        None => {
+                            tracing::debug!(
+                                "the sandbox refused the server {} ({r})",
+                                r.path.display()
+                            );
+                            continue;
+                        }
+                    },
+                    Seen::Connect(addr) => refusals::connect_hint(addr),
+                    Seen::Udp => refusals::UDP_HINT.to_string(),
                 };
                 tracing::warn!("{hint}");
                 if let Ok(mut last) = last.lock() {

@@ -226,7 +226,7 @@ impl SandboxedChild {
     /// Each path the sandbox refuses the server as it is seen (those seen
     /// already first), when the plan asked for it to be observed; `None`
     /// otherwise.
-    pub fn watch_refusals(&self) -> Option<std::sync::mpsc::Receiver<super::observed::Refusal>> {
+    pub fn watch_refusals(&self) -> Option<std::sync::mpsc::Receiver<super::observed::Seen>> {
         self.supervisor.as_ref()?.watch()
     }
 

@@ -122,6 +122,21 @@ pub struct Sandbox {
     /// The ruleset's paths and their rights (each path's rules cover what
     /// is beneath it).
     pub grants: Vec<(PathBuf, Rights)>,
+    /// The TCP ports it may connect to, when its connections are judged
+    /// here (not with network by domain, whose proxy judges them).
+    pub tcp_connect: Option<Vec<u16>>,
+}
+
+/// What observing a server saw the sandbox refuse it, as it is seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// A path.
+    Path(Refusal),
+    /// A TCP connection to this address (its port not granted).
+    Connect(std::net::SocketAddr),
+    /// A UDP socket (what a name lookup opens first) where the policy
+    /// allows no UDP.
+    Udp,
 }
 
 impl Sandbox {
@@ -279,6 +294,7 @@ mod tests {
                 ("/srv/data".into(), Rights::R),
                 ("/srv/data/logs".into(), Rights::RW),
             ],
+            tcp_connect: None,
         }
     }
 

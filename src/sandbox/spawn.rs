@@ -546,6 +546,7 @@ fn prepare(
         None
     };
     let supervised = filter.needs_supervisor().then(|| supervisor::Rules {
+        report: filter.report,
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
         proxy: net.and_then(Net::supervised_address),
@@ -658,6 +659,11 @@ fn observed_sandbox(
         view: namespaces,
         landlock,
         grants,
+        tcp_connect: plan
+            .network
+            .domains
+            .is_none()
+            .then(|| plan.network.tcp_connect.clone()),
     }
 }
 

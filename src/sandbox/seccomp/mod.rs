@@ -247,17 +247,23 @@ fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
         Action::Allow if p.observe && entry.is_some_and(|e| observed(p, e.nr)) => RET_USER_NOTIF,
         Action::Allow => RET_ALLOW,
         Action::Supervise => RET_USER_NOTIF,
+        // A refused socket() while observing: a UDP socket is what a name
+        // lookup opens first.
+        Action::Errno(_) if p.observe && entry.is_some_and(|e| e.nr == libc::SYS_socket) => {
+            RET_USER_NOTIF
+        }
         Action::Errno(_) if p.report && !entry.is_some_and(|e| e.quiet) => RET_USER_NOTIF,
         Action::Errno(e) => RET_ERRNO | (e as u32 & 0xffff),
     }
 }
 
-/// Whether call `nr` goes to the supervisor while observing: a call that
-/// names a path, but one that only looks at it (`stat`, `access`, ...)
-/// only where the server has a view (without one nothing refuses it:
-/// Landlock does not rule on metadata).
+/// Whether call `nr` goes to the supervisor while observing: `connect()`,
+/// and a call that names a path, but one that only looks at it (`stat`,
+/// `access`, ...) only where the server has a view (without one nothing
+/// refuses it: Landlock does not rule on metadata).
 fn observed(p: &FilterPolicy, nr: i64) -> bool {
-    paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
+    nr == libc::SYS_connect
+        || paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
 }
 
 /// The audit architecture of this build.

@@ -3,7 +3,9 @@
 //! memory and resolved against its working directory or directory
 //! descriptor, looked up in the server's view and outside the sandbox, and
 //! judged ([`crate::sandbox::observed::judge`]); a refusal of a path that
-//! exists outside goes to the record.
+//! exists outside goes to the record. A `connect()` to a TCP port the plan
+//! does not grant, and a refused UDP `socket()` (what a name lookup opens
+//! first), are recorded too.
 //!
 //! # Security
 //!
@@ -32,8 +34,11 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, StatVfsMountFlags};
 
 use super::paths::{PathCall, PathOp};
 use crate::sandbox::observed::{
-    InView, Kind, Need, Observed, Outside, Record, Refusal, Sandbox, judge,
+    InView, Kind, Need, Observed, Outside, Record, Refusal, Sandbox, Seen as Told, judge,
 };
+
+/// Most connections kept (each address once).
+const MAX_CONNECTIONS: usize = 64;
 
 /// What the supervisor observes with: what it knows of the sandbox, and
 /// the record it fills.
@@ -50,7 +55,10 @@ pub struct Observer {
     /// mounts and new mount namespaces).
     view_root: OnceLock<OwnedFd>,
     /// Where each new refusal goes as it is seen ([`Observer::watch`]).
-    feed: Mutex<Option<std::sync::mpsc::Sender<Refusal>>>,
+    feed: Mutex<Option<std::sync::mpsc::Sender<Told>>>,
+    /// Connections refused (each address once, at most
+    /// [`MAX_CONNECTIONS`]), and whether a UDP socket was.
+    net: Mutex<(std::collections::BTreeSet<std::net::SocketAddr>, bool)>,
 }
 
 impl Observer {
@@ -66,18 +74,63 @@ impl Observer {
     /// Each refusal as it is seen, from now on, after those seen so far
     /// (a path again only when it is seen needing more). One watcher: a
     /// second call replaces the first.
-    pub fn watch(&self) -> std::sync::mpsc::Receiver<Refusal> {
+    pub fn watch(&self) -> std::sync::mpsc::Receiver<Told> {
         let (tx, rx) = std::sync::mpsc::channel();
-        // The record's lock held: no refusal is sent twice or missed.
+        // The records' locks held: no refusal is sent twice or missed.
         if let Ok(record) = self.record.lock()
+            && let Ok(net) = self.net.lock()
             && let Ok(mut feed) = self.feed.lock()
         {
             for r in record.refusals() {
-                let _ = tx.send(r);
+                let _ = tx.send(Told::Path(r));
+            }
+            for a in &net.0 {
+                let _ = tx.send(Told::Connect(*a));
+            }
+            if net.1 {
+                let _ = tx.send(Told::Udp);
             }
             *feed = Some(tx);
         }
         rx
+    }
+
+    /// Send `seen` to the watcher, if any.
+    fn tell(&self, seen: Told) {
+        if let Ok(feed) = self.feed.lock()
+            && let Some(tx) = feed.as_ref()
+        {
+            let _ = tx.send(seen);
+        }
+    }
+
+    /// A UDP `socket()` the filter refused.
+    pub fn refused_udp(&self) {
+        let news = self
+            .net
+            .lock()
+            .is_ok_and(|mut n| !std::mem::replace(&mut n.1, true));
+        if news {
+            self.tell(Told::Udp);
+        }
+    }
+
+    /// A `connect()` to `addr` (read from the caller): recorded when its
+    /// TCP port is not granted.
+    pub fn connecting(&self, addr: std::net::SocketAddr) {
+        let Some(ports) = &self.sandbox.tcp_connect else {
+            return;
+        };
+        if ports.contains(&addr.port()) {
+            return;
+        }
+        let news = self
+            .net
+            .lock()
+            .is_ok_and(|mut n| n.0.len() < MAX_CONNECTIONS && n.0.insert(addr));
+        if news {
+            self.tell(Told::Connect(addr));
+        }
     }
 
     /// What it saw so far.
@@ -134,7 +187,7 @@ pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Obse
         && let Ok(feed) = obs.feed.lock()
         && let Some(tx) = feed.as_ref()
     {
-        let _ = tx.send(news.clone());
+        let _ = tx.send(Told::Path(news.clone()));
     }
 }
 

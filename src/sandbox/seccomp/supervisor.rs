@@ -69,6 +69,9 @@ pub struct Rules {
     /// Observing the calls that name a path: what the observer knows of
     /// the sandbox, and its record.
     pub observe: Option<Arc<Observer>>,
+    /// Report mode: every refusal the filter hands over is recorded and
+    /// logged (else only observed).
+    pub report: bool,
 }
 
 /// A running supervisor.
@@ -112,7 +115,7 @@ impl Supervisor {
 
     /// Each path the sandbox refuses the server, as it is seen (see
     /// [`Observer::watch`]); `None` when not observing.
-    pub fn watch(&self) -> Option<std::sync::mpsc::Receiver<crate::sandbox::observed::Refusal>> {
+    pub fn watch(&self) -> Option<std::sync::mpsc::Receiver<crate::sandbox::observed::Seen>> {
         self.observer.as_ref().map(|o| o.watch())
     }
 }
@@ -232,10 +235,29 @@ fn answer(
                 observer::note(listener, n, call, o);
                 Answer::Continue
             }
+            (Some(o), None) if nr == libc::SYS_connect => {
+                if let Ok(bytes) = read_address(n.pid, n.data.args[1], n.data.args[2])
+                    && still_pending(listener, n.id).is_ok()
+                    && let Some(addr) = inet_address(&bytes)
+                {
+                    o.connecting(addr);
+                }
+                Answer::Continue
+            }
             _ => Answer::Done(0, -libc::EPERM),
         },
         Action::Supervise => Answer::Done(0, -libc::EPERM),
         Action::Errno(errno) => {
+            if nr == libc::SYS_socket
+                && let Some(o) = &rules.observe
+                && matches!(args[0] as i32, libc::AF_INET | libc::AF_INET6)
+                && args[1] as i32 & 0xf == libc::SOCK_DGRAM
+            {
+                o.refused_udp();
+            }
+            if !rules.report {
+                return Answer::Done(0, -errno);
+            }
             let name = d
                 .entry
                 .map_or_else(|| format!("#{nr}"), |e| e.name.to_string());
@@ -352,6 +374,24 @@ fn read_address(pid: u32, ptr: u64, len: u64) -> Result<Vec<u8>, i32> {
         return Err(libc::EFAULT);
     }
     Ok(buf)
+}
+
+/// The IPv4 or IPv6 address and port the bytes of a `sockaddr` name.
+fn inet_address(bytes: &[u8]) -> Option<std::net::SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+    let family = i32::from(u16::from_ne_bytes([*bytes.first()?, *bytes.get(1)?]));
+    let port = u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]);
+    match family {
+        libc::AF_INET => {
+            let ip: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+            Some(SocketAddr::new(Ipv4Addr::from(ip).into(), port))
+        }
+        libc::AF_INET6 => {
+            let ip: [u8; 16] = bytes.get(8..24)?.try_into().ok()?;
+            Some(SocketAddr::new(Ipv6Addr::from(ip).into(), port))
+        }
+        _ => None,
+    }
 }
 
 /// Whether the address bytes name exactly `proxy` (an IPv4-mapped IPv6

@@ -395,3 +395,22 @@ fn locks_go_to_the_supervisor_and_unlocks_do_not() {
     }
     assert_eq!(fcntl(&p, libc::F_SETLEASE), Action::Errno(libc::EPERM));
 }
+
+#[test]
+fn observing_sends_connections_and_refused_udp_sockets_to_the_supervisor() {
+    let mut p = strict();
+    let arch = audit_arch().unwrap();
+    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
+        let t = entries(p);
+        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
+    };
+    let udp = [libc::AF_INET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
+    let tcp = [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
+    assert_eq!(run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]), RET_ALLOW);
+    assert_eq!(run(&p, libc::SYS_socket, udp), RET_ERRNO | libc::EPERM as u32);
+    p.observe = true;
+    assert_eq!(run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]), RET_USER_NOTIF);
+    assert_eq!(run(&p, libc::SYS_socket, udp), RET_USER_NOTIF);
+    // An allowed socket() is not handed over.
+    assert_eq!(run(&p, libc::SYS_socket, tcp), RET_ALLOW);
+}
