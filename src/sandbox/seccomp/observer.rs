@@ -104,8 +104,12 @@ impl Observer {
         }
     }
 
-    /// A UDP `socket()` the filter refused.
+    /// A UDP `socket()` the filter refused (told where the policy gives
+    /// no network at all: with network by domain, names are the proxy's).
     pub fn refused_udp(&self) {
+        if self.sandbox.tcp_connect.is_none() {
+            return;
+        }
         let news = self
             .net
             .lock()
