@@ -205,7 +205,7 @@ pub fn connect_hint(addr: std::net::SocketAddr) -> String {
 
 /// What to tell the user of a UDP socket the sandbox refused the server:
 /// the first step of a name lookup, where the policy gives no network.
-pub const UDP_HINT: &str = "the sandbox refused the server a UDP socket (a name lookup opens one first): this policy gives it no network; if it needs a host, add to the policy: [network] allow_domains = [\"NAME\"] (names are looked up by rootfence's proxy)";
+pub const UDP_HINT: &str = "the sandbox refused the server a UDP socket (a name lookup opens one first): this policy gives it no UDP, so it looks up no name; if it needs a host, add to the policy: [network] allow_domains = [\"NAME\"] (names are looked up by rootfence's proxy)";
 
 /// Whether `path` is (or is in) a shell's or session's startup file or
 /// directory.
