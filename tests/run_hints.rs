@@ -317,3 +317,28 @@ fn a_connection_the_policy_allows_is_not_named() {
     assert!(msg.contains("exit code 10"), "{msg}");
     assert!(!msg.contains("TCP connection"), "{msg}");
 }
+
+/// The network is observed at every start, not only until one goes
+/// through: a server that started before and now fails on a connection
+/// the policy does not grant names it.
+#[test]
+fn network_refusals_are_named_after_a_start_went_through() {
+    let t = Tree::new();
+    let script = t.r.join("server.sh");
+    let flag = t.r.join("connect");
+    std::fs::write(
+        &script,
+        format!(
+            "[ -e '{}' ] && {{ python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9))\"; exit 3; }}\nexec '{}'\n",
+            flag.display(),
+            common::fake_server().display()
+        ),
+    )
+    .unwrap();
+    assert!(start_log(&t, &script).contains("its start is observed"));
+    std::fs::write(&flag, "").unwrap();
+    let failed = start_log(&t, &script);
+    assert!(!failed.contains("its start is observed"), "{failed}");
+    assert!(failed.contains("TCP connection to 127.0.0.1:9"), "{failed}");
+    assert!(failed.contains("[network] tcp_connect = [9]"), "{failed}");
+}

@@ -329,6 +329,12 @@ pub struct SandboxPlan {
     /// starts until one has gone through. Off by default (each such call
     /// then costs nothing).
     pub observe_paths: bool,
+    /// Observe the server's network: a TCP connection to a port the plan
+    /// does not grant and a refused UDP socket are recorded
+    /// ([`crate::sandbox::SandboxedChild::watch_refusals`]). Cheap: `rootfence
+    /// run` sets it on every launch.
+    #[serde(skip)]
+    pub observe_network: bool,
     /// The deny list the plan was made under: what an observed refusal is
     /// judged against ([`crate::refusals`]).
     #[serde(skip)]
@@ -542,6 +548,7 @@ pub fn build(
         resources: policy.raw.resources.clone(),
         report_refusals: false,
         observe_paths: false,
+        observe_network: false,
         deny: policy.deny.clone(),
         warnings,
     }

@@ -10,7 +10,9 @@
 //! the host's error. What the server prints is relayed, never read for
 //! this: a server cannot put words in rootfence's mouth. Once a start has
 //! gone through, later starts are not observed (observing costs a round
-//! trip per path call).
+//! trip per path call). Its network is observed at every start: a TCP
+//! connection to a port the policy does not grant, and a refused UDP
+//! socket (a name lookup's first step), each a rare call.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -63,6 +65,10 @@ impl SandboxLauncher {
 /// The file recording that a server started, in its store's directory.
 const STARTED: &str = "started";
 
+/// How long the reaper waits for the refusals of a dead server to be
+/// judged.
+const REFUSALS_TAIL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// How long the reaper waits for the rest of a dead server's stderr (a
 /// descendant outside its PID namespace may still hold the pipe).
 const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -103,6 +109,7 @@ fn watch_refusals(
     plan: &SandboxPlan,
     env: HostEnv,
     last: Arc<Mutex<Vec<String>>>,
+    done: std::sync::mpsc::SyncSender<()>,
 ) -> tokio::sync::mpsc::UnboundedReceiver<String> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let plan = plan.clone();
@@ -149,6 +156,8 @@ fn watch_refusals(
                     ));
                 }
             }
+            // Every refusal is judged: the server's end may be explained.
+            let _ = done.send(());
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot watch what the sandbox refuses the server: {e}");
@@ -172,17 +181,17 @@ impl Launcher for SandboxLauncher {
         if let Some(f) = &self.started {
             let _ = std::fs::remove_file(f);
         }
-        let mut observed;
-        let plan = if observe && !plan.observe_paths {
+        // Its network always (a connection or a refused socket is a rare
+        // call); its paths while it has not yet started.
+        let mut observed = plan.clone();
+        observed.observe_network = true;
+        if observe && !plan.observe_paths {
             tracing::info!(
                 "the server has not yet started under rootfence: its start is observed, and what the sandbox refuses it is said with the policy line that allows it"
             );
-            observed = plan.clone();
             observed.observe_paths = true;
-            &observed
-        } else {
-            plan
-        };
+        }
+        let plan = &observed;
         // stderr too: the server never holds rootfence's own (which may be
         // a terminal); its lines are relayed to rootfence's stderr.
         let mut child = sandbox::spawn(plan, StdioConfig::all_piped())?;
@@ -191,17 +200,21 @@ impl Launcher for SandboxLauncher {
         let stdout = child.take_stdout().ok_or(LaunchError::NotPiped("stdout"))?;
         let tail = child.take_stderr().map(relay_stderr);
         let last = Arc::new(Mutex::new(Vec::new()));
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
         let denials = child.watch_refusals().map(|rx| {
             let env = HostEnv {
                 home: self.home.clone(),
                 ..HostEnv::current()
             };
-            watch_refusals(rx, plan, env, last.clone())
+            watch_refusals(rx, plan, env, last.clone(), done_tx)
         });
         let diagnose: Box<dyn FnOnce() -> Option<String> + Send> = Box::new(move || {
             if let Some(tail) = tail {
                 tail();
             }
+            // The refusals seen up to the end (the watch ends when the
+            // server's last process has: its supervisor lets go).
+            let _ = done_rx.recv_timeout(REFUSALS_TAIL);
             let last = last.lock().map(|l| l.join("; ")).unwrap_or_default();
             (!last.is_empty()).then_some(last)
         });

@@ -532,6 +532,7 @@ fn prepare(
     let mut filter = FilterPolicy::for_plan(&plan.network, abi, namespaces);
     filter.report = plan.report_refusals;
     filter.observe = plan.observe_paths;
+    filter.observe_network = plan.observe_network;
     if let Some(n) = net {
         n.adjust_filter(&mut filter);
     }
@@ -550,7 +551,7 @@ fn prepare(
         table: seccomp::entries(&filter),
         tcp_bind: plan.network.tcp_bind.clone(),
         proxy: net.and_then(Net::supervised_address),
-        observe: filter.observe.then(|| {
+        observe: (filter.observe || filter.observe_network).then(|| {
             Arc::new(Observer::new(observed_sandbox(
                 plan,
                 namespaces,

@@ -103,6 +103,12 @@ pub struct FilterPolicy {
     /// decides (it grants nothing). Only while rootfence observes a
     /// server: each such call costs a round trip.
     pub observe: bool,
+    /// `connect()` and a refused `socket()` go to the supervisor, which
+    /// records a TCP connection to a port the plan does not grant and a
+    /// refused UDP socket (a name lookup's first step), and lets each go
+    /// on as the kernel and the filter decide. Cheap (these calls are
+    /// few): `rootfence run` observes every server's network.
+    pub observe_network: bool,
     /// `flock()` and `fcntl()`'s record locks go to the supervisor, which
     /// locks only files opened for writing ([`locks`]): a lock on a file
     /// the server may only read would make programs outside wait.
@@ -126,6 +132,7 @@ impl FilterPolicy {
             report: false,
             supervise_connect: false,
             observe: false,
+            observe_network: false,
             locks: true,
         }
     }
@@ -137,6 +144,7 @@ impl FilterPolicy {
             || self.listen == Listen::Supervised
             || self.supervise_connect
             || self.observe
+            || self.observe_network
             || self.locks
     }
 }
@@ -245,11 +253,20 @@ fn compile_err(e: impl std::fmt::Display) -> SandboxError {
 fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
     match action {
         Action::Allow if p.observe && entry.is_some_and(|e| observed(p, e.nr)) => RET_USER_NOTIF,
+        Action::Allow
+            if (p.observe || p.observe_network)
+                && entry.is_some_and(|e| e.nr == libc::SYS_connect) =>
+        {
+            RET_USER_NOTIF
+        }
         Action::Allow => RET_ALLOW,
         Action::Supervise => RET_USER_NOTIF,
         // A refused socket() while observing: a UDP socket is what a name
         // lookup opens first.
-        Action::Errno(_) if p.observe && entry.is_some_and(|e| e.nr == libc::SYS_socket) => {
+        Action::Errno(_)
+            if (p.observe || p.observe_network)
+                && entry.is_some_and(|e| e.nr == libc::SYS_socket) =>
+        {
             RET_USER_NOTIF
         }
         Action::Errno(_) if p.report && !entry.is_some_and(|e| e.quiet) => RET_USER_NOTIF,
@@ -257,13 +274,12 @@ fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
     }
 }
 
-/// Whether call `nr` goes to the supervisor while observing: `connect()`,
-/// and a call that names a path, but one that only looks at it (`stat`,
-/// `access`, ...) only where the server has a view (without one nothing
-/// refuses it: Landlock does not rule on metadata).
+/// Whether call `nr` goes to the supervisor while observing paths: a call
+/// that names a path, but one that only looks at it (`stat`, `access`,
+/// ...) only where the server has a view (without one nothing refuses it:
+/// Landlock does not rule on metadata).
 fn observed(p: &FilterPolicy, nr: i64) -> bool {
-    nr == libc::SYS_connect
-        || paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
+    paths::of(nr).is_some_and(|c| p.namespaces || c.op != paths::PathOp::Look)
 }
 
 /// The audit architecture of this build.

@@ -121,6 +121,7 @@ mod tests {
             report: false,
             supervise_connect: false,
             observe: true,
+            observe_network: false,
             locks: true,
         });
         let mut found = 0;

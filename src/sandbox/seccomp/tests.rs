@@ -2,7 +2,7 @@ use super::*;
 
 fn policies() -> Vec<FilterPolicy> {
     let mut out = Vec::new();
-    for bits in 0..512u32 {
+    for bits in 0..1024u32 {
         let b = |i: u32| bits & (1 << i) != 0;
         out.push(FilterPolicy {
             udp: b(0),
@@ -18,6 +18,7 @@ fn policies() -> Vec<FilterPolicy> {
             supervise_connect: b(6),
             observe: b(7),
             locks: b(8),
+            observe_network: b(9),
         });
     }
     out
@@ -151,6 +152,7 @@ fn strict() -> FilterPolicy {
         report: false,
         supervise_connect: false,
         observe: false,
+        observe_network: false,
         locks: false,
     }
 }
@@ -407,10 +409,17 @@ fn observing_sends_connections_and_refused_udp_sockets_to_the_supervisor() {
     let udp = [libc::AF_INET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
     let tcp = [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
     assert_eq!(run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]), RET_ALLOW);
-    assert_eq!(run(&p, libc::SYS_socket, udp), RET_ERRNO | libc::EPERM as u32);
-    p.observe = true;
-    assert_eq!(run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]), RET_USER_NOTIF);
+    assert_eq!(
+        run(&p, libc::SYS_socket, udp),
+        RET_ERRNO | libc::EPERM as u32
+    );
+    p.observe_network = true;
+    assert_eq!(
+        run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]),
+        RET_USER_NOTIF
+    );
     assert_eq!(run(&p, libc::SYS_socket, udp), RET_USER_NOTIF);
-    // An allowed socket() is not handed over.
+    // An allowed socket() is not handed over, nor a path call.
     assert_eq!(run(&p, libc::SYS_socket, tcp), RET_ALLOW);
+    assert_eq!(run(&p, libc::SYS_openat, [0; 6]), RET_ALLOW);
 }
