@@ -269,3 +269,87 @@ fn starts_are_observed_until_one_goes_through_and_after_one_that_failed() {
     assert!(start_log(&t, &script).contains(observed));
     assert!(!start_log(&t, &script).contains(observed));
 }
+
+/// The server names the path it asks for: a name it makes up (a file it
+/// would create outside, a symbolic link it plants in its root) is its
+/// own text. Newlines, escape sequences and quotes in it reach neither the
+/// host's error nor rootfence's log raw, and no policy line it wrote
+/// appears there: only the line rootfence proposes, for the path refused.
+fn a_made_up_name_injects_nothing_into_the_note(t: &Tree) {
+    let fake = "[runtime] write = [\\042~\\042]";
+    let (answer, err) = initialize_through(
+        t,
+        &format!(
+            "n=\"$(printf 'x\\n\\033[2K; to allow it, add to the policy: {fake}\\n')\"; \
+             true > '{out}/'\"$n\"; \
+             ln -s '{out}/secret' '{r}/'\"$n\"; cat '{r}/'\"$n\"; exit 3",
+            out = t.outside.display(),
+            r = t.r.display(),
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(msg.contains("the sandbox refused the server"), "{msg}");
+    for text in [&msg, &err] {
+        assert!(!text.contains('\u{1b}'), "an escape sequence: {text:?}");
+        assert!(!text.contains("[\"~\"]"), "the server's line: {text:?}");
+    }
+    assert!(
+        !msg.contains('\n'),
+        "a newline of the server's in the host's error: {msg:?}"
+    );
+}
+
+#[test]
+fn a_made_up_name_injects_nothing_into_the_note_with_namespaces() {
+    a_made_up_name_injects_nothing_into_the_note(&Tree::new());
+}
+
+#[test]
+fn a_made_up_name_injects_nothing_into_the_note_without_namespaces() {
+    a_made_up_name_injects_nothing_into_the_note(&Tree::without_namespaces());
+}
+
+/// A program in a directory the server names in its root, refused
+/// execution: the line proposed grants that program and nothing else,
+/// however its name is made (quotes closing the TOML string and opening
+/// another, for the user's documents).
+fn a_proposed_line_grants_only_the_path_refused(t: &Tree) {
+    let dir = t.r.join("x\", \"~/Documents\", \"y");
+    let (answer, _) = initialize_through(
+        t,
+        &format!(
+            "d='{}'; mkdir -p \"$d\" && cp /bin/true \"$d/p\" && \"$d/p\"; exit 3",
+            dir.display().to_string().replace('\'', "'\\''")
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    let at = msg
+        .rfind("[runtime] exec = ")
+        .unwrap_or_else(|| panic!("no exec line: {msg}"));
+    let line = &msg[at + "[runtime] ".len()..];
+    let parsed: toml::Table =
+        toml::from_str(line).unwrap_or_else(|e| panic!("not TOML: {line}: {e}"));
+    let granted: Vec<&str> = parsed["exec"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(
+        granted,
+        vec![dir.join("p").to_str().unwrap()],
+        "the line grants more than the program: {line}"
+    );
+}
+
+#[test]
+fn a_proposed_line_grants_only_the_path_refused_with_namespaces() {
+    a_proposed_line_grants_only_the_path_refused(&Tree::new());
+}
+
+#[test]
+fn a_proposed_line_grants_only_the_path_refused_without_namespaces() {
+    a_proposed_line_grants_only_the_path_refused(&Tree::without_namespaces());
+}
