@@ -357,3 +357,57 @@ fn a_proposed_line_grants_only_the_path_refused_with_namespaces() {
 fn a_proposed_line_grants_only_the_path_refused_without_namespaces() {
     a_proposed_line_grants_only_the_path_refused(&Tree::without_namespaces());
 }
+
+/// The record that a start went through (`started`, in the server's state
+/// directory beside the home it writes) is rootfence's: the server cannot
+/// make it, as a file, a link or a directory, to have its next start go
+/// unobserved.
+fn the_server_cannot_make_its_started_record(t: &Tree) {
+    let script = t.r.join("server.sh");
+    let target = t.r.join("target");
+    std::fs::write(
+        &script,
+        format!(
+            "s=\"$(cat '{target}')\"\n\
+             [ -n \"$s\" ] && {{ touch \"$s/started\"; ln -s /tmp/x \"$s/started\"; mkdir \"$s/started\"; \
+             touch \"$HOME/../started\"; }}\n\
+             cat '{secret}'; exit 3\n",
+            target = target.display(),
+            secret = t.outside.join("secret").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::write(&target, "").unwrap();
+    let script_s = script.display().to_string();
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    assert!(error_message(&answer).contains("exit code 3"));
+    let servers = t.home.join(".local/state/rootfence/servers");
+    let dirs: Vec<_> = std::fs::read_dir(&servers)
+        .unwrap_or_else(|e| panic!("{}: {e}", servers.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    std::fs::write(&target, dirs[0].display().to_string()).unwrap();
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(
+        std::fs::symlink_metadata(dirs[0].join("started")).is_err(),
+        "the server made its record"
+    );
+    // And the start after is observed still: it names what was refused.
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    let msg = error_message(&answer);
+    assert!(msg.contains("the sandbox refused the server"), "{msg}");
+}
+
+#[test]
+fn the_server_cannot_make_its_started_record_with_namespaces() {
+    the_server_cannot_make_its_started_record(&Tree::new());
+}
+
+#[test]
+fn the_server_cannot_make_its_started_record_without_namespaces() {
+    the_server_cannot_make_its_started_record(&Tree::without_namespaces());
+}
