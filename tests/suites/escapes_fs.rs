@@ -1592,3 +1592,74 @@ fn posix_read_lock_raced_onto_a_read_only_file_holds_nothing_outside() {
     let (_probe, seen) = while_it_holds(&t, &code);
     nothing_held_outside(&seen);
 }
+
+#[test]
+fn locks_on_its_own_files_work_for_sqlite_and_multiprocessing() {
+    // The allowed twin of the lock attacks: in the writable root, two
+    // processes writing one sqlite database at once (POSIX locks, busy
+    // waits), and Python's multiprocessing (a lock, a queue, a pool).
+    let t = tree();
+    let code = format!(
+        "import sqlite3, multiprocessing as mp\n\
+         db = '{r}/t.db'\n\
+         c = sqlite3.connect(db); c.execute('create table t (p int, i int)'); c.commit(); c.close()\n\
+         def writer(p):\n\
+         \x20   c = sqlite3.connect(db, timeout=30)\n\
+         \x20   for i in range(50):\n\
+         \x20       c.execute('insert into t values (?, ?)', (p, i)); c.commit()\n\
+         \x20   c.close()\n\
+         def both():\n\
+         \x20   ps = [mp.Process(target=writer, args=(p,)) for p in range(2)]\n\
+         \x20   [p.start() for p in ps]; [p.join() for p in ps]\n\
+         \x20   n = sqlite3.connect(db).execute('select count(*) from t').fetchone()[0]\n\
+         \x20   if n != 100 or any(p.exitcode for p in ps): raise OSError(5, 'rows %d' % n)\n\
+         check('sqlite_two_writers', both)\n\
+         def pool():\n\
+         \x20   with mp.Pool(2) as pl:\n\
+         \x20       if pl.map(abs, [-1, -2, -3]) != [1, 2, 3]: raise OSError(5, 'pool')\n\
+         \x20   l = mp.Lock(); q = mp.Queue()\n\
+         \x20   with l: q.put(1)\n\
+         \x20   if q.get(timeout=10) != 1: raise OSError(5, 'queue')\n\
+         check('multiprocessing', pool)",
+        r = t.r.display(),
+    );
+    t.py(&[], &code)
+        .allowed("sqlite_two_writers")
+        .allowed("multiprocessing");
+}
+
+#[test]
+#[ignore = "HOLE: a lock on a descriptor opened only for reading locks nothing, even on a file in a writable root: flock(1), locks on directories and sqlite's read-only connections exclude no one inside"]
+fn locks_on_read_only_descriptors_of_its_own_files_exclude_each_other() {
+    // flock(1) opens its file O_RDONLY (a directory can only be opened so);
+    // a read-only sqlite connection takes its SHARED lock (F_RDLCK) on a
+    // read-only descriptor. On a file in the writable root these locks
+    // must be real: a second flock(1) inside waits, a writer waits for a
+    // reader.
+    let t = tree();
+    let code = format!(
+        "import subprocess, time, fcntl\n\
+         def busy(argv):\n\
+         \x20   if subprocess.run(argv, stderr=subprocess.DEVNULL).returncode != 0:\n\
+         \x20       raise OSError(errno.EAGAIN, 'busy')\n\
+         f = '{r}/f.lock'\n\
+         a = subprocess.Popen(['flock', f, 'sleep', '1'])\n\
+         time.sleep(0.3)\n\
+         check('flock1_busy', lambda: busy(['flock', '-n', f, 'true']))\n\
+         a.wait()\n\
+         a = subprocess.Popen(['flock', '{r}', 'sleep', '1'])\n\
+         time.sleep(0.3)\n\
+         check('flock1_dir_busy', lambda: busy(['flock', '-n', '{r}', 'true']))\n\
+         a.wait()\n\
+         open('{r}/db', 'w').close()\n\
+         ro = os.open('{r}/db', os.O_RDONLY)\n\
+         fcntl.lockf(ro, fcntl.LOCK_SH)\n\
+         check('posix_reader_excludes_writer', lambda: busy([sys.executable, '-c', \
+         'import fcntl, os; fcntl.lockf(os.open(\"{r}/db\", os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)']))",
+        r = t.r.display(),
+    );
+    t.py(&[], &code)
+        .expect("flock1_busy", "EAGAIN")
+        .expect("flock1_dir_busy", "EAGAIN")
+        .expect("posix_reader_excludes_writer", "EAGAIN");
+}
