@@ -1668,3 +1668,110 @@ fn locks_on_read_only_descriptors_of_its_own_files_exclude_each_other() {
         .expect("flock1_dir_busy", "EAGAIN")
         .expect("posix_reader_excludes_writer", "EAGAIN");
 }
+
+#[test]
+fn waits_given_up_or_beyond_the_bound_hold_nothing_and_leave_locks_working() {
+    // A lock another process holds (a file in the writable root): waits
+    // for it beyond the supervisor's bound are refused (ENOLCK), a wait
+    // interrupted by a signal (no restart) or whose waiter is killed
+    // takes nothing once the holder lets go, and a wait afterwards works:
+    // no waiter is leaked, nothing left locked.
+    let t = tree();
+    let code = format!(
+        "import fcntl, threading, time, subprocess\n\
+         f = '{r}/held.lock'\n\
+         open(f, 'w').close()\n\
+         holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, os, time; fcntl.flock(os.open(\"%s\", os.O_RDWR), fcntl.LOCK_EX); time.sleep(3)' % f])\n\
+         time.sleep(0.3)\n\
+         res = []\n\
+         def wait():\n\
+         \x20   fd = os.open(f, os.O_RDWR)\n\
+         \x20   try:\n\
+         \x20       fcntl.flock(fd, fcntl.LOCK_EX)\n\
+         \x20       res.append('OK')\n\
+         \x20       fcntl.flock(fd, fcntl.LOCK_UN)\n\
+         \x20   except OSError as e:\n\
+         \x20       res.append(errno.errorcode[e.errno])\n\
+         \x20   os.close(fd)\n\
+         ths = [threading.Thread(target=wait, daemon=True) for _ in range(70)]\n\
+         [x.start() for x in ths]\n\
+         time.sleep(0.5)\n\
+         check('beyond_bound', lambda: (_ for _ in ()).throw(OSError(errno.ENOLCK, '')) if 'ENOLCK' in res else None)\n\
+         # A waiter killed while it waits.\n\
+         k = subprocess.Popen([sys.executable, '-c', 'import fcntl, os; fcntl.flock(os.open(\"%s\", os.O_RDWR), fcntl.LOCK_EX); import time; time.sleep(60)' % f])\n\
+         # A wait interrupted by a signal whose handler raises.\n\
+         class Alarm(Exception): pass\n\
+         def on_alarm(*a): raise Alarm()\n\
+         signal.signal(signal.SIGALRM, on_alarm)\n\
+         own = os.open(f, os.O_RDWR)\n\
+         signal.setitimer(signal.ITIMER_REAL, 0.3)\n\
+         try:\n\
+         \x20   fcntl.flock(own, fcntl.LOCK_EX); print('interrupted=took', flush=True)\n\
+         except Alarm:\n\
+         \x20   print('interrupted=EINTR', flush=True)\n\
+         time.sleep(0.2)\n\
+         k.kill(); k.wait()\n\
+         holder.wait()\n\
+         [x.join(10) for x in ths]\n\
+         print('res=' + ','.join(res), flush=True)\n\
+         check('waiters_done', lambda: None if res.count('OK') == 64 and res.count('ENOLCK') == 6 else (_ for _ in ()).throw(OSError(errno.EIO, str(res))))\n\
+         def free():\n\
+         \x20   fd = os.open(f, os.O_RDWR)\n\
+         \x20   fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+         \x20   os.close(fd)\n\
+         check('free_now', free)\n\
+         check('own_free_now', lambda: fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB))",
+        r = t.r.display(),
+    );
+    t.py(&[], &code)
+        .expect("beyond_bound", "ENOLCK")
+        .expect("interrupted", "EINTR")
+        .allowed("waiters_done")
+        .allowed("free_now")
+        .allowed("own_free_now");
+}
+
+#[test]
+fn flock_from_a_thread_raced_onto_a_read_only_file_holds_nothing_outside() {
+    // A lock asked for by a thread that is not its process's first: the
+    // supervisor must copy that thread's descriptor as it does the first's.
+    // (pidfd_open() of a thread's id fails without PIDFD_THREAD; the
+    // supervisor then judged the number by /proc and let the kernel lock
+    // it, and a second thread dup2()ing a read-only descriptor of a
+    // read-granted file onto the number in between got an exclusive
+    // flock() on it, which made flock() outside wait.) The server tries
+    // until /proc/locks shows a lock on the file, or gives up.
+    let t = tree();
+    let code = format!(
+        "import fcntl, threading\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         ino = os.stat('{ro}/file').st_ino\n\
+         T = 100\n\
+         def locked():\n\
+         \x20   with open('/proc/locks') as f:\n\
+         \x20       return any((':%d ' % ino) in l and 'FLOCK' in l for l in f)\n\
+         for i in range(3000):\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = i % 300\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 3): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   def lock():\n\
+         \x20       try: fcntl.flock(T, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+         \x20       except OSError: pass\n\
+         \x20   th = threading.Thread(target=flip); th.start()\n\
+         \x20   lt = threading.Thread(target=lock); lt.start()\n\
+         \x20   go.set(); th.join(); lt.join()\n\
+         \x20   fcntl.flock(A, fcntl.LOCK_UN)\n\
+         \x20   if locked():\n\
+         \x20       print('won=%d' % i, flush=True)\n\
+         \x20       break",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (_probe, seen) = while_it_holds(&t, &code);
+    nothing_held_outside(&seen);
+}
