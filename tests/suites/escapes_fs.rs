@@ -1693,10 +1693,6 @@ fn waits_given_up_or_beyond_the_bound_hold_nothing_and_leave_locks_working() {
          \x20   except OSError as e:\n\
          \x20       res.append(errno.errorcode[e.errno])\n\
          \x20   os.close(fd)\n\
-         ths = [threading.Thread(target=wait, daemon=True) for _ in range(70)]\n\
-         [x.start() for x in ths]\n\
-         time.sleep(0.5)\n\
-         check('beyond_bound', lambda: (_ for _ in ()).throw(OSError(errno.ENOLCK, '')) if 'ENOLCK' in res else None)\n\
          # A waiter killed while it waits.\n\
          k = subprocess.Popen([sys.executable, '-c', 'import fcntl, os; fcntl.flock(os.open(\"%s\", os.O_RDWR), fcntl.LOCK_EX); import time; time.sleep(60)' % f])\n\
          # A wait interrupted by a signal whose handler raises.\n\
@@ -1709,8 +1705,12 @@ fn waits_given_up_or_beyond_the_bound_hold_nothing_and_leave_locks_working() {
          \x20   fcntl.flock(own, fcntl.LOCK_EX); print('interrupted=took', flush=True)\n\
          except Alarm:\n\
          \x20   print('interrupted=EINTR', flush=True)\n\
-         time.sleep(0.2)\n\
          k.kill(); k.wait()\n\
+         time.sleep(0.2)\n\
+         ths = [threading.Thread(target=wait, daemon=True) for _ in range(70)]\n\
+         [x.start() for x in ths]\n\
+         time.sleep(0.5)\n\
+         check('beyond_bound', lambda: (_ for _ in ()).throw(OSError(errno.ENOLCK, '')) if 'ENOLCK' in res else None)\n\
          holder.wait()\n\
          [x.join(10) for x in ths]\n\
          print('res=' + ','.join(res), flush=True)\n\
