@@ -411,3 +411,29 @@ fn the_server_cannot_make_its_started_record_with_namespaces() {
 fn the_server_cannot_make_its_started_record_without_namespaces() {
     the_server_cannot_make_its_started_record(&Tree::without_namespaces());
 }
+
+/// Calls that fail whatever the sandbox says (`mkdir` of what exists,
+/// `unlink` and `rmdir` of what does not) are no refusal: nothing is
+/// named, no line proposed for the directory they are in.
+fn calls_the_kernel_fails_anyway_are_not_named(t: &Tree) {
+    let out = t.outside.display().to_string();
+    let (answer, _) = initialize_through(
+        t,
+        &format!(
+            "mkdir '{out}' 2>/dev/null; rm -f '{out}/none'; rmdir '{out}/none-dir' 2>/dev/null; exit 3"
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(!msg.contains("sandbox refused"), "{msg}");
+}
+
+#[test]
+fn calls_the_kernel_fails_anyway_are_not_named_with_namespaces() {
+    calls_the_kernel_fails_anyway_are_not_named(&Tree::new());
+}
+
+#[test]
+fn calls_the_kernel_fails_anyway_are_not_named_without_namespaces() {
+    calls_the_kernel_fails_anyway_are_not_named(&Tree::without_namespaces());
+}
