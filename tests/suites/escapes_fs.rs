@@ -1393,6 +1393,11 @@ fn locks_on_files_it_may_only_read_hold_nothing_outside() {
 /// on `<ro>/file`. Returns what the server printed before `held` and what
 /// the process outside saw (`name=RESULT` lines).
 fn while_it_holds(t: &common::Tree, code: &str) -> (Probe, String) {
+    while_it_holds_on(t, code, &t.ro.join("file"))
+}
+
+/// [`while_it_holds`], with [`LOCKS_HELD_OUTSIDE`] run on `file`.
+fn while_it_holds_on(t: &common::Tree, code: &str, file: &std::path::Path) -> (Probe, String) {
     let py = common::python();
     let code = format!("{}\n{code}\nprint('held', flush=True)\nsys.stdin.read()", common::PRELUDE);
     let mut child = t
@@ -1414,7 +1419,7 @@ fn while_it_holds(t: &common::Tree, code: &str) -> (Probe, String) {
     }
     let outside = std::process::Command::new(&py)
         .args(["-c", LOCKS_HELD_OUTSIDE])
-        .arg(&t.ro)
+        .arg(file)
         .output()
         .expect("python outside");
     drop(child.stdin.take());
@@ -1430,7 +1435,7 @@ fn while_it_holds(t: &common::Tree, code: &str) -> (Probe, String) {
     (probe, seen)
 }
 
-/// Outside, on `<argv[1]>/file`: an exclusive flock(), POSIX and OFD lock,
+/// Outside, on the file `argv[1]`: an exclusive flock(), POSIX and OFD lock,
 /// each without waiting, and an open for writing that a lease would make
 /// wait (`O_NONBLOCK`: `EWOULDBLOCK` under a lease).
 const LOCKS_HELD_OUTSIDE: &str = "import fcntl, struct, errno, os, sys\n\
@@ -1439,7 +1444,7 @@ const LOCKS_HELD_OUTSIDE: &str = "import fcntl, struct, errno, os, sys\n\
      \x20       f(); return 'OK'\n\
      \x20   except OSError as e:\n\
      \x20       return errno.errorcode.get(e.errno, str(e.errno))\n\
-     p = sys.argv[1] + '/file'\n\
+     p = sys.argv[1]\n\
      f = os.open(p, os.O_RDWR)\n\
      print('flock=' + t(lambda: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
      print('posix=' + t(lambda: fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
@@ -1773,5 +1778,28 @@ fn flock_from_a_thread_raced_onto_a_read_only_file_holds_nothing_outside() {
         r = t.r.display(),
     );
     let (_probe, seen) = while_it_holds(&t, &code);
+    nothing_held_outside(&seen);
+}
+
+#[test]
+fn locks_on_devices_it_may_write_hold_nothing_outside() {
+    // /dev/null is writable by everyone, the server too, and the same
+    // device outside: an exclusive lock on it (flock, POSIX, OFD) made
+    // flock /dev/null outside wait. A lock on a device is the server's
+    // alone; writing it still works.
+    let t = tree();
+    let code = "import fcntl, struct\n\
+         n = os.open('/dev/null', os.O_RDWR)\n\
+         check('flock_null', lambda: fcntl.flock(n, fcntl.LOCK_EX))\n\
+         check('posix_null', lambda: fcntl.lockf(n, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         m = os.open('/dev/null', os.O_WRONLY)\n\
+         check('ofd_null', lambda: fcntl.fcntl(m, 37, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)))\n\
+         check('write_null', lambda: os.write(n, b'x'))";
+    let (probe, seen) = while_it_holds_on(&t, code, std::path::Path::new("/dev/null"));
+    probe
+        .allowed("flock_null")
+        .allowed("posix_null")
+        .allowed("ofd_null")
+        .allowed("write_null");
     nothing_held_outside(&seen);
 }
