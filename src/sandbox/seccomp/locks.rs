@@ -22,6 +22,9 @@
 //! - POSIX record locks belong to the process, which the supervisor cannot
 //!   take them for: on a descriptor opened for writing the kernel runs the
 //!   call.
+//! - **a device** (`/dev/null`, a terminal: writable by everyone, and the
+//!   same device outside): as a file opened only for reading, whatever the
+//!   open mode.
 //!
 //! # Security
 //!
@@ -120,6 +123,11 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif) -> Answer
             Ask::Posix { write: true } => Answer::Done(0, -libc::EBADF),
             _ => Answer::Done(0, 0),
         };
+    }
+    // A device (/dev/null, a terminal) is the same outside: what the
+    // server may write there is no file of its own to lock.
+    if is_device(&file) {
+        return Answer::Done(0, 0);
     }
     match ask {
         Ask::Posix { .. } => Answer::Continue,
@@ -241,6 +249,14 @@ fn fd_flags(f: &OwnedFd) -> Result<i32, i32> {
         return Err(last());
     }
     Ok(r)
+}
+
+/// Whether `f` is a character or block device.
+fn is_device(f: &OwnedFd) -> bool {
+    rustix::fs::fstat(f).is_ok_and(|st| {
+        let kind = st.st_mode & libc::S_IFMT;
+        kind == libc::S_IFCHR || kind == libc::S_IFBLK
+    })
 }
 
 fn errno_of(r: libc::c_int) -> Result<(), i32> {
