@@ -69,6 +69,9 @@ pub struct Rules {
     /// Observing the calls that name a path: what the observer knows of
     /// the sandbox, and its record.
     pub observe: Option<Arc<Observer>>,
+    /// The files the server may write, whose locks are real though it
+    /// opened them only for reading (see [`locks`]).
+    pub writable: locks::Writable,
 }
 
 /// A running supervisor.
@@ -217,7 +220,7 @@ fn answer(
             }
         }
         Action::Supervise if nr == libc::SYS_flock || nr == libc::SYS_fcntl => {
-            locks::answer(shared, n)
+            locks::answer(shared, n, &rules.writable)
         }
         Action::Supervise if nr == libc::SYS_connect => {
             match supervised_connect(listener, n, rules) {
