@@ -146,7 +146,7 @@ pub fn verdict(r: &Refusal, cx: &Context<'_>) -> Verdict {
 /// program's endpoint, a link itself, another user's file.
 pub fn hint(r: &Refusal, cx: &Context<'_>) -> Option<String> {
     let home = cx.env.home.as_deref();
-    let name = crate::runtime::shown(&r.path, home);
+    let name = crate::runtime::shown_quoted(&r.path, home);
     let what = if r.in_dir {
         format!("the sandbox refused the server a change in {name} ({r})")
     } else {
@@ -160,7 +160,8 @@ pub fn hint(r: &Refusal, cx: &Context<'_>) -> Option<String> {
                 Right::Write => "write",
             };
             Some(format!(
-                "{what}; to allow it, add to the policy: [runtime] {key} = [\"{name}\"]"
+                "{what}; to allow it, add to the policy: [runtime] {key} = [{}]",
+                crate::runtime::shown_toml(&r.path, home)
             ))
         }
         Verdict::Denied {
@@ -305,6 +306,27 @@ mod tests {
         ] {
             assert_eq!(h(path, Need::Read, kind, uid), None, "{path}");
         }
+    }
+
+    #[test]
+    fn a_name_is_quoted_in_prose_and_one_toml_string_in_the_line() {
+        let odd = "/home/u/x\", \"~/Documents\", \"y\n\u{1b}[2K/p";
+        let line = h(odd, Need::Exec, Kind::File, 1000).unwrap();
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line:?}");
+        let toml_line = &line[line.rfind("[runtime] ").unwrap() + "[runtime] ".len()..];
+        let t: toml::Table = toml::from_str(toml_line).unwrap();
+        let granted = t["exec"].as_array().unwrap();
+        assert_eq!(granted.len(), 1, "{toml_line}");
+        assert_eq!(
+            granted[0].as_str().unwrap(),
+            "~/x\", \"~/Documents\", \"y\n\u{1b}[2K/p"
+        );
+        // Ordinary names are shown as they are.
+        let plain = h("/home/u/.fakepm/cache-1.2", Need::Read, Kind::Dir, 1000).unwrap();
+        assert!(
+            plain.contains("refused the server ~/.fakepm/cache-1.2 ("),
+            "{plain}"
+        );
     }
 
     #[test]

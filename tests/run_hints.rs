@@ -342,3 +342,171 @@ fn network_refusals_are_named_after_a_start_went_through() {
     assert!(failed.contains("TCP connection to 127.0.0.1:9"), "{failed}");
     assert!(failed.contains("[network] tcp_connect = [9]"), "{failed}");
 }
+
+/// The server names the path it asks for: a name it makes up (a file it
+/// would create outside, a symbolic link it plants in its root) is its
+/// own text. Newlines, escape sequences and quotes in it reach neither the
+/// host's error nor rootfence's log raw, and no policy line it wrote
+/// appears there: only the line rootfence proposes, for the path refused.
+fn a_made_up_name_injects_nothing_into_the_note(t: &Tree) {
+    let fake = "[runtime] write = [\\042~\\042]";
+    let (answer, err) = initialize_through(
+        t,
+        &format!(
+            "n=\"$(printf 'x\\n\\033[2K; to allow it, add to the policy: {fake}\\n')\"; \
+             true > '{out}/'\"$n\"; \
+             ln -s '{out}/secret' '{r}/'\"$n\"; cat '{r}/'\"$n\"; exit 3",
+            out = t.outside.display(),
+            r = t.r.display(),
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(msg.contains("the sandbox refused the server"), "{msg}");
+    // rootfence's own lines (the server's stderr is relayed as it is).
+    let own = err
+        .lines()
+        .filter(|l| l.contains("the sandbox refused the server"));
+    for text in std::iter::once(msg.as_str()).chain(own) {
+        assert!(!text.contains('\u{1b}'), "an escape sequence: {text:?}");
+        assert!(!text.contains("[\"~\"]"), "the server's line: {text:?}");
+    }
+    assert!(
+        !msg.contains('\n'),
+        "a newline of the server's in the host's error: {msg:?}"
+    );
+}
+
+#[test]
+fn a_made_up_name_injects_nothing_into_the_note_with_namespaces() {
+    a_made_up_name_injects_nothing_into_the_note(&Tree::new());
+}
+
+#[test]
+fn a_made_up_name_injects_nothing_into_the_note_without_namespaces() {
+    a_made_up_name_injects_nothing_into_the_note(&Tree::without_namespaces());
+}
+
+/// A program in a directory the server names in its root, refused
+/// execution: the line proposed grants that program and nothing else,
+/// however its name is made (quotes closing the TOML string and opening
+/// another, for the user's documents).
+fn a_proposed_line_grants_only_the_path_refused(t: &Tree) {
+    let dir = t.r.join("x\", \"~/Documents\", \"y");
+    let (answer, _) = initialize_through(
+        t,
+        &format!(
+            "d='{}'; mkdir -p \"$d\" && cp /bin/true \"$d/p\" && \"$d/p\"; exit 3",
+            dir.display().to_string().replace('\'', "'\\''")
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    let at = msg
+        .rfind("[runtime] exec = ")
+        .unwrap_or_else(|| panic!("no exec line: {msg}"));
+    let line = &msg[at + "[runtime] ".len()..];
+    let parsed: toml::Table =
+        toml::from_str(line).unwrap_or_else(|e| panic!("not TOML: {line}: {e}"));
+    let granted: Vec<&str> = parsed["exec"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(
+        granted,
+        vec![dir.join("p").to_str().unwrap()],
+        "the line grants more than the program: {line}"
+    );
+}
+
+#[test]
+fn a_proposed_line_grants_only_the_path_refused_with_namespaces() {
+    a_proposed_line_grants_only_the_path_refused(&Tree::new());
+}
+
+#[test]
+fn a_proposed_line_grants_only_the_path_refused_without_namespaces() {
+    a_proposed_line_grants_only_the_path_refused(&Tree::without_namespaces());
+}
+
+/// The record that a start went through (`started`, in the server's state
+/// directory beside the home it writes) is rootfence's: the server cannot
+/// make it, as a file, a link or a directory, to have its next start go
+/// unobserved.
+fn the_server_cannot_make_its_started_record(t: &Tree) {
+    let script = t.r.join("server.sh");
+    let target = t.r.join("target");
+    std::fs::write(
+        &script,
+        format!(
+            "s=\"$(cat '{target}')\"\n\
+             [ -n \"$s\" ] && {{ touch \"$s/started\"; ln -s /tmp/x \"$s/started\"; mkdir \"$s/started\"; \
+             touch \"$HOME/../started\"; }}\n\
+             cat '{secret}'; exit 3\n",
+            target = target.display(),
+            secret = t.outside.join("secret").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::write(&target, "").unwrap();
+    let script_s = script.display().to_string();
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    assert!(error_message(&answer).contains("exit code 3"));
+    let servers = t.home.join(".local/state/rootfence/servers");
+    let dirs: Vec<_> = std::fs::read_dir(&servers)
+        .unwrap_or_else(|e| panic!("{}: {e}", servers.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    std::fs::write(&target, dirs[0].display().to_string()).unwrap();
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(
+        std::fs::symlink_metadata(dirs[0].join("started")).is_err(),
+        "the server made its record"
+    );
+    // And the start after is observed still: it names what was refused.
+    let (answer, _) = initialize_through(t, &format!(". '{script_s}'"));
+    let msg = error_message(&answer);
+    assert!(msg.contains("the sandbox refused the server"), "{msg}");
+}
+
+#[test]
+fn the_server_cannot_make_its_started_record_with_namespaces() {
+    the_server_cannot_make_its_started_record(&Tree::new());
+}
+
+#[test]
+fn the_server_cannot_make_its_started_record_without_namespaces() {
+    the_server_cannot_make_its_started_record(&Tree::without_namespaces());
+}
+
+/// Calls that fail whatever the sandbox says (`mkdir` of what exists,
+/// `unlink` and `rmdir` of what does not) are no refusal: nothing is
+/// named, no line proposed for the directory they are in.
+fn calls_the_kernel_fails_anyway_are_not_named(t: &Tree) {
+    let out = t.outside.display().to_string();
+    let (answer, _) = initialize_through(
+        t,
+        &format!(
+            "mkdir '{out}' 2>/dev/null; rm -f '{out}/none'; rmdir '{out}/none-dir' 2>/dev/null; exit 3"
+        ),
+    );
+    let msg = error_message(&answer);
+    assert!(msg.contains("exit code 3"), "{msg}");
+    assert!(!msg.contains("sandbox refused"), "{msg}");
+}
+
+#[test]
+fn calls_the_kernel_fails_anyway_are_not_named_with_namespaces() {
+    calls_the_kernel_fails_anyway_are_not_named(&Tree::new());
+}
+
+#[test]
+fn calls_the_kernel_fails_anyway_are_not_named_without_namespaces() {
+    calls_the_kernel_fails_anyway_are_not_named(&Tree::without_namespaces());
+}

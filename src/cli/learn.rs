@@ -29,7 +29,7 @@ use crate::netproxy::{Target, TargetHost};
 use crate::policy::{ExtraKind, ExtraPath, Policy};
 use crate::refusals::{self as propose, Context, Right, Verdict};
 use crate::roots::Origin;
-use crate::runtime::{HostEnv, shown};
+use crate::runtime::{HostEnv, shown_quoted, shown_toml};
 use crate::sandbox::observed::{Need, Observed, Refusal};
 use crate::sandbox::{self, StdioConfig};
 
@@ -238,7 +238,7 @@ fn take(
 ) -> usize {
     let mut new = 0;
     for r in refused.iter().filter(|r| looks == (r.need == Need::Look)) {
-        let name = shown(&r.path, home);
+        let name = shown_quoted(&r.path, home);
         match propose::verdict(r, cx) {
             Verdict::Denied {
                 rule,
@@ -391,7 +391,7 @@ fn print_policy(learned: &[Learned], hosts: &[Target], home: Option<&Path>, star
         }
     );
     for l in learned {
-        let _ = writeln!(out, "# {}: {}", shown(&l.path, home), l.why);
+        let _ = writeln!(out, "# {}: {}", shown_quoted(&l.path, home), l.why);
     }
     let _ = writeln!(out, "[runtime]");
     for (key, kind) in [
@@ -402,7 +402,7 @@ fn print_policy(learned: &[Learned], hosts: &[Target], home: Option<&Path>, star
         let list: Vec<String> = learned
             .iter()
             .filter(|l| l.kinds().contains(&kind))
-            .map(|l| format!("\"{}\"", shown(&l.path, home)))
+            .map(|l| shown_toml(&l.path, home))
             .collect();
         if !list.is_empty() {
             let _ = writeln!(out, "{key} = [{}]", list.join(", "));

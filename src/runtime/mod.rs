@@ -393,6 +393,45 @@ pub fn shown(path: &Path, home: Option<&Path>) -> String {
     }
 }
 
+/// [`shown`] for prose a server's names may reach (a note to the host, a
+/// line of `rootfence learn`): as it is when it holds only letters, digits
+/// and the punctuation of ordinary paths; else quoted, with quotes,
+/// backslashes and control characters (newlines, escape sequences)
+/// escaped, so that no name reads as rootfence's own words.
+pub fn shown_quoted(path: &Path, home: Option<&Path>) -> String {
+    quoted(&shown(path, home))
+}
+
+/// `s` as it is when plain (see [`shown_quoted`]), else quoted and escaped.
+pub fn quoted(s: &str) -> String {
+    let plain = s
+        .chars()
+        .all(|c| c.is_alphanumeric() || "._~/+-@%,=: ".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("{s:?}")
+    }
+}
+
+/// [`shown`] as a TOML string, for a policy line: the line grants that
+/// path and nothing else, whatever its name holds.
+pub fn shown_toml(path: &Path, home: Option<&Path>) -> String {
+    // One TOML basic string on one line: quotes, backslashes and control
+    // characters escaped (the toml crate may write a multi-line string).
+    let mut out = String::from("\"");
+    for c in shown(path, home).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Resolve `argv` and gather what the general rules grant it under
 /// `policy`.
 ///

@@ -222,7 +222,8 @@ impl fmt::Display for Refusal {
             self.by, self.outside.kind, self.call
         )?;
         if let Some(a) = &self.asked {
-            write!(f, ", asked as {}", a.display())?;
+            // The server's own words: quoted, escaped.
+            write!(f, ", asked as {:?}", a.display().to_string())?;
         }
         Ok(())
     }

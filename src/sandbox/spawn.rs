@@ -559,6 +559,18 @@ fn prepare(
                 layout,
             )))
         }),
+        writable: if namespaces {
+            seccomp::locks::Writable::View
+        } else {
+            let mut under: Vec<PathBuf> = observed_sandbox(plan, false, true, layout)
+                .grants
+                .into_iter()
+                .filter(|(_, r)| r.write)
+                .map(|(p, _)| p)
+                .collect();
+            under.extend(plan.home_store.as_ref().map(|s| s.home()));
+            seccomp::locks::Writable::Under(under)
+        },
     });
     let view = if namespaces {
         let no_fds = std::collections::HashMap::new();

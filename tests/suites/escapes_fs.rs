@@ -1387,3 +1387,427 @@ fn locks_on_files_it_may_only_read_hold_nothing_outside() {
     assert!(["EAGAIN", "EACCES"].contains(&got("posix_rw").as_str()), "{seen}");
     assert!(["EAGAIN", "EACCES"].contains(&got("ofd_rw").as_str()), "{seen}");
 }
+
+/// Run `code` (Python, after [`common::PRELUDE`]) confined until it prints
+/// `held`; while it waits on its stdin, run [`LOCKS_HELD_OUTSIDE`] outside
+/// on `<ro>/file`. Returns what the server printed before `held` and what
+/// the process outside saw (`name=RESULT` lines).
+fn while_it_holds(t: &common::Tree, code: &str) -> (Probe, String) {
+    while_it_holds_on(t, code, &t.ro.join("file"))
+}
+
+/// [`while_it_holds`], with [`LOCKS_HELD_OUTSIDE`] run on `file`.
+fn while_it_holds_on(t: &common::Tree, code: &str, file: &std::path::Path) -> (Probe, String) {
+    let py = common::python();
+    let code = format!("{}\n{code}\nprint('held', flush=True)\nsys.stdin.read()", common::PRELUDE);
+    let mut child = t
+        .command(&[], &[py.to_str().unwrap_or("python3"), "-c", &code])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start rootfence exec");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut inside = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut out, &mut line).expect("the server's answers");
+        if n == 0 || line.trim() == "held" {
+            break;
+        }
+        inside.push_str(&line);
+    }
+    let outside = std::process::Command::new(&py)
+        .args(["-c", LOCKS_HELD_OUTSIDE])
+        .arg(file)
+        .output()
+        .expect("python outside");
+    drop(child.stdin.take());
+    let done = child.wait_with_output().expect("wait for rootfence exec");
+    let seen = String::from_utf8_lossy(&outside.stdout).into_owned()
+        + &String::from_utf8_lossy(&outside.stderr)
+        + &String::from_utf8_lossy(&done.stderr);
+    let probe = Probe::new(std::process::Output {
+        status: done.status,
+        stdout: inside.into_bytes(),
+        stderr: done.stderr,
+    });
+    (probe, seen)
+}
+
+/// Outside, on the file `argv[1]`: an exclusive flock(), POSIX and OFD lock,
+/// each without waiting, and an open for writing that a lease would make
+/// wait (`O_NONBLOCK`: `EWOULDBLOCK` under a lease).
+const LOCKS_HELD_OUTSIDE: &str = "import fcntl, struct, errno, os, sys\n\
+     def t(f):\n\
+     \x20   try:\n\
+     \x20       f(); return 'OK'\n\
+     \x20   except OSError as e:\n\
+     \x20       return errno.errorcode.get(e.errno, str(e.errno))\n\
+     p = sys.argv[1]\n\
+     f = os.open(p, os.O_RDWR)\n\
+     print('flock=' + t(lambda: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     print('posix=' + t(lambda: fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+     fcntl.lockf(f, fcntl.LOCK_UN)\n\
+     g = os.open(p, os.O_RDWR)\n\
+     print('ofd=' + t(lambda: fcntl.fcntl(g, 37, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))))\n\
+     print('open=' + t(lambda: os.close(os.open(p, os.O_RDWR | os.O_NONBLOCK))))\n";
+
+fn nothing_held_outside(seen: &str) {
+    for name in ["flock", "posix", "ofd", "open"] {
+        let got = seen
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} outside: {seen}"));
+        assert_eq!(got, "OK", "{name} waits outside: {seen}");
+    }
+}
+
+#[test]
+fn lock_variants_on_a_file_it_may_only_read_hold_nothing_outside() {
+    // Every other way to ask for a lock, a lease or a writable descriptor
+    // on a read-granted file: raw calls with the command's upper 32 bits
+    // set (the kernel reads the low 32, as the filter does), SEEK_END and
+    // SEEK_CUR ranges, a negative length, l_pid set, flock() with
+    // LOCK_UN or LOCK_MAND beside another operation, conversions, leases,
+    // O_PATH descriptors, /proc/self/fd reopened for writing, hard links
+    // into the writable root, F_SETFL, and locks taken by a child that
+    // then execs and stays. Nothing outside waits afterwards.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, ctypes\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         libc.syscall.restype = ctypes.c_long\n\
+         def sc(nr, *a):\n\
+         \x20   r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])\n\
+         \x20   if r < 0:\n\
+         \x20       e = ctypes.get_errno(); raise OSError(e, os.strerror(e))\n\
+         def lk(kind, whence=0, start=0, ln=0, pid=0):\n\
+         \x20   return struct.pack('hhqqi', kind, whence, start, ln, pid)\n\
+         buf = ctypes.create_string_buffer(lk(fcntl.F_RDLCK), 32)\n\
+         NR_FCNTL = {fcntl_nr}\n\
+         NR_FLOCK = {flock_nr}\n\
+         HI = 1 << 32\n\
+         F = os.open('{ro}/file', os.O_RDONLY)\n\
+         check('fcntl_hi_setlk', lambda: sc(NR_FCNTL, F, HI | fcntl.F_SETLK, ctypes.addressof(buf)))\n\
+         check('fcntl_hi_ofd', lambda: sc(NR_FCNTL, F, HI | 37, ctypes.addressof(buf)))\n\
+         check('setlkw_end', lambda: fcntl.fcntl(F, fcntl.F_SETLKW, lk(fcntl.F_RDLCK, 2, -3)))\n\
+         os.lseek(F, 3, 0)\n\
+         check('setlk_cur_neg', lambda: fcntl.fcntl(F, fcntl.F_SETLK, lk(fcntl.F_RDLCK, 1, 2, -2)))\n\
+         check('setlk_pid', lambda: fcntl.fcntl(F, fcntl.F_SETLK, lk(fcntl.F_RDLCK, 0, 0, 0, 1)))\n\
+         check('ofdw_end', lambda: fcntl.fcntl(F, 38, lk(fcntl.F_RDLCK, 2, -1)))\n\
+         check('flock_sh_un', lambda: sc(NR_FLOCK, F, fcntl.LOCK_SH | fcntl.LOCK_UN))\n\
+         check('flock_ex_un_nb', lambda: sc(NR_FLOCK, F, fcntl.LOCK_EX | fcntl.LOCK_UN | fcntl.LOCK_NB))\n\
+         check('flock_mand', lambda: sc(NR_FLOCK, F, 32 | fcntl.LOCK_EX))\n\
+         check('flock_hi', lambda: sc(NR_FLOCK, F, HI | fcntl.LOCK_EX))\n\
+         check('flock_conv', lambda: (fcntl.flock(F, fcntl.LOCK_SH), fcntl.flock(F, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+         check('lease', lambda: fcntl.fcntl(F, 1024, fcntl.F_RDLCK))\n\
+         check('lease_hi', lambda: sc(NR_FCNTL, F, HI | 1024, fcntl.F_RDLCK))\n\
+         check('reopen_rw', lambda: os.open('/proc/self/fd/%d' % F, os.O_RDWR))\n\
+         P = os.open('{ro}/file', os.O_PATH)\n\
+         check('opath_flock', lambda: fcntl.flock(P, fcntl.LOCK_SH))\n\
+         check('opath_ofd', lambda: fcntl.fcntl(P, 37, lk(fcntl.F_RDLCK)))\n\
+         check('opath_reopen_rw', lambda: os.open('/proc/self/fd/%d' % P, os.O_RDWR))\n\
+         check('setfl_rdwr', lambda: (fcntl.fcntl(F, fcntl.F_SETFL, os.O_RDWR), fcntl.lockf(F, fcntl.LOCK_EX | fcntl.LOCK_NB)))\n\
+         check('link_in', lambda: os.link('{ro}/file', '{r}/hl'))\n\
+         check('link_proc', lambda: os.link('/proc/self/fd/%d' % F, '{r}/hl2', follow_symlinks=True))\n\
+         rd, wr = os.pipe()\n\
+         if os.fork() == 0:\n\
+         \x20   fcntl.flock(F, fcntl.LOCK_EX)\n\
+         \x20   fcntl.lockf(F, fcntl.LOCK_SH)\n\
+         \x20   fcntl.fcntl(F, 38, lk(fcntl.F_RDLCK))\n\
+         \x20   os.write(wr, b'x')\n\
+         \x20   os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(30)'])\n\
+         os.read(rd, 1)",
+        fcntl_nr = libc::SYS_fcntl,
+        flock_nr = libc::SYS_flock,
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    probe
+        .allowed("fcntl_hi_setlk")
+        .allowed("fcntl_hi_ofd")
+        .allowed("setlkw_end")
+        .allowed("setlk_cur_neg")
+        .allowed("setlk_pid")
+        .allowed("ofdw_end")
+        .expect("flock_sh_un", "EINVAL")
+        .expect("flock_ex_un_nb", "EINVAL")
+        .allowed("flock_conv")
+        .expect("lease", "EPERM")
+        .expect("lease_hi", "EPERM")
+        .expect("opath_flock", "EBADF")
+        .expect("opath_ofd", "EBADF")
+        .expect("setfl_rdwr", "EBADF")
+        .refused("reopen_rw")
+        .refused("opath_reopen_rw")
+        .refused("link_in")
+        .refused("link_proc");
+    nothing_held_outside(&seen);
+}
+
+#[test]
+#[ignore = "HOLE (documented race, won in well under a second): a POSIX read lock on a read-only file, by swapping the descriptor number between the supervisor's check and the kernel's call"]
+fn posix_read_lock_raced_onto_a_read_only_file_holds_nothing_outside() {
+    // F_SETLK is judged on the descriptor the number names when the
+    // supervisor looks, then CONTINUEd: the kernel takes the number again.
+    // A second thread dup2()s a read-only descriptor of a read-granted
+    // file onto it in between, and the kernel grants the read lock (a read
+    // lock needs only read access), which makes a writer outside (sqlite,
+    // any F_WRLCK) wait. The server checks each try from a child (another
+    // lock owner, F_GETLK) and stops once it holds the lock.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         while tries < 5000:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 5): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   if locked():\n\
+         \x20       print('won=%d' % tries, flush=True)\n\
+         \x20       break",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (_probe, seen) = while_it_holds(&t, &code);
+    nothing_held_outside(&seen);
+}
+
+#[test]
+fn locks_on_its_own_files_work_for_sqlite_and_multiprocessing() {
+    // The allowed twin of the lock attacks: in the writable root, two
+    // processes writing one sqlite database at once (POSIX locks, busy
+    // waits), and Python's multiprocessing (a lock, a queue, a pool) where
+    // the server has a view of its own.
+    let t = tree();
+    let code = format!(
+        "import sqlite3, multiprocessing as mp\n\
+         db = '{r}/t.db'\n\
+         c = sqlite3.connect(db); c.execute('create table t (p int, i int)'); c.commit(); c.close()\n\
+         def writer(p):\n\
+         \x20   c = sqlite3.connect(db, timeout=30)\n\
+         \x20   for i in range(50):\n\
+         \x20       c.execute('insert into t values (?, ?)', (p, i)); c.commit()\n\
+         \x20   c.close()\n\
+         def both():\n\
+         \x20   ps = [mp.Process(target=writer, args=(p,)) for p in range(2)]\n\
+         \x20   [p.start() for p in ps]; [p.join() for p in ps]\n\
+         \x20   n = sqlite3.connect(db).execute('select count(*) from t').fetchone()[0]\n\
+         \x20   if n != 100 or any(p.exitcode for p in ps): raise OSError(5, 'rows %d' % n)\n\
+         check('sqlite_two_writers', both)\n\
+         def pool():\n\
+         \x20   with mp.Pool(2) as pl:\n\
+         \x20       if pl.map(abs, [-1, -2, -3]) != [1, 2, 3]: raise OSError(5, 'pool')\n\
+         \x20   l = mp.Lock(); q = mp.Queue()\n\
+         \x20   with l: q.put(1)\n\
+         \x20   if q.get(timeout=10) != 1: raise OSError(5, 'queue')\n\
+         check('multiprocessing', pool)",
+        r = t.r.display(),
+    );
+    let probe = t.py(&[], &code);
+    probe.allowed("sqlite_two_writers");
+    // Its semaphores live in /dev/shm, the view's own: without namespaces
+    // there is none to share (EACCES).
+    if t.namespaces {
+        probe.allowed("multiprocessing");
+    }
+}
+
+#[test]
+fn locks_on_read_only_descriptors_of_its_own_files_exclude_each_other() {
+    // flock(1) opens its file O_RDONLY (a directory can only be opened so);
+    // a read-only sqlite connection takes its SHARED lock (F_RDLCK) on a
+    // read-only descriptor. On a file in the writable root these locks
+    // must be real (they locked nothing when only the open mode was
+    // judged): a second flock(1) inside waits, a writer waits for a
+    // reader.
+    let t = tree();
+    let code = format!(
+        "import subprocess, time, fcntl\n\
+         def busy(argv):\n\
+         \x20   if subprocess.run(argv, stderr=subprocess.DEVNULL).returncode != 0:\n\
+         \x20       raise OSError(errno.EAGAIN, 'busy')\n\
+         f = '{r}/f.lock'\n\
+         a = subprocess.Popen(['flock', f, 'sleep', '1'])\n\
+         time.sleep(0.3)\n\
+         check('flock1_busy', lambda: busy(['flock', '-n', f, 'true']))\n\
+         a.wait()\n\
+         check('flock1_free', lambda: busy(['flock', '-n', f, 'true']))\n\
+         a = subprocess.Popen(['flock', '{r}', 'sleep', '1'])\n\
+         time.sleep(0.3)\n\
+         check('flock1_dir_busy', lambda: busy(['flock', '-n', '{r}', 'true']))\n\
+         a.wait()\n\
+         check('flock1_dir_free', lambda: busy(['flock', '-n', '{r}', 'true']))\n\
+         open('{r}/db', 'w').close()\n\
+         ro = os.open('{r}/db', os.O_RDONLY)\n\
+         fcntl.lockf(ro, fcntl.LOCK_SH)\n\
+         check('posix_reader_excludes_writer', lambda: busy([sys.executable, '-c', \
+         'import fcntl, os; fcntl.lockf(os.open(\"{r}/db\", os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)']))\n\
+         fcntl.lockf(ro, fcntl.LOCK_UN)\n\
+         check('posix_writer_once_read', lambda: busy([sys.executable, '-c', \
+         'import fcntl, os; fcntl.lockf(os.open(\"{r}/db\", os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)']))",
+        r = t.r.display(),
+    );
+    t.py(&[], &code)
+        .expect("flock1_busy", "EAGAIN")
+        .allowed("flock1_free")
+        .expect("flock1_dir_busy", "EAGAIN")
+        .allowed("flock1_dir_free")
+        .expect("posix_reader_excludes_writer", "EAGAIN")
+        .allowed("posix_writer_once_read");
+}
+
+#[test]
+fn waits_given_up_or_beyond_the_bound_hold_nothing_and_leave_locks_working() {
+    // A lock another process holds (a file in the writable root): waits
+    // for it beyond the supervisor's bound are refused (ENOLCK), a wait
+    // interrupted by a signal (no restart) or whose waiter is killed
+    // takes nothing once the holder lets go, and a wait afterwards works:
+    // no waiter is leaked, nothing left locked.
+    let t = tree();
+    let code = format!(
+        "import fcntl, threading, time, subprocess\n\
+         f = '{r}/held.lock'\n\
+         open(f, 'w').close()\n\
+         holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, os, time; fcntl.flock(os.open(\"%s\", os.O_RDWR), fcntl.LOCK_EX); time.sleep(3)' % f])\n\
+         time.sleep(0.3)\n\
+         res = []\n\
+         def wait():\n\
+         \x20   fd = os.open(f, os.O_RDWR)\n\
+         \x20   try:\n\
+         \x20       fcntl.flock(fd, fcntl.LOCK_EX)\n\
+         \x20       res.append('OK')\n\
+         \x20       fcntl.flock(fd, fcntl.LOCK_UN)\n\
+         \x20   except OSError as e:\n\
+         \x20       res.append(errno.errorcode[e.errno])\n\
+         \x20   os.close(fd)\n\
+         # A waiter killed while it waits.\n\
+         k = subprocess.Popen([sys.executable, '-c', 'import fcntl, os; fcntl.flock(os.open(\"%s\", os.O_RDWR), fcntl.LOCK_EX); import time; time.sleep(60)' % f])\n\
+         # A wait interrupted by a signal whose handler raises.\n\
+         class Alarm(Exception): pass\n\
+         def on_alarm(*a): raise Alarm()\n\
+         signal.signal(signal.SIGALRM, on_alarm)\n\
+         own = os.open(f, os.O_RDWR)\n\
+         signal.setitimer(signal.ITIMER_REAL, 0.3)\n\
+         try:\n\
+         \x20   fcntl.flock(own, fcntl.LOCK_EX); print('interrupted=took', flush=True)\n\
+         except Alarm:\n\
+         \x20   print('interrupted=EINTR', flush=True)\n\
+         k.kill(); k.wait()\n\
+         time.sleep(0.2)\n\
+         ths = [threading.Thread(target=wait, daemon=True) for _ in range(70)]\n\
+         [x.start() for x in ths]\n\
+         time.sleep(0.5)\n\
+         check('beyond_bound', lambda: (_ for _ in ()).throw(OSError(errno.ENOLCK, '')) if 'ENOLCK' in res else None)\n\
+         holder.wait()\n\
+         [x.join(10) for x in ths]\n\
+         print('res=' + ','.join(res), flush=True)\n\
+         check('waiters_done', lambda: None if res.count('OK') == 64 and res.count('ENOLCK') == 6 else (_ for _ in ()).throw(OSError(errno.EIO, str(res))))\n\
+         def free():\n\
+         \x20   fd = os.open(f, os.O_RDWR)\n\
+         \x20   fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+         \x20   os.close(fd)\n\
+         check('free_now', free)\n\
+         check('own_free_now', lambda: fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB))",
+        r = t.r.display(),
+    );
+    t.py(&[], &code)
+        .expect("beyond_bound", "ENOLCK")
+        .expect("interrupted", "EINTR")
+        .allowed("waiters_done")
+        .allowed("free_now")
+        .allowed("own_free_now");
+}
+
+#[test]
+fn flock_from_a_thread_raced_onto_a_read_only_file_holds_nothing_outside() {
+    // A lock asked for by a thread that is not its process's first: the
+    // supervisor must copy that thread's descriptor as it does the first's.
+    // (pidfd_open() of a thread's id fails without PIDFD_THREAD; the
+    // supervisor then judged the number by /proc and let the kernel lock
+    // it, and a second thread dup2()ing a read-only descriptor of a
+    // read-granted file onto the number in between got an exclusive
+    // flock() on it, which made flock() outside wait.) The server tries
+    // until /proc/locks shows a lock on the file, or gives up.
+    let t = tree();
+    let code = format!(
+        "import fcntl, threading\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         ino = os.stat('{ro}/file').st_ino\n\
+         T = 100\n\
+         def locked():\n\
+         \x20   with open('/proc/locks') as f:\n\
+         \x20       return any((':%d ' % ino) in l and 'FLOCK' in l for l in f)\n\
+         for i in range(3000):\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = i % 300\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 3): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   def lock():\n\
+         \x20       try: fcntl.flock(T, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+         \x20       except OSError: pass\n\
+         \x20   th = threading.Thread(target=flip); th.start()\n\
+         \x20   lt = threading.Thread(target=lock); lt.start()\n\
+         \x20   go.set(); th.join(); lt.join()\n\
+         \x20   fcntl.flock(A, fcntl.LOCK_UN)\n\
+         \x20   if locked():\n\
+         \x20       print('won=%d' % i, flush=True)\n\
+         \x20       break",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (_probe, seen) = while_it_holds(&t, &code);
+    nothing_held_outside(&seen);
+}
+
+#[test]
+fn locks_on_devices_it_may_write_hold_nothing_outside() {
+    // /dev/null is writable by everyone, the server too, and the same
+    // device outside: an exclusive lock on it (flock, POSIX, OFD) made
+    // flock /dev/null outside wait. A lock on a device is the server's
+    // alone; writing it still works.
+    let t = tree();
+    let code = "import fcntl, struct\n\
+         n = os.open('/dev/null', os.O_RDWR)\n\
+         check('flock_null', lambda: fcntl.flock(n, fcntl.LOCK_EX))\n\
+         check('posix_null', lambda: fcntl.lockf(n, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         m = os.open('/dev/null', os.O_WRONLY)\n\
+         check('ofd_null', lambda: fcntl.fcntl(m, 37, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)))\n\
+         check('write_null', lambda: os.write(n, b'x'))";
+    let (probe, seen) = while_it_holds_on(&t, code, std::path::Path::new("/dev/null"));
+    probe
+        .allowed("flock_null")
+        .allowed("posix_null")
+        .allowed("ofd_null")
+        .allowed("write_null");
+    nothing_held_outside(&seen);
+}

@@ -22,6 +22,15 @@
 //! - POSIX record locks belong to the process, which the supervisor cannot
 //!   take them for: on a descriptor opened for writing the kernel runs the
 //!   call.
+//! - **a device** (`/dev/null`, a terminal: writable by everyone, and the
+//!   same device outside): as a file opened only for reading, whatever the
+//!   open mode.
+//! - a file opened only for reading **that the server may write** (on a
+//!   mount of its view that is not read-only; without the view, under a
+//!   write grant): as one opened for writing. flock(1) opens its file only
+//!   for reading, a directory can be opened no other way, and a read-only
+//!   sqlite connection takes its shared lock so: their locks must keep
+//!   the server's own processes from each other.
 //!
 //! # Security
 //!
@@ -72,7 +81,7 @@ enum Ask {
 
 /// The answer to a supervised `flock()` or `fcntl()` lock (see the
 /// module's documentation).
-pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif) -> Answer {
+pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Writable) -> Answer {
     let raw = listener.as_raw_fd();
     let target = n.data.args[0] as RawFd;
     let ask = if i64::from(n.data.nr) == libc::SYS_flock {
@@ -112,14 +121,20 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif) -> Answer
     if flags & libc::O_PATH != 0 {
         return Answer::Done(0, -libc::EBADF);
     }
-    if flags & libc::O_ACCMODE == libc::O_RDONLY {
-        return match ask {
+    let read_only = flags & libc::O_ACCMODE == libc::O_RDONLY;
+    if read_only {
+        match ask {
             Ask::Ofd { lock, .. } if i32::from(lock.l_type) == libc::F_WRLCK => {
-                Answer::Done(0, -libc::EBADF)
+                return Answer::Done(0, -libc::EBADF);
             }
-            Ask::Posix { write: true } => Answer::Done(0, -libc::EBADF),
-            _ => Answer::Done(0, 0),
-        };
+            Ask::Posix { write: true } => return Answer::Done(0, -libc::EBADF),
+            _ => {}
+        }
+    }
+    // A device (/dev/null, a terminal) is the same outside: what the
+    // server may write there is no file of its own to lock.
+    if is_device(&file) || (read_only && !own.holds(&file)) {
+        return Answer::Done(0, 0);
     }
     match ask {
         Ask::Posix { .. } => Answer::Continue,
@@ -241,6 +256,50 @@ fn fd_flags(f: &OwnedFd) -> Result<i32, i32> {
         return Err(last());
     }
     Ok(r)
+}
+
+/// The files the server may write (where a lock is real though it opened
+/// the file only for reading: flock(1), a directory, a read-only sqlite
+/// connection).
+#[derive(Debug, Clone, Default)]
+pub enum Writable {
+    /// None known: only a descriptor opened for writing is locked.
+    #[default]
+    Unknown,
+    /// What lies on a mount of the server's view that is not read-only
+    /// (its roots, its home, its scratch: the view mounts everything else
+    /// read-only).
+    View,
+    /// What lies under one of these paths (Landlock's write grants).
+    Under(Vec<std::path::PathBuf>),
+}
+
+impl Writable {
+    /// Whether the file `f` (rootfence's copy) is the server's to write.
+    fn holds(&self, f: &OwnedFd) -> bool {
+        match self {
+            Writable::Unknown => false,
+            Writable::View => rustix::fs::fstatvfs(f)
+                .is_ok_and(|v| !v.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY)),
+            Writable::Under(grants) => {
+                // The path it was opened by: fixed in the open file, which
+                // the server cannot change under rootfence's copy.
+                let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
+                else {
+                    return false;
+                };
+                path.is_absolute() && grants.iter().any(|g| path.starts_with(g))
+            }
+        }
+    }
+}
+
+/// Whether `f` is a character or block device.
+fn is_device(f: &OwnedFd) -> bool {
+    rustix::fs::fstat(f).is_ok_and(|st| {
+        let kind = st.st_mode & libc::S_IFMT;
+        kind == libc::S_IFCHR || kind == libc::S_IFBLK
+    })
 }
 
 fn errno_of(r: libc::c_int) -> Result<(), i32> {

@@ -72,6 +72,9 @@ pub struct Rules {
     /// Report mode: every refusal the filter hands over is recorded and
     /// logged (else only observed).
     pub report: bool,
+    /// The files the server may write, whose locks are real though it
+    /// opened them only for reading (see [`locks`]).
+    pub writable: locks::Writable,
 }
 
 /// A running supervisor.
@@ -220,7 +223,7 @@ fn answer(
             }
         }
         Action::Supervise if nr == libc::SYS_flock || nr == libc::SYS_fcntl => {
-            locks::answer(shared, n)
+            locks::answer(shared, n, &rules.writable)
         }
         Action::Supervise if nr == libc::SYS_connect => {
             match supervised_connect(listener, n, rules) {
@@ -297,12 +300,25 @@ enum Connect {
     Errno(i32),
 }
 
+/// `pidfd_open()`'s flag for a thread's pidfd (`O_EXCL`).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+
 /// A copy of the descriptor `target` of the process `pid`, made only
 /// while notification `id` is still pending (so `pid` still names the
 /// caller): `Err` with the errno to answer.
 pub(super) fn take_fd(listener: RawFd, pid: u32, target: RawFd, id: u64) -> Result<OwnedFd, i32> {
+    // The caller may be any thread of its process: its own id opens only
+    // as a thread's pidfd (PIDFD_THREAD, Linux 6.9). Without it,
+    // pidfd_open() of a thread that is not its process's first fails
+    // (EINVAL), and a lock would be judged by /proc on the number alone
+    // (see `locks::by_proc`), a connect refused.
     // SAFETY: pidfd_open with integer arguments; the result is checked.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    let mut pidfd =
+        unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, PIDFD_THREAD) };
+    if pidfd < 0 {
+        // SAFETY: as above; a kernel older than PIDFD_THREAD.
+        pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    }
     if pidfd < 0 {
         return Err(libc::EPERM);
     }
