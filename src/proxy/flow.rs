@@ -98,6 +98,11 @@ impl<T> Receiver<T> {
         self.room.add_permits(n as usize);
         Some(item)
     }
+
+    /// Whether nothing is queued (a message may still be on its way).
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -223,7 +223,11 @@ where
         let host_backed_up = fx.host_out.backed_up();
         let server_backed_up = fx.server_backed_up();
         let paused = host_backed_up || server_backed_up;
-        let spinning = !paused && last_traffic.elapsed() < SPIN;
+        // Spin only when nothing is queued: a turn that has an event to
+        // handle does not yield the CPU (a system call and maybe a switch
+        // to another process) first.
+        let queued = (host_open && !host_rx.is_empty()) || !srv_rx.is_empty();
+        let spinning = !paused && !queued && last_traffic.elapsed() < SPIN;
         tokio::select! {
             () = sleep(std::time::Duration::from_millis(1)), if paused => {}
             () = spin(), if spinning => {}

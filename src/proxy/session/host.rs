@@ -301,8 +301,10 @@ impl Session {
             let range = message::span_in(line.bytes(), env.params?)?;
             Some(message::splice(line.bytes(), range, p.as_bytes()))
         });
-        let paged = env.params.is_some_and(|p| p.get().contains("\"cursor\""));
-        let (kind, deadline) = match self.host_method(id.get(), method, params_now(), paged, now) {
+        // Read only for list methods: a `tools/call`'s params (megabytes,
+        // maybe) are not searched.
+        let paged = || env.params.is_some_and(|p| p.get().contains("\"cursor\""));
+        let (kind, deadline) = match self.host_method(id.get(), method, params_now, paged, now) {
             Ok(k) => k,
             Err(reply) => return self.reply_host(reply, batch),
         };
@@ -348,12 +350,12 @@ impl Session {
     /// handshake state it sets), and its deadline; `Err`: the reply that
     /// answers it instead (a second `initialize`, or one answered from
     /// memory).
-    fn host_method(
+    fn host_method<'p>(
         &mut self,
         id: &str,
         method: &str,
-        params: Option<&str>,
-        paged: bool,
+        params: impl Fn() -> Option<&'p str>,
+        paged: impl Fn() -> bool,
         now: std::time::Instant,
     ) -> Result<(Method, Option<std::time::Instant>), Vec<u8>> {
         Ok(match method {
@@ -365,7 +367,7 @@ impl Session {
                 ));
             }
             "initialize" => {
-                let params = params
+                let params = params()
                     .and_then(|p| serde_json::from_str(p).ok())
                     .unwrap_or(Value::Null);
                 self.handshake.record_host_init(params);
@@ -382,18 +384,18 @@ impl Session {
             "logging/setLevel"
                 if self.handshake.logging_offered && !self.handshake.server_logs() =>
             {
-                if !super::handshake::valid_level(params) {
+                if !super::handshake::valid_level(params()) {
                     return Err(message::error_response(
                         Some(id),
                         code::INVALID_PARAMS,
                         "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
                     ));
                 }
-                self.handshake.record_host_request(method, params);
+                self.handshake.record_host_request(method, params());
                 return Err(message::result_response(id, "{}"));
             }
             "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-                self.handshake.record_host_request(method, params);
+                self.handshake.record_host_request(method, params());
                 (Method::Other, None)
             }
             "server/discover" => (Method::Discover, None),
@@ -402,7 +404,7 @@ impl Session {
                 Some(list) => (
                     Method::List {
                         method: list,
-                        paged,
+                        paged: paged(),
                     },
                     None,
                 ),

@@ -4,6 +4,7 @@
 //! drives random interleavings against a small reference model.
 
 mod fail_closed;
+mod fast_path;
 mod model;
 mod notes;
 mod races;
@@ -169,6 +170,8 @@ pub struct Sim {
     pub expected: HashMap<String, usize>,
     /// The raw lines the host received.
     pub host_raw: Vec<String>,
+    /// The raw lines each generation received.
+    pub server_raw: Vec<(GenId, Vec<u8>)>,
     /// When each request (by id text) was first answered.
     pub answered_at: HashMap<String, Instant>,
     /// The host closed its side.
@@ -226,6 +229,7 @@ impl Sim {
             promoted: BTreeSet::new(),
             expected: HashMap::new(),
             host_raw: Vec::new(),
+            server_raw: Vec::new(),
             answered_at: HashMap::new(),
             host_closed: false,
             remembered: Vec::new(),
@@ -405,6 +409,7 @@ impl Sim {
                 Action::RememberInit(init) => self.remembered.push(init),
                 Action::ToServer(g, line) => {
                     assert_readable(&line, "a server");
+                    self.server_raw.push((g, line.clone()));
                     let v: Value = serde_json::from_slice(&line).expect("JSON to a server");
                     if let Some(s) = self.servers.get_mut(&g) {
                         s.got.push(v.clone());
