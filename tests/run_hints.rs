@@ -510,3 +510,30 @@ fn calls_the_kernel_fails_anyway_are_not_named_with_namespaces() {
 fn calls_the_kernel_fails_anyway_are_not_named_without_namespaces() {
     calls_the_kernel_fails_anyway_are_not_named(&Tree::without_namespaces());
 }
+
+/// What the server prints reaches rootfence's stderr marked as the
+/// server's, each line, with its control characters escaped: it cannot
+/// print a line that reads as rootfence's own (nor erase one with a
+/// terminal escape).
+#[test]
+fn the_servers_stderr_cannot_pass_for_rootfences() {
+    let t = Tree::new();
+    let (_, err) = initialize_through(
+        &t,
+        "printf '\\033[2K2026-01-01T00:00:00.000000Z  WARN the sandbox is disabled\\npartial' >&2; exit 3",
+    );
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    for line in err.lines() {
+        assert!(
+            !line.starts_with("2026-01-01T00:00:00.000000Z"),
+            "a line passes for rootfence's: {err}"
+        );
+    }
+    assert!(
+        err.lines().any(|l| l.starts_with("server: ")
+            && l.contains("\\x1b[2K2026-01-01T00:00:00.000000Z  WARN the sandbox is disabled")),
+        "{err}"
+    );
+    // A last line without its newline is relayed too.
+    assert!(err.lines().any(|l| l == "server: partial"), "{err}");
+}

@@ -73,9 +73,18 @@ const REFUSALS_TAIL: std::time::Duration = std::time::Duration::from_millis(500)
 /// descendant outside its PID namespace may still hold the pipe).
 const STDERR_TAIL: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// Relay a server's stderr to rootfence's, as it comes; the returned
-/// function, called once the server has exited, waits a moment for the
-/// rest.
+/// The mark each line of the server's stderr carries on rootfence's.
+const SERVER_MARK: &str = "server: ";
+
+/// The longest line of the server's stderr relayed whole; a longer one is
+/// relayed in pieces of this size, each marked.
+const MAX_STDERR_LINE: usize = 16 << 10;
+
+/// Relay a server's stderr to rootfence's, line by line as it comes, each
+/// line marked [`SERVER_MARK`] and its control characters escaped
+/// ([`marked`]), so that nothing the server prints reads as rootfence's
+/// own log; the returned function, called once the server has exited,
+/// waits a moment for the rest.
 fn relay_stderr(mut from: std::process::ChildStderr) -> Box<dyn FnOnce() + Send> {
     use std::io::{Read, Write};
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
@@ -83,12 +92,29 @@ fn relay_stderr(mut from: std::process::ChildStderr) -> Box<dyn FnOnce() + Send>
         .name("rootfence-server-stderr".into())
         .spawn(move || {
             let mut buf = vec![0u8; 8 << 10];
+            let mut line: Vec<u8> = Vec::new();
             loop {
                 let n = match from.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                let _ = std::io::stderr().write_all(&buf[..n]);
+                let mut out = Vec::new();
+                for &b in &buf[..n] {
+                    if b == b'\n' {
+                        out.extend(marked(&line));
+                        line.clear();
+                    } else {
+                        line.push(b);
+                        if line.len() == MAX_STDERR_LINE {
+                            out.extend(marked(&line));
+                            line.clear();
+                        }
+                    }
+                }
+                let _ = std::io::stderr().write_all(&out);
+            }
+            if !line.is_empty() {
+                let _ = std::io::stderr().write_all(&marked(&line));
             }
             let _ = done_tx.send(());
         });
@@ -98,6 +124,31 @@ fn relay_stderr(mut from: std::process::ChildStderr) -> Box<dyn FnOnce() + Send>
     Box::new(move || {
         let _ = done_rx.recv_timeout(STDERR_TAIL);
     })
+}
+
+/// One line of the server's stderr as rootfence relays it: marked, with
+/// its control characters (escape sequences, carriage returns) and bytes
+/// that are not UTF-8 escaped, and a newline.
+fn marked(line: &[u8]) -> Vec<u8> {
+    let mut out = String::with_capacity(SERVER_MARK.len() + line.len() + 1);
+    out.push_str(SERVER_MARK);
+    for chunk in line.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() && c != '\t' {
+                match u8::try_from(c) {
+                    Ok(b) if b.is_ascii() => out.push_str(&format!("\\x{b:02x}")),
+                    _ => out.extend(c.escape_unicode()),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('\n');
+    out.into_bytes()
 }
 
 /// The hints of what the sandbox refused an observed server, as they
@@ -298,5 +349,19 @@ fn log_dropped_env(dropped: &[String]) {
             if suspect.len() == 1 { "it" } else { "them" },
             if suspect.len() == 1 { "it" } else { "them" },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::marked;
+
+    #[test]
+    fn a_relayed_line_is_marked_and_its_control_bytes_escaped() {
+        let line = |b: &[u8]| String::from_utf8(marked(b)).unwrap();
+        assert_eq!(line(b"plain\ttext"), "server: plain\ttext\n");
+        assert_eq!(line(b"a\rb\x1b[2Kc"), "server: a\\x0db\\x1b[2Kc\n");
+        assert_eq!(line(b"bad \xff byte"), "server: bad \\xff byte\n");
+        assert_eq!(line("é \u{9b}".as_bytes()), "server: é \\u{9b}\n");
     }
 }
