@@ -260,7 +260,14 @@ mod tests {
         }
     }
 
-    fn v(path: &str, need: Need, kind: Kind, uid: u32) -> Verdict {
+    /// `judge` on the refusal, under the built-in policy, for uid 1000.
+    fn with<T>(
+        path: &str,
+        need: Need,
+        kind: Kind,
+        uid: u32,
+        judge: impl Fn(&Refusal, &Context<'_>) -> T,
+    ) -> T {
         let policy = Policy::builtin(Some(Path::new("/home/u"))).unwrap();
         let plan = plan(&policy);
         let env = env();
@@ -270,20 +277,15 @@ mod tests {
             env: &env,
             uid: 1000,
         };
-        verdict(&refusal(path, need, kind, uid), &cx)
+        judge(&refusal(path, need, kind, uid), &cx)
+    }
+
+    fn v(path: &str, need: Need, kind: Kind, uid: u32) -> Verdict {
+        with(path, need, kind, uid, verdict)
     }
 
     fn h(path: &str, need: Need, kind: Kind, uid: u32) -> Option<String> {
-        let policy = Policy::builtin(Some(Path::new("/home/u"))).unwrap();
-        let plan = plan(&policy);
-        let env = env();
-        let cx = Context {
-            deny: &policy.deny,
-            plan: &plan,
-            env: &env,
-            uid: 1000,
-        };
-        hint(&refusal(path, need, kind, uid), &cx)
+        with(path, need, kind, uid, hint)
     }
 
     #[test]

@@ -38,13 +38,26 @@ fn initialize_under(t: &Tree, script: &str, extra: &str) -> (Value, String) {
         args.push("--policy".into());
         args.push(t.policy("extra.toml", &format!("version = 1\n{extra}")));
     }
-    let mut child = Command::new(rootfence())
-        .args(&args)
-        .args(["--", "/bin/sh", "-c", script])
-        .env_clear()
+    let (line, err) = exchange(
+        Command::new(rootfence())
+            .env_clear()
+            .args(&args)
+            .args(["--", "/bin/sh", "-c", script])
+            .env("RUST_LOG", "warn"),
+        t,
+    );
+    let answer = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{err}"));
+    (answer, err)
+}
+
+/// Start `run` (its arguments in `cmd`, its environment cleared) with the
+/// tree's small environment,
+/// send `initialize`, read one line back, close, and return that line and
+/// rootfence's stderr.
+fn exchange(cmd: &mut Command, t: &Tree) -> (String, String) {
+    let mut child = cmd
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &t.home)
-        .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,8 +78,7 @@ fn initialize_under(t: &Tree, script: &str, extra: &str) -> (Value, String) {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    let answer = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{err}"));
-    (answer, err)
+    (line, err)
 }
 
 fn error_message(v: &Value) -> String {
@@ -206,39 +218,17 @@ fn start_log(t: &Tree, script: &std::path::Path) -> String {
             common::fake_server().display()
         ),
     );
-    let (_, err) = {
-        let mut child = Command::new(rootfence())
+    exchange(
+        Command::new(rootfence())
+            .env_clear()
             .args(["run", "--no-watch", "--policy", &policy, "--root"])
             .arg(&t.r)
             .args(["--", "/bin/sh"])
             .arg(script)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &t.home)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        writeln!(stdin, "{INITIALIZE}").unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        drop(stdin);
-        let _ = child.wait();
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        (line, err)
-    };
-    err
+            .env("RUST_LOG", "info"),
+        t,
+    )
+    .1
 }
 
 #[test]

@@ -158,7 +158,7 @@ fn marked(line: &[u8]) -> Vec<u8> {
 fn watch_refusals(
     refusals: std::sync::mpsc::Receiver<Seen>,
     plan: &SandboxPlan,
-    env: HostEnv,
+    home: Option<PathBuf>,
     last: Arc<Mutex<Vec<String>>>,
     done: std::sync::mpsc::SyncSender<()>,
 ) -> tokio::sync::mpsc::UnboundedReceiver<String> {
@@ -168,6 +168,11 @@ fn watch_refusals(
     let spawned = std::thread::Builder::new()
         .name("rootfence-refusals".into())
         .spawn(move || {
+            // rootfence's environment, read here, off the launch.
+            let env = HostEnv {
+                home,
+                ..HostEnv::current()
+            };
             let cx = Context {
                 deny: &plan.deny,
                 plan: &plan,
@@ -252,13 +257,9 @@ impl Launcher for SandboxLauncher {
         let tail = child.take_stderr().map(relay_stderr);
         let last = Arc::new(Mutex::new(Vec::new()));
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
-        let denials = child.watch_refusals().map(|rx| {
-            let env = HostEnv {
-                home: self.home.clone(),
-                ..HostEnv::current()
-            };
-            watch_refusals(rx, plan, env, last.clone(), done_tx)
-        });
+        let denials = child
+            .watch_refusals()
+            .map(|rx| watch_refusals(rx, plan, self.home.clone(), last.clone(), done_tx));
         let diagnose: Box<dyn FnOnce() -> Option<String> + Send> = Box::new(move || {
             if let Some(tail) = tail {
                 tail();

@@ -1295,7 +1295,7 @@ fn locks_on_files_it_may_only_read_hold_nothing_outside() {
     // for one another process holds ends when that process lets go.
     let t = tree();
     let code = format!(
-        "{}\nimport fcntl, struct, time\n\
+        "import fcntl, struct, time\n\
          def ofd(fd, kind, wait=False):\n\
          \x20   fcntl.fcntl(fd, 38 if wait else 37, struct.pack('hhqqi', kind, 0, 0, 0, 0))\n\
          ro = os.open('{ro}/file', os.O_RDONLY)\n\
@@ -1321,46 +1321,11 @@ fn locks_on_files_it_may_only_read_hold_nothing_outside() {
          check('flock_busy', lambda: fcntl.flock(w, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
          check('flock_wait', lambda: fcntl.flock(w, fcntl.LOCK_EX))\n\
          os.waitpid(pid, 0)\n\
-         check('flock_closed', lambda: fcntl.flock(999, fcntl.LOCK_EX))\n\
-         print('held', flush=True)\n\
-         sys.stdin.read()",
-        common::PRELUDE,
+         check('flock_closed', lambda: fcntl.flock(999, fcntl.LOCK_EX))",
         ro = t.ro.display(),
         r = t.r.display(),
     );
-    let py = common::python();
-    let mut child = t
-        .command(&[], &[py.to_str().unwrap_or("python3"), "-c", &code])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start rootfence exec");
-    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut inside = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut out, &mut line).expect("the server's answers");
-        if n == 0 || line.trim() == "held" {
-            break;
-        }
-        inside.push_str(&line);
-    }
-    // While the server holds every lock it took: a process outside.
-    let outside = std::process::Command::new(&py)
-        .args(["-c", LOCKS_OUTSIDE])
-        .arg(&t.ro)
-        .arg(&t.r)
-        .output()
-        .expect("python outside");
-    drop(child.stdin.take());
-    let done = child.wait_with_output().expect("wait for rootfence exec");
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    let probe = Probe::new(std::process::Output {
-        status: done.status,
-        stdout: inside.into_bytes(),
-        stderr: done.stderr.clone(),
-    });
+    let (probe, seen) = hold_and_look(&t, &code, LOCKS_OUTSIDE, &[&t.ro, &t.r]);
     probe
         .allowed("flock_ro")
         .allowed("posix_ro")
@@ -1371,11 +1336,10 @@ fn locks_on_files_it_may_only_read_hold_nothing_outside() {
         .expect_any("flock_busy", &["EAGAIN", "EWOULDBLOCK"])
         .allowed("flock_wait")
         .expect("flock_closed", "EBADF");
-    let seen = String::from_utf8_lossy(&outside.stdout).into_owned();
     let got = |name: &str| {
         seen.lines()
             .find_map(|l| l.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("no {name} outside: {seen}{stderr}"))
+            .unwrap_or_else(|| panic!("no {name} outside: {seen}"))
             .to_string()
     };
     // Nothing outside waits for a lock on a file the server may only read.
@@ -1398,6 +1362,19 @@ fn while_it_holds(t: &common::Tree, code: &str) -> (Probe, String) {
 
 /// [`while_it_holds`], with [`LOCKS_HELD_OUTSIDE`] run on `file`.
 fn while_it_holds_on(t: &common::Tree, code: &str, file: &std::path::Path) -> (Probe, String) {
+    hold_and_look(t, code, LOCKS_HELD_OUTSIDE, &[file])
+}
+
+/// Run `code` (Python, after [`common::PRELUDE`]) confined until it prints
+/// `held`; while it waits on its stdin, run the Python `outside` outside
+/// with `args`. Returns what the server printed before `held`, and what
+/// the process outside printed (then its stderr and rootfence's).
+fn hold_and_look(
+    t: &common::Tree,
+    code: &str,
+    outside: &str,
+    args: &[&std::path::Path],
+) -> (Probe, String) {
     let py = common::python();
     let code = format!("{}\n{code}\nprint('held', flush=True)\nsys.stdin.read()", common::PRELUDE);
     let mut child = t
@@ -1418,8 +1395,8 @@ fn while_it_holds_on(t: &common::Tree, code: &str, file: &std::path::Path) -> (P
         inside.push_str(&line);
     }
     let outside = std::process::Command::new(&py)
-        .args(["-c", LOCKS_HELD_OUTSIDE])
-        .arg(file)
+        .args(["-c", outside])
+        .args(args)
         .output()
         .expect("python outside");
     drop(child.stdin.take());
