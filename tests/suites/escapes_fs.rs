@@ -1525,18 +1525,21 @@ fn lock_variants_on_a_file_it_may_only_read_hold_nothing_outside() {
 }
 
 #[test]
-#[ignore = "HOLE (documented race, won in well under a second): a POSIX read lock on a read-only file, by swapping the descriptor number between the supervisor's check and the kernel's call"]
-fn posix_read_lock_raced_onto_a_read_only_file_holds_nothing_outside() {
+fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
     // F_SETLK is judged on the descriptor the number names when the
     // supervisor looks, then CONTINUEd: the kernel takes the number again.
     // A second thread dup2()s a read-only descriptor of a read-granted
     // file onto it in between, and the kernel grants the read lock (a read
-    // lock needs only read access), which makes a writer outside (sqlite,
-    // any F_WRLCK) wait. The server checks each try from a child (another
-    // lock owner, F_GETLK) and stops once it holds the lock.
+    // lock needs only read access), which would make a writer outside
+    // (sqlite, any F_WRLCK) wait. The supervisor watches a process with
+    // more than one thread once such a lock was let through: the racer is
+    // killed as soon as it holds a lock on a file it may only read, which
+    // releases it, and rootfence says why. The server checks each try from
+    // a child (another lock owner, F_GETLK); once it wins, it waits for
+    // its end (and would then print 'held', with the lock held).
     let t = tree();
     let code = format!(
-        "import fcntl, struct, threading\n\
+        "import fcntl, struct, threading, time\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
          T = 100\n\
@@ -1552,7 +1555,8 @@ fn posix_read_lock_raced_onto_a_read_only_file_holds_nothing_outside() {
          \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
          \x20   return v == b'1'\n\
          tries = 0\n\
-         while tries < 5000:\n\
+         won = False\n\
+         while tries < 20000 and not won:\n\
          \x20   tries += 1\n\
          \x20   os.dup2(A, T)\n\
          \x20   k = tries % 200\n\
@@ -1565,14 +1569,97 @@ fn posix_read_lock_raced_onto_a_read_only_file_holds_nothing_outside() {
          \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
          \x20   except OSError: pass\n\
          \x20   th.join()\n\
-         \x20   if locked():\n\
-         \x20       print('won=%d' % tries, flush=True)\n\
-         \x20       break",
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(10)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
         ro = t.ro.display(),
         r = t.r.display(),
     );
-    let (_probe, seen) = while_it_holds(&t, &code);
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
     nothing_held_outside(&seen);
+    assert!(
+        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
+        "rootfence does not say it ended the racer, and why: {seen}"
+    );
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
+fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
+    // The twin of the racer: a process with several threads whose POSIX
+    // locks are on its own files (opened for writing, and opened only for
+    // reading in its writable root) keeps them, and lives.
+    let t = tree();
+    let code = format!(
+        "import fcntl, threading, time\n\
+         stop = threading.Event()\n\
+         ths = [threading.Thread(target=stop.wait, daemon=True) for _ in range(3)]\n\
+         [th.start() for th in ths]\n\
+         w = os.open('{r}/w.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         check('posix_rw', lambda: fcntl.lockf(w, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         open('{r}/ro.lock', 'w').close()\n\
+         ro = os.open('{r}/ro.lock', os.O_RDONLY)\n\
+         check('posix_ro_own', lambda: fcntl.lockf(ro, fcntl.LOCK_SH | fcntl.LOCK_NB))\n\
+         time.sleep(0.5)\n\
+         check('alive', lambda: None)",
+        r = t.r.display(),
+    );
+    let outside = "import fcntl, os, sys, errno\n\
+         try:\n\
+         \x20   fcntl.lockf(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print('w=OK')\n\
+         except OSError as e:\n\
+         \x20   print('w=' + errno.errorcode[e.errno])";
+    let w = t.r.join("w.lock");
+    let (probe, seen) = hold_and_look(&t, &code, outside, &[&w]);
+    let probe = probe
+        .allowed("posix_rw")
+        .allowed("posix_ro_own")
+        .allowed("alive");
+    assert!(probe.out.status.success(), "{seen}");
+    assert!(!seen.contains("killed"), "{seen}");
+    // The lock is real: the process outside finds it held.
+    assert!(
+        seen.contains("w=EAGAIN") || seen.contains("w=EACCES"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_descriptor_table_shared_with_another_process_is_refused() {
+    // clone(CLONE_FILES) without CLONE_THREAD makes a second process on
+    // the same descriptor table, whose locks would outlive the process
+    // that took them: refused. Threads, fork() and posix_spawn go on.
+    let t = tree();
+    let code = "import ctypes, threading, subprocess\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         libc.syscall.restype = ctypes.c_long\n\
+         def shared():\n\
+         \x20   r = libc.syscall(56, 0x400 | 17, 0, 0, 0, 0)\n\
+         \x20   if r == 0: os._exit(0)\n\
+         \x20   if r < 0: raise OSError(ctypes.get_errno(), 'clone')\n\
+         \x20   os.waitpid(r, 0)\n\
+         check('clone_files', shared)\n\
+         th = threading.Thread(target=lambda: None); th.start(); th.join()\n\
+         check('thread', lambda: None)\n\
+         def fork():\n\
+         \x20   p = os.fork()\n\
+         \x20   if p == 0: os._exit(0)\n\
+         \x20   os.waitpid(p, 0)\n\
+         check('fork', fork)\n\
+         check('spawn', lambda: subprocess.run(['true'], check=True))";
+    t.py(&[], code)
+        .expect("clone_files", "EPERM")
+        .allowed("thread")
+        .allowed("fork")
+        .allowed("spawn");
 }
 
 #[test]

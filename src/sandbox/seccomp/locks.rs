@@ -21,7 +21,8 @@
 //!   most [`MAX_WAITS`] at once (then `ENOLCK`).
 //! - POSIX record locks belong to the process, which the supervisor cannot
 //!   take them for: on a descriptor opened for writing the kernel runs the
-//!   call.
+//!   call, and a process of several threads is watched from then on (see
+//!   [`super::lockwatch`]).
 //! - **a device** (`/dev/null`, a terminal: writable by everyone, and the
 //!   same device outside): as a file opened only for reading, whatever the
 //!   open mode.
@@ -37,10 +38,12 @@
 //! What is locked for real is only what the descriptor the supervisor
 //! checked names, with two exceptions kept narrow: a POSIX lock, run by the
 //! kernel on the descriptor number after the check (a second thread could
-//! put another descriptor under that number in between), and, where the
-//! kernel refuses rootfence a copy of the descriptor or a read of the
-//! caller's memory (a container's own seccomp profile), every lock on a
-//! descriptor `/proc` shows opened for writing.
+//! put another descriptor under that number in between: such a lock is
+//! found and its process killed, within a bounded window, by
+//! [`super::lockwatch`]), and, where the kernel refuses rootfence a copy
+//! of the descriptor or a read of the caller's memory (a container's own
+//! seccomp profile), every lock on a descriptor `/proc` shows opened for
+//! writing.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -91,7 +94,7 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         let lock = match read_lock(n.pid, n.data.args[2]) {
             Ok(l) => l,
             // rootfence may not read the caller's memory here.
-            Err(libc::EPERM | libc::ENOSYS) => return by_proc(n.pid, target),
+            Err(libc::EPERM | libc::ENOSYS) => return by_proc(n.pid, target, own),
             Err(e) => return Answer::Done(0, -e),
         };
         if let Err(e) = still_pending(raw, n.id) {
@@ -112,7 +115,7 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         Ok(f) => f,
         Err(libc::EBADF) => return Answer::Done(0, -libc::EBADF),
         // The kernel refuses rootfence a copy (pidfd_getfd) here.
-        Err(_) => return by_proc(n.pid, target),
+        Err(_) => return by_proc(n.pid, target, own),
     };
     let flags = match fd_flags(&file) {
         Ok(f) => f,
@@ -137,7 +140,7 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         return Answer::Done(0, 0);
     }
     match ask {
-        Ask::Posix { .. } => Answer::Continue,
+        Ask::Posix { .. } => let_through(n.pid, own),
         Ask::Flock(op) => {
             let wait = op & libc::LOCK_NB == 0;
             lock_now_or_wait(listener, n.id, file, wait, move |f| {
@@ -202,7 +205,7 @@ fn lock_now_or_wait(
 /// Where rootfence can neither copy the descriptor nor read the caller's
 /// memory: the open mode `/proc` shows. Opened only for reading: nothing is
 /// locked; else the kernel runs the call.
-fn by_proc(pid: u32, fd: RawFd) -> Answer {
+fn by_proc(pid: u32, fd: RawFd, own: &Writable) -> Answer {
     let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
     let flags = info.ok().and_then(|s| {
         s.lines()
@@ -212,8 +215,29 @@ fn by_proc(pid: u32, fd: RawFd) -> Answer {
     match flags {
         None => Answer::Done(0, -libc::EBADF),
         Some(f) if f & libc::O_ACCMODE == libc::O_RDONLY => Answer::Done(0, 0),
-        Some(_) => Answer::Continue,
+        Some(_) => let_through(pid, own),
     }
+}
+
+/// The kernel runs the call (a POSIX lock, or any lock judged by `/proc`),
+/// with the caller's process watched if it has more threads than the one
+/// waiting here.
+fn let_through(pid: u32, own: &Writable) -> Answer {
+    match super::lockwatch::letting_through(pid, own) {
+        Ok(()) => Answer::Continue,
+        Err(e) => Answer::Done(0, -e),
+    }
+}
+
+/// Whether a lock on `f` (rootfence's copy of a descriptor) is real: what
+/// [`answer`] locks for real, and not as nothing.
+pub(super) fn locks_for_real(f: &OwnedFd, own: &Writable) -> bool {
+    let Ok(flags) = fd_flags(f) else {
+        return false;
+    };
+    flags & libc::O_PATH == 0
+        && !is_device(f)
+        && (flags & libc::O_ACCMODE != libc::O_RDONLY || own.holds(f))
 }
 
 /// The caller's `struct flock`, read once.

@@ -39,6 +39,7 @@
 
 mod bpf;
 pub mod locks;
+mod lockwatch;
 pub mod observer;
 pub mod paths;
 pub mod supervisor;

@@ -632,9 +632,18 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
     t.push(one(
         libc::SYS_clone,
         "clone",
-        "threads and processes; no new namespaces (a kernel surface no server needs)",
+        "threads and processes; no new namespaces (a kernel surface no server needs), no descriptor table shared by two processes (a lock the supervisor let through is watched in its process)",
         args(
-            vec![when(vec![Cond::AnySet(0, NEW_NAMESPACES)], EPERM)],
+            vec![
+                when(vec![Cond::AnySet(0, NEW_NAMESPACES)], EPERM),
+                when(
+                    vec![
+                        Cond::AnySet(0, libc::CLONE_FILES as u32),
+                        Cond::NoneSet(0, libc::CLONE_THREAD as u32),
+                    ],
+                    EPERM,
+                ),
+            ],
             Action::Allow,
         ),
     ));

@@ -1,0 +1,379 @@
+//! The watch on POSIX record locks the kernel runs after the supervisor's
+//! check.
+//!
+//! A POSIX lock belongs to its process, so the supervisor cannot take it
+//! on its own copy of the descriptor, as it takes `flock()` and
+//! open-file-description locks (see [`super::locks`]): it lets the kernel
+//! run the call, which names the descriptor by its number again. In a
+//! process of one thread nothing can put another descriptor under that
+//! number in between: its only thread waits on the supervisor, and no
+//! other process shares its descriptor table (the filter refuses
+//! `clone(CLONE_FILES)` without `CLONE_THREAD`). In a process of several
+//! threads, one can `dup2()` a descriptor of a file the server may only
+//! read onto the number, and the kernel takes a read lock there, which
+//! makes a writer outside wait.
+//!
+//! So once such a call was let through, the process is watched: the
+//! kernel's table of locks (`/proc/locks`) is read at once, then less and
+//! less often, and each POSIX lock the process holds is judged by the
+//! process's own descriptors of the file, as the supervisor judges a call.
+//! A lock that none of them makes real (each opened only for reading, on
+//! a file the server may not write, or a device) was taken by the race:
+//! the process is killed, which releases it, and rootfence says so.
+//!
+//! # Security
+//!
+//! The window is bounded, not closed: from the raced call to the next
+//! look (a few milliseconds after the call was let through, at most
+//! [`SLOW`] for a call the racer holds back), a writer outside may find the
+//! file locked. A process whose descriptors rootfence may not read (a user
+//! running rootfence, a server that made itself not dumpable) while it
+//! holds a POSIX lock is killed too: its locks cannot be judged.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::locks::{Writable, locks_for_real};
+
+/// The pause between looks while a call was let through in the last
+/// [`FAST_FOR`].
+const FAST: Duration = Duration::from_millis(2);
+/// See [`FAST`].
+const FAST_FOR: Duration = Duration::from_millis(50);
+/// The pause between looks within a second of the last call let through.
+const MEDIUM: Duration = Duration::from_millis(20);
+/// The longest pause between looks while a process is watched.
+pub const SLOW: Duration = Duration::from_millis(100);
+
+/// A watched process.
+struct Watched {
+    tgid: u32,
+    pidfd: OwnedFd,
+    own: Writable,
+    /// Files (device, inode) whose lock was judged real, while it lasts.
+    fine: HashSet<(u32, u32, u64)>,
+}
+
+#[derive(Default)]
+struct State {
+    procs: Vec<Watched>,
+    last: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Watch {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+static WATCH: OnceLock<Option<Arc<Watch>>> = OnceLock::new();
+
+/// Before the supervisor lets the kernel run a POSIX lock call of thread
+/// `tid`: watch its process if it has more than one thread. `Err` (an
+/// errno to answer instead) where it cannot be watched.
+pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
+    let (tgid, threads) = status(tid).ok_or(libc::ESRCH)?;
+    if threads <= 1 {
+        return Ok(());
+    }
+    let watch = WATCH.get_or_init(start).as_ref().ok_or(libc::ENOLCK)?;
+    let mut state = watch.state.lock().map_err(|_| libc::ENOLCK)?;
+    state.last = Some(Instant::now());
+    state.procs.retain(|w| alive(&w.pidfd));
+    if !state.procs.iter().any(|w| w.tgid == tgid) {
+        // The caller waits on the supervisor: its process is alive, so the
+        // pidfd opened now is of that process.
+        let pidfd = pidfd_open(tgid).ok_or(libc::ESRCH)?;
+        state.procs.push(Watched {
+            tgid,
+            pidfd,
+            own: own.clone(),
+            fine: HashSet::new(),
+        });
+    }
+    watch.wake.notify_one();
+    Ok(())
+}
+
+fn start() -> Option<Arc<Watch>> {
+    let watch = Arc::new(Watch::default());
+    let w = watch.clone();
+    std::thread::Builder::new()
+        .name("rootfence-lockwatch".into())
+        .spawn(move || run(&w))
+        .ok()?;
+    Some(watch)
+}
+
+fn run(watch: &Watch) {
+    let Ok(mut state) = watch.state.lock() else {
+        return;
+    };
+    loop {
+        if state.procs.is_empty() {
+            state = match watch.wake.wait(state) {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+            continue;
+        }
+        let since = state.last.map_or(SLOW, |t| t.elapsed());
+        let pause = if since < FAST_FOR {
+            FAST
+        } else if since < Duration::from_secs(1) {
+            MEDIUM
+        } else {
+            SLOW
+        };
+        state = match watch.wake.wait_timeout(state, pause) {
+            Ok((s, _)) => s,
+            Err(_) => return,
+        };
+        drop(state);
+        let held = posix_locks();
+        state = match watch.state.lock() {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        look(&mut state, &held);
+    }
+}
+
+/// One look: judge each POSIX lock a watched process holds.
+fn look(state: &mut State, held: &[Held]) {
+    state.procs.retain(|w| alive(&w.pidfd));
+    state.procs.retain_mut(|w| {
+        let mine: Vec<&Held> = held.iter().filter(|h| h.pid == w.tgid).collect();
+        w.fine
+            .retain(|f| mine.iter().any(|h| (h.major, h.minor, h.ino) == *f));
+        for h in mine {
+            let key = (h.major, h.minor, h.ino);
+            if w.fine.contains(&key) {
+                continue;
+            }
+            match judge(w, h) {
+                Verdict::Real => {
+                    w.fine.insert(key);
+                }
+                Verdict::Unknown => {}
+                Verdict::Raced(what) => {
+                    kill(&w.pidfd);
+                    tracing::warn!(
+                        "rootfence killed process {} of the server: it held a lock on {what}, \
+                         which it may only read, taken by putting that file under a descriptor \
+                         number after the sandbox had checked the lock call",
+                        w.tgid
+                    );
+                    return false;
+                }
+            }
+        }
+        true
+    });
+}
+
+/// A POSIX lock in the kernel's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    pid: u32,
+    major: u32,
+    minor: u32,
+    ino: u64,
+}
+
+/// The POSIX locks held now (`/proc/locks`; waiters are left out).
+fn posix_locks() -> Vec<Held> {
+    std::fs::read_to_string("/proc/locks")
+        .map(|s| parse_locks(&s))
+        .unwrap_or_default()
+}
+
+/// Lines such as `1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF`.
+fn parse_locks(text: &str) -> Vec<Held> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.get(1) != Some(&"POSIX") {
+                return None;
+            }
+            let pid = f.get(4)?.parse().ok()?;
+            let mut id = f.get(5)?.split(':');
+            let major = u32::from_str_radix(id.next()?, 16).ok()?;
+            let minor = u32::from_str_radix(id.next()?, 16).ok()?;
+            let ino = id.next()?.parse().ok()?;
+            Some(Held {
+                pid,
+                major,
+                minor,
+                ino,
+            })
+        })
+        .collect()
+}
+
+/// What a lock a watched process holds is.
+#[derive(Debug)]
+enum Verdict {
+    /// One of its descriptors of the file makes the lock real.
+    Real,
+    /// None does: the file (as its descriptor names it).
+    Raced(String),
+    /// Not known yet (the file's descriptors are gone: so is the lock).
+    Unknown,
+}
+
+fn judge(w: &Watched, h: &Held) -> Verdict {
+    let dir = format!("/proc/{}/fd", w.tgid);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Verdict::Raced(format!(
+                "a file rootfence may not look at (the descriptors of process {})",
+                w.tgid
+            ));
+        }
+        Err(_) => return Verdict::Unknown,
+    };
+    // Its descriptors of the lock's file: by device and inode, or by inode
+    // where the file's device is shown otherwise (a file of an overlay).
+    let (mut same, mut by_ino) = (Vec::new(), Vec::new());
+    for e in entries.flatten() {
+        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
+            continue;
+        };
+        let Ok(m) = std::fs::metadata(e.path()) else {
+            continue;
+        };
+        if m.ino() != h.ino {
+            continue;
+        }
+        let dev = m.dev();
+        if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
+            same.push(n);
+        } else {
+            by_ino.push(n);
+        }
+    }
+    let candidates = if same.is_empty() { by_ino } else { same };
+    let mut what = None;
+    for n in candidates {
+        // SAFETY: pidfd_getfd with integer arguments; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, w.pidfd.as_raw_fd(), n, 0) };
+        if fd < 0 {
+            // Gone since, or not for rootfence to copy: its open mode.
+            if opened_for_writing(w.tgid, n) {
+                return Verdict::Real;
+            }
+            continue;
+        }
+        // SAFETY: a new descriptor we own.
+        let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        if locks_for_real(&file, &w.own) {
+            return Verdict::Real;
+        }
+        what = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .ok()
+            .map(|p| p.display().to_string());
+    }
+    match what {
+        Some(w) => Verdict::Raced(w),
+        None => Verdict::Unknown,
+    }
+}
+
+/// Whether `/proc` shows descriptor `fd` of `pid` opened for writing.
+fn opened_for_writing(pid: u32, fd: RawFd) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
+        })
+        .is_some_and(|f| f & libc::O_ACCMODE != libc::O_RDONLY)
+}
+
+/// The process of thread `tid`, and how many threads it has.
+fn status(tid: u32) -> Option<(u32, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let field = |name: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    Some((field("Tgid:")?, field("Threads:")?))
+}
+
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open with integer arguments; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor we own.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Whether the process has not been reaped (a zombie holds no lock, and
+/// keeps its pid from another process).
+fn alive(pidfd: &OwnedFd) -> bool {
+    // SAFETY: signal 0 through a pidfd we hold: a check, nothing sent.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        ) == 0
+    }
+}
+
+fn kill(pidfd: &OwnedFd) {
+    // SAFETY: SIGKILL through a pidfd we hold (never another process's
+    // pid, even if the number was reused).
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_table_is_read_for_posix_holders_only() {
+        let text = "1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF\n\
+                    1: -> POSIX  ADVISORY  WRITE 99 fd:01:5678 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 77 00:2f:12 0 EOF\n\
+                    3: OFDLCK ADVISORY  READ -1 08:02:9 0 EOF\n\
+                    4: POSIX  ADVISORY  WRITE 42 00:2f:123456789 10 20\n";
+        assert_eq!(
+            parse_locks(text),
+            vec![
+                Held {
+                    pid: 1234,
+                    major: 0xfd,
+                    minor: 1,
+                    ino: 5678
+                },
+                Held {
+                    pid: 42,
+                    major: 0,
+                    minor: 0x2f,
+                    ino: 123_456_789
+                },
+            ]
+        );
+    }
+}
