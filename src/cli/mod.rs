@@ -138,9 +138,9 @@ enum Command {
     },
     /// Find the policy a server needs: run it under the sandbox, drive
     /// `initialize` and `tools/list`, and turn the paths the sandbox
-    /// refused it (read from its stderr) into `[runtime] read` and `write`
-    /// lines for the next launch, until it starts or nothing new is
-    /// refused. Prints the lines to add to its policy on stdout; never
+    /// refused it (as rootfence's own supervisor saw them, never what the
+    /// server printed) into `[runtime] read` and `write` lines for the next
+    /// launch, until it starts or nothing new is refused. Prints the lines to add to its policy on stdout; never
     /// proposes a denied path (a secret). Exit 0 when the server started.
     Learn(learn::LearnArgs),
     /// Print the JSON Schema of the policy file format.
