@@ -39,7 +39,12 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
     } else {
         print!("{}", render(&plan));
         println!("\nisolation on this machine:");
-        for line in isolation_lines(&plan, &sandbox::probe_remembered()) {
+        let caps = sandbox::probe_remembered();
+        for line in isolation_lines(&plan, &caps) {
+            println!("  {line}");
+        }
+        println!("\nsystem calls (seccomp; a call not listed is refused with ENOSYS):");
+        for line in syscall_lines(&plan, &caps, true) {
             println!("  {line}");
         }
     }
@@ -438,6 +443,10 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
         for line in isolation_lines(&plan, &caps) {
             println!("  {line}");
         }
+        println!("\nsystem calls (seccomp):");
+        for line in syscall_lines(&plan, &caps, false) {
+            println!("  {line}");
+        }
         println!(
             "\nescape classes, and what closes each here (policy {}):",
             policy.name()
@@ -556,6 +565,50 @@ fn print_machine(caps: &sandbox::Capabilities) {
     for (abi, name, ok) in caps.features() {
         println!("  [{}] ABI {abi}: {name}", if ok { "x" } else { " " });
     }
+}
+
+/// The seccomp table for `plan` on this machine by named group: each
+/// group with why (and, with `calls`, its calls), the calls with a rule of
+/// their own, and the calls refused on purpose.
+pub fn syscall_lines(plan: &SandboxPlan, caps: &sandbox::Capabilities, calls: bool) -> Vec<String> {
+    use crate::sandbox::seccomp;
+    let namespaces = sandbox::rung(plan, caps).is_ok_and(|r| r.namespaces());
+    let g = seccomp::groups(&seccomp::FilterPolicy::for_plan(
+        &plan.network,
+        caps.abi(),
+        namespaces,
+    ));
+    let mut out = Vec::new();
+    for a in &g.allowed {
+        out.push(if calls {
+            format!(
+                "@{} ({}): {}: {}",
+                a.name,
+                a.calls.len(),
+                a.why,
+                a.calls.join(" ")
+            )
+        } else {
+            format!("@{} ({}): {}", a.name, a.calls.len(), a.why)
+        });
+    }
+    let checked: Vec<&str> = g.checked.iter().map(|(name, _)| *name).collect();
+    out.push(format!(
+        "with a rule of their own (argument checks, rootfence's supervisor) ({}): {}",
+        checked.len(),
+        checked.join(" ")
+    ));
+    let refused: usize = g.refused.iter().map(|r| r.calls.len()).sum();
+    if calls {
+        for r in &g.refused {
+            out.push(format!("refused: {} ({})", r.calls.join(" "), r.why));
+        }
+    } else {
+        out.push(format!(
+            "refused on purpose, each with why: {refused} (`rootfence explain` lists them)"
+        ));
+    }
+    out
 }
 
 /// The rung this machine gives `plan`, and what the missing layers leave

@@ -45,7 +45,7 @@ pub mod paths;
 pub mod supervisor;
 mod table;
 
-pub use table::{Entry, entries};
+pub use table::{Entry, Group, Groups, entries, groups};
 
 use crate::plan::NetworkPlan;
 use bpf::{Asm, To};

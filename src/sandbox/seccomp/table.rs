@@ -20,6 +20,10 @@ pub struct Entry {
     pub nr: i64,
     /// Its name.
     pub name: &'static str,
+    /// The named group it is allowed in (`"descriptors"`, `"files"`, ...,
+    /// printed as `@descriptors`), or `""` for a call with a rule of its
+    /// own (argument checks, the supervisor, a refusal).
+    pub group: &'static str,
     /// Why it is allowed (or refused).
     pub why: &'static str,
     /// How it is treated.
@@ -34,10 +38,11 @@ fn name(path: &'static str) -> &'static str {
 }
 
 macro_rules! calls {
-    ($rule:expr, $why:expr; $($nr:path),+ $(,)?) => {
+    ($rule:expr, $group:literal, $why:expr; $($nr:path),+ $(,)?) => {
         [$( Entry {
             nr: $nr as i64,
             name: name(stringify!($nr)),
+            group: $group,
             why: $why,
             rule: $rule,
             quiet: false,
@@ -207,6 +212,7 @@ fn one(nr: i64, name: &'static str, why: &'static str, rule: Rule) -> Entry {
     Entry {
         nr,
         name,
+        group: "",
         why,
         rule,
         quiet: false,
@@ -347,7 +353,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
     let mut t: Vec<Entry> = Vec::with_capacity(400);
 
     t.extend(
-        calls!(Allow, "descriptors: read and write what the server holds";
+        calls!(Allow, "descriptors", "read and write what the server holds";
             libc::SYS_read, libc::SYS_write, libc::SYS_readv, libc::SYS_writev,
             libc::SYS_pread64, libc::SYS_pwrite64, libc::SYS_preadv, libc::SYS_pwritev,
             libc::SYS_preadv2, libc::SYS_pwritev2, libc::SYS_close, libc::SYS_close_range,
@@ -359,7 +365,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         ),
     );
     t.extend(
-        calls!(Allow, "files: paths are Landlock's (and the view's) to rule on";
+        calls!(Allow, "files", "paths are Landlock's (and the view's) to rule on";
             libc::SYS_newfstatat, libc::SYS_fstat, libc::SYS_statx,
             libc::SYS_statfs, libc::SYS_fstatfs, libc::SYS_faccessat, libc::SYS_faccessat2,
             libc::SYS_readlinkat, libc::SYS_getdents64, libc::SYS_getcwd, libc::SYS_chdir,
@@ -371,7 +377,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
             libc::SYS_memfd_create, libc::SYS_umask,
         ),
     );
-    t.extend(calls!(Allow, "memory: the server's own address space";
+    t.extend(calls!(Allow, "memory", "the server's own address space";
         libc::SYS_brk, libc::SYS_mmap, libc::SYS_munmap, libc::SYS_mremap,
         libc::SYS_mprotect, libc::SYS_madvise, libc::SYS_msync, libc::SYS_mincore,
         libc::SYS_mlock, libc::SYS_mlock2, libc::SYS_munlock, libc::SYS_mlockall,
@@ -380,27 +386,29 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         libc::SYS_get_mempolicy, libc::SYS_set_mempolicy, libc::SYS_mbind,
         libc::SYS_set_mempolicy_home_node, SYS_map_shadow_stack,
     ));
-    t.extend(calls!(Allow, "threads and their synchronization";
-        libc::SYS_set_tid_address, libc::SYS_set_robust_list, libc::SYS_get_robust_list,
-        libc::SYS_rseq, libc::SYS_futex, libc::SYS_futex_waitv, SYS_futex_wake,
-        SYS_futex_wait, SYS_futex_requeue, libc::SYS_exit, libc::SYS_exit_group,
-        libc::SYS_restart_syscall, libc::SYS_sched_yield, libc::SYS_sched_getaffinity,
-        libc::SYS_sched_getparam, libc::SYS_sched_getscheduler, libc::SYS_sched_getattr,
-        libc::SYS_sched_get_priority_max, libc::SYS_sched_get_priority_min,
-        libc::SYS_sched_rr_get_interval, libc::SYS_getcpu,
-    ));
-    t.extend(calls!(Allow, "processes: start, run and wait for its own (Landlock rules what it may execute)";
+    t.extend(
+        calls!(Allow, "threads", "threads and their synchronization";
+            libc::SYS_set_tid_address, libc::SYS_set_robust_list, libc::SYS_get_robust_list,
+            libc::SYS_rseq, libc::SYS_futex, libc::SYS_futex_waitv, SYS_futex_wake,
+            SYS_futex_wait, SYS_futex_requeue, libc::SYS_exit, libc::SYS_exit_group,
+            libc::SYS_restart_syscall, libc::SYS_sched_yield, libc::SYS_sched_getaffinity,
+            libc::SYS_sched_getparam, libc::SYS_sched_getscheduler, libc::SYS_sched_getattr,
+            libc::SYS_sched_get_priority_max, libc::SYS_sched_get_priority_min,
+            libc::SYS_sched_rr_get_interval, libc::SYS_getcpu,
+        ),
+    );
+    t.extend(calls!(Allow, "processes", "start, run and wait for its own (Landlock rules what it may execute)";
         libc::SYS_execve, libc::SYS_execveat, libc::SYS_wait4, libc::SYS_waitid,
         libc::SYS_pidfd_open,
     ));
-    t.extend(calls!(Allow, "signals: Landlock's scope (and the PID namespace) keeps them inside the sandbox";
+    t.extend(calls!(Allow, "signals", "Landlock's scope (and the PID namespace) keeps them inside the sandbox";
         libc::SYS_rt_sigaction, libc::SYS_rt_sigprocmask, libc::SYS_rt_sigreturn,
         libc::SYS_rt_sigpending, libc::SYS_rt_sigtimedwait, libc::SYS_rt_sigsuspend,
         libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo, libc::SYS_sigaltstack,
         libc::SYS_kill, libc::SYS_tkill, libc::SYS_tgkill, libc::SYS_signalfd4,
         libc::SYS_pidfd_send_signal,
     ));
-    t.extend(calls!(Allow, "time and timers";
+    t.extend(calls!(Allow, "time", "time and timers";
         libc::SYS_nanosleep, libc::SYS_clock_nanosleep, libc::SYS_clock_gettime,
         libc::SYS_clock_getres, libc::SYS_gettimeofday, libc::SYS_times,
         libc::SYS_getitimer, libc::SYS_setitimer, libc::SYS_timer_create,
@@ -409,7 +417,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         libc::SYS_timerfd_gettime,
     ));
     t.extend(
-        calls!(Allow, "identity: without capabilities a server can only read or drop its own";
+        calls!(Allow, "identity", "without capabilities a server can only read or drop its own";
             libc::SYS_getpid, libc::SYS_getppid, libc::SYS_gettid, libc::SYS_getuid,
             libc::SYS_geteuid, libc::SYS_getgid, libc::SYS_getegid, libc::SYS_getresuid,
             libc::SYS_getresgid, libc::SYS_getgroups, libc::SYS_getpgid, libc::SYS_getsid,
@@ -419,24 +427,26 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
             libc::SYS_capset,
         ),
     );
-    t.extend(calls!(Allow, "system facts a runtime reads at start";
-        libc::SYS_uname, libc::SYS_sysinfo, libc::SYS_getrandom, libc::SYS_getrlimit,
-        libc::SYS_getrusage, libc::SYS_getpriority, libc::SYS_ioprio_get,
-    ));
-    t.extend(calls!(Allow, "events: waiting on what it holds";
+    t.extend(
+        calls!(Allow, "system-facts", "system facts a runtime reads at start";
+            libc::SYS_uname, libc::SYS_sysinfo, libc::SYS_getrandom, libc::SYS_getrlimit,
+            libc::SYS_getrusage, libc::SYS_getpriority, libc::SYS_ioprio_get,
+        ),
+    );
+    t.extend(calls!(Allow, "events", "waiting on what it holds";
         libc::SYS_ppoll, libc::SYS_pselect6, libc::SYS_epoll_create1, libc::SYS_epoll_ctl,
         libc::SYS_epoll_pwait, libc::SYS_epoll_pwait2, libc::SYS_eventfd2,
         libc::SYS_io_setup, libc::SYS_io_destroy, libc::SYS_io_submit,
         libc::SYS_io_getevents, libc::SYS_io_cancel,
     ));
-    t.extend(calls!(Allow, "sockets it holds (which sockets it may make is socket()'s rule; TCP ports are Landlock's)";
+    t.extend(calls!(Allow, "sockets", "sockets it holds (which sockets it may make is socket()'s rule; TCP ports are Landlock's)";
         libc::SYS_bind, libc::SYS_accept, libc::SYS_accept4,
         libc::SYS_getsockname, libc::SYS_getpeername, libc::SYS_getsockopt,
         libc::SYS_setsockopt, libc::SYS_recvfrom, libc::SYS_recvmsg,
         libc::SYS_recvmmsg, libc::SYS_shutdown,
     ));
     t.extend(
-        calls!(Allow, "sandboxes of its own: they can only restrict it further";
+        calls!(Allow, "sandboxes", "sandboxes of its own: they can only restrict it further";
             libc::SYS_seccomp, libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule,
             libc::SYS_landlock_restrict_self,
         ),
@@ -444,16 +454,18 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
 
     #[cfg(target_arch = "x86_64")]
     {
-        t.extend(calls!(Allow, "x86_64's older names of the calls above";
-            libc::SYS_stat, libc::SYS_lstat, libc::SYS_access,
-            libc::SYS_readlink, libc::SYS_getdents, libc::SYS_unlink, libc::SYS_rmdir,
-            libc::SYS_rename, libc::SYS_link, libc::SYS_symlink, libc::SYS_utime,
-            libc::SYS_utimes, libc::SYS_futimesat, libc::SYS_pipe, libc::SYS_dup2,
-            libc::SYS_poll, libc::SYS_select, libc::SYS_epoll_create, libc::SYS_epoll_wait,
-            libc::SYS_inotify_init, libc::SYS_eventfd, libc::SYS_signalfd, libc::SYS_fork,
-            libc::SYS_vfork, libc::SYS_time, libc::SYS_alarm, libc::SYS_pause,
-            libc::SYS_getpgrp, libc::SYS_arch_prctl,
-        ));
+        t.extend(
+            calls!(Allow, "x86-64-legacy", "x86_64's older names of the calls above";
+                libc::SYS_stat, libc::SYS_lstat, libc::SYS_access,
+                libc::SYS_readlink, libc::SYS_getdents, libc::SYS_unlink, libc::SYS_rmdir,
+                libc::SYS_rename, libc::SYS_link, libc::SYS_symlink, libc::SYS_utime,
+                libc::SYS_utimes, libc::SYS_futimesat, libc::SYS_pipe, libc::SYS_dup2,
+                libc::SYS_poll, libc::SYS_select, libc::SYS_epoll_create, libc::SYS_epoll_wait,
+                libc::SYS_inotify_init, libc::SYS_eventfd, libc::SYS_signalfd, libc::SYS_fork,
+                libc::SYS_vfork, libc::SYS_time, libc::SYS_alarm, libc::SYS_pause,
+                libc::SYS_getpgrp, libc::SYS_arch_prctl,
+            ),
+        );
         t.push(one(
             SYS_uretprobe,
             "uretprobe",
@@ -983,4 +995,57 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         t.push(one(nr, name, why, Refuse(libc::EPERM)));
     }
     t
+}
+
+/// The table by name, as `explain` prints it (as `systemd-analyze
+/// syscall-filter` prints systemd's groups).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Groups {
+    /// The named groups of calls allowed whatever their arguments.
+    pub allowed: Vec<Group>,
+    /// Calls with a rule of their own (argument checks, the supervisor),
+    /// each with why.
+    pub checked: Vec<(&'static str, &'static str)>,
+    /// Calls refused on purpose, gathered by why.
+    pub refused: Vec<Group>,
+}
+
+/// One named group of calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Its name (`descriptors`; refusals: empty).
+    pub name: &'static str,
+    /// Why.
+    pub why: &'static str,
+    /// The calls, in the table's order.
+    pub calls: Vec<&'static str>,
+}
+
+/// The table for `p`, by group.
+pub fn groups(p: &FilterPolicy) -> Groups {
+    let mut g = Groups::default();
+    for e in entries(p) {
+        match (&e.rule, e.group) {
+            (Rule::Refuse(_), _) => match g.refused.iter_mut().find(|r| r.why == e.why) {
+                Some(r) => r.calls.push(e.name),
+                None => g.refused.push(Group {
+                    name: "",
+                    why: e.why,
+                    calls: vec![e.name],
+                }),
+            },
+            (Rule::Allow, name) if !name.is_empty() => {
+                match g.allowed.iter_mut().find(|a| a.name == name) {
+                    Some(a) => a.calls.push(e.name),
+                    None => g.allowed.push(Group {
+                        name,
+                        why: e.why,
+                        calls: vec![e.name],
+                    }),
+                }
+            }
+            _ => g.checked.push((e.name, e.why)),
+        }
+    }
+    g
 }

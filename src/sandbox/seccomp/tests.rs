@@ -423,3 +423,42 @@ fn observing_sends_connections_and_refused_udp_sockets_to_the_supervisor() {
     assert_eq!(run(&p, libc::SYS_socket, tcp), RET_ALLOW);
     assert_eq!(run(&p, libc::SYS_openat, [0; 6]), RET_ALLOW);
 }
+
+#[test]
+fn every_call_is_in_one_named_group_or_listed_with_its_rule() {
+    for p in policies() {
+        let table = entries(&p);
+        let g = groups(&p);
+        let mut seen: Vec<&str> = g
+            .allowed
+            .iter()
+            .flat_map(|a| a.calls.iter().copied())
+            .chain(g.checked.iter().map(|(name, _)| *name))
+            .chain(g.refused.iter().flat_map(|r| r.calls.iter().copied()))
+            .collect();
+        assert_eq!(seen.len(), table.len(), "{p:?}");
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), table.len(), "a call in two places: {p:?}");
+        let group_of = |call: &str| {
+            g.allowed
+                .iter()
+                .find(|a| a.calls.contains(&call))
+                .map(|a| a.name)
+        };
+        assert_eq!(group_of("read"), Some("descriptors"));
+        assert_eq!(group_of("futex"), Some("threads"));
+        assert!(
+            g.allowed
+                .iter()
+                .all(|a| !a.name.is_empty() && !a.why.is_empty())
+        );
+        assert!(g.checked.iter().any(|(name, _)| *name == "flock"));
+        assert!(g.checked.iter().any(|(name, _)| *name == "clone"));
+        assert!(
+            g.refused
+                .iter()
+                .any(|r| r.calls.contains(&"bpf") && r.why == "kernel programs")
+        );
+    }
+}
