@@ -10,7 +10,10 @@
 //! or a `Connection` header naming a framing header are refused (400).
 //! Pure: bytes in, counts out.
 
-use super::http::HeadError;
+/// Why a body's framing or its chunks cannot be read (a 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed request: {0}")]
+pub struct Malformed(pub &'static str);
 
 /// Longest chunk-size or trailer line.
 const MAX_LINE: usize = 4096;
@@ -28,7 +31,7 @@ pub enum Framing {
 
 /// The framing `headers` (names as sent) declare for a request of HTTP/1.`minor`,
 /// or why it is ambiguous.
-pub fn framing(headers: &[(String, Vec<u8>)], minor: u8) -> Result<Framing, HeadError> {
+pub fn framing(headers: &[(String, Vec<u8>)], minor: u8) -> Result<Framing, Malformed> {
     fn named<'h>(
         headers: &'h [(String, Vec<u8>)],
         n: &'static str,
@@ -45,7 +48,7 @@ pub fn framing(headers: &[(String, Vec<u8>)], minor: u8) -> Result<Framing, Head
             .map(str::trim)
             .any(|t| matches!(t, "content-length" | "transfer-encoding" | "host"))
         {
-            return Err(HeadError::Malformed(
+            return Err(Malformed(
                 "Connection names a header that frames or routes the request",
             ));
         }
@@ -54,25 +57,19 @@ pub fn framing(headers: &[(String, Vec<u8>)], minor: u8) -> Result<Framing, Head
     let codings: Vec<&[u8]> = named(headers, "transfer-encoding").collect();
     match (lengths.as_slice(), codings.as_slice()) {
         ([], []) => Ok(Framing::None),
-        ([_, _, ..], _) => Err(HeadError::Malformed("more than one Content-Length")),
-        ([_], [_, ..]) => Err(HeadError::Malformed(
-            "both Content-Length and Transfer-Encoding",
-        )),
+        ([_, _, ..], _) => Err(Malformed("more than one Content-Length")),
+        ([_], [_, ..]) => Err(Malformed("both Content-Length and Transfer-Encoding")),
         ([l], []) => {
             if l.is_empty() || l.len() > 18 || !l.iter().all(u8::is_ascii_digit) {
-                return Err(HeadError::Malformed("Content-Length is not a number"));
+                return Err(Malformed("Content-Length is not a number"));
             }
             // Checked: at most 18 ASCII digits.
             let n = l.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
             Ok(Framing::Length(n))
         }
         ([], [t]) if minor == 1 && t.eq_ignore_ascii_case(b"chunked") => Ok(Framing::Chunked),
-        ([], [_]) if minor == 0 => Err(HeadError::Malformed(
-            "Transfer-Encoding in an HTTP/1.0 request",
-        )),
-        ([], _) => Err(HeadError::Malformed(
-            "a Transfer-Encoding other than one \"chunked\"",
-        )),
+        ([], [_]) if minor == 0 => Err(Malformed("Transfer-Encoding in an HTTP/1.0 request")),
+        ([], _) => Err(Malformed("a Transfer-Encoding other than one \"chunked\"")),
     }
 }
 
@@ -122,7 +119,7 @@ impl Body {
 
     /// How many of `input`'s first bytes belong to the body (the rest is
     /// dropped); an error when the chunked framing is broken.
-    pub fn take(&mut self, input: &[u8]) -> Result<usize, HeadError> {
+    pub fn take(&mut self, input: &[u8]) -> Result<usize, Malformed> {
         let mut i = 0;
         while i < input.len() {
             match self.state {
@@ -143,7 +140,7 @@ impl Body {
                 State::DataEnd(seen) => {
                     let want = if seen == 0 { b'\r' } else { b'\n' };
                     if input[i] != want {
-                        return Err(HeadError::Malformed("a chunk does not end with CRLF"));
+                        return Err(Malformed("a chunk does not end with CRLF"));
                     }
                     i += 1;
                     self.state = if seen == 0 {
@@ -157,17 +154,17 @@ impl Body {
                     i += 1;
                     self.line.push(b);
                     if self.line.len() > MAX_LINE {
-                        return Err(HeadError::Malformed("a chunk line is too long"));
+                        return Err(Malformed("a chunk line is too long"));
                     }
                     if b != b'\n' {
                         continue;
                     }
                     let line = std::mem::take(&mut self.line);
                     let Some(text) = line.strip_suffix(b"\r\n") else {
-                        return Err(HeadError::Malformed("a bare LF in the chunked body"));
+                        return Err(Malformed("a bare LF in the chunked body"));
                     };
                     if text.contains(&b'\r') {
-                        return Err(HeadError::Malformed("a bare CR in the chunked body"));
+                        return Err(Malformed("a bare CR in the chunked body"));
                     }
                     self.state = if self.state == State::Trailer {
                         if text.is_empty() {
@@ -192,11 +189,11 @@ impl Body {
 }
 
 /// A chunk-size line's size (hex digits, an optional `;extension`).
-fn chunk_size(line: &[u8]) -> Result<u64, HeadError> {
+fn chunk_size(line: &[u8]) -> Result<u64, Malformed> {
     let end = line.iter().position(|b| *b == b';').unwrap_or(line.len());
     let hex = &line[..end];
     if hex.is_empty() || hex.len() > 15 || !hex.iter().all(u8::is_ascii_hexdigit) {
-        return Err(HeadError::Malformed("a chunk size is not hexadecimal"));
+        return Err(Malformed("a chunk size is not hexadecimal"));
     }
     // Checked: at most 15 hex digits.
     Ok(hex.iter().fold(0u64, |n, d| {

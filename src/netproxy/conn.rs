@@ -413,7 +413,7 @@ impl Conn {
                 let mut head = http::forward_head(&f);
                 let n = match body.take(&rest) {
                     Ok(n) => n,
-                    Err(e) => return self.malformed(e),
+                    Err(e) => return self.malformed(e.into()),
                 };
                 head.extend_from_slice(&rest[..n]);
                 out.push(Action::ToUpstream(head));

@@ -51,6 +51,12 @@ pub enum HeadError {
     Version,
 }
 
+impl From<super::body::Malformed> for HeadError {
+    fn from(e: super::body::Malformed) -> HeadError {
+        HeadError::Malformed(e.0)
+    }
+}
+
 /// What a client asked the proxy for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {

@@ -560,7 +560,7 @@ fn prepare(
             )))
         }),
         writable: if namespaces {
-            seccomp::locks::Writable::View
+            seccomp::writable::Writable::View
         } else {
             let mut under: Vec<PathBuf> = observed_sandbox(plan, false, true, layout)
                 .grants
@@ -569,7 +569,7 @@ fn prepare(
                 .map(|(p, _)| p)
                 .collect();
             under.extend(plan.home_store.as_ref().map(|s| s.home()));
-            seccomp::locks::Writable::Under(under)
+            seccomp::writable::Writable::Under(under)
         },
     });
     let view = if namespaces {

@@ -51,7 +51,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::supervisor::{Answer, send, still_pending, take_fd};
+use super::notif::{Answer, last, send, still_pending, take_fd};
+use super::writable::{Writable, fd_flags, is_device};
 
 /// `fcntl` commands that take or release a record lock.
 pub const SETLK: u32 = libc::F_SETLK as u32;
@@ -229,17 +230,6 @@ fn let_through(pid: u32, own: &Writable) -> Answer {
     }
 }
 
-/// Whether a lock on `f` (rootfence's copy of a descriptor) is real: what
-/// [`answer`] locks for real, and not as nothing.
-pub(super) fn locks_for_real(f: &OwnedFd, own: &Writable) -> bool {
-    let Ok(flags) = fd_flags(f) else {
-        return false;
-    };
-    flags & libc::O_PATH == 0
-        && !is_device(f)
-        && (flags & libc::O_ACCMODE != libc::O_RDONLY || own.holds(f))
-}
-
 /// The caller's `struct flock`, read once.
 fn read_lock(pid: u32, ptr: u64) -> Result<libc::flock, i32> {
     let mut lock = std::mem::MaybeUninit::<libc::flock>::zeroed();
@@ -272,68 +262,8 @@ fn read_lock(pid: u32, ptr: u64) -> Result<libc::flock, i32> {
     Ok(unsafe { lock.assume_init() })
 }
 
-/// The descriptor's status flags (its open mode).
-fn fd_flags(f: &OwnedFd) -> Result<i32, i32> {
-    // SAFETY: F_GETFL on a descriptor we hold.
-    let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    if r < 0 {
-        return Err(last());
-    }
-    Ok(r)
-}
-
-/// The files the server may write (where a lock is real though it opened
-/// the file only for reading: flock(1), a directory, a read-only sqlite
-/// connection).
-#[derive(Debug, Clone, Default)]
-pub enum Writable {
-    /// None known: only a descriptor opened for writing is locked.
-    #[default]
-    Unknown,
-    /// What lies on a mount of the server's view that is not read-only
-    /// (its roots, its home, its scratch: the view mounts everything else
-    /// read-only).
-    View,
-    /// What lies under one of these paths (Landlock's write grants).
-    Under(Vec<std::path::PathBuf>),
-}
-
-impl Writable {
-    /// Whether the file `f` (rootfence's copy) is the server's to write.
-    fn holds(&self, f: &OwnedFd) -> bool {
-        match self {
-            Writable::Unknown => false,
-            Writable::View => rustix::fs::fstatvfs(f)
-                .is_ok_and(|v| !v.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY)),
-            Writable::Under(grants) => {
-                // The path it was opened by: fixed in the open file, which
-                // the server cannot change under rootfence's copy.
-                let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
-                else {
-                    return false;
-                };
-                path.is_absolute() && grants.iter().any(|g| path.starts_with(g))
-            }
-        }
-    }
-}
-
-/// Whether `f` is a character or block device.
-fn is_device(f: &OwnedFd) -> bool {
-    rustix::fs::fstat(f).is_ok_and(|st| {
-        let kind = st.st_mode & libc::S_IFMT;
-        kind == libc::S_IFCHR || kind == libc::S_IFBLK
-    })
-}
-
 fn errno_of(r: libc::c_int) -> Result<(), i32> {
     if r < 0 { Err(last()) } else { Ok(()) }
-}
-
-fn last() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
 }
 
 /// Held by another: worth waiting for.

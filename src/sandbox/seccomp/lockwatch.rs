@@ -37,7 +37,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::locks::{Writable, locks_for_real};
+use super::writable::{Writable, locks_for_real};
 
 /// The pause between looks while a call was let through in the last
 /// [`FAST_FOR`].

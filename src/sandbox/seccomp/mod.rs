@@ -40,10 +40,12 @@
 mod bpf;
 pub mod locks;
 mod lockwatch;
+mod notif;
 pub mod observer;
 pub mod paths;
 pub mod supervisor;
 mod table;
+pub mod writable;
 
 pub use table::{Entry, Group, Groups, entries, groups};
 

@@ -170,7 +170,7 @@ pub fn note(listener: RawFd, n: &libc::seccomp_notif, call: PathCall, obs: &Obse
         return;
     };
     // Everything read of the caller was the caller's.
-    if super::supervisor::still_pending(listener, n.id).is_err() {
+    if super::notif::still_pending(listener, n.id).is_err() {
         return;
     }
     let Some(by) = judge(&obs.sandbox, seen.need, &seen.path, seen.in_view) else {
@@ -212,7 +212,7 @@ fn view_root<'a>(
         Mode::empty(),
     )
     .ok()?;
-    super::supervisor::still_pending(listener, n.id).ok()?;
+    super::notif::still_pending(listener, n.id).ok()?;
     Some(obs.view_root.get_or_init(|| root).as_fd())
 }
 
