@@ -54,6 +54,8 @@ mod canon;
 mod cli;
 mod fs;
 mod hostconfig;
+mod hostenv;
+mod modes;
 mod refusals;
 
 #[doc(hidden)]

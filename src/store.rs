@@ -28,7 +28,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::runtime::HostEnv;
+use crate::hostenv::HostEnv;
 
 /// Where the stores are, below rootfence's state directory.
 const SERVERS: &str = "rootfence/servers";
@@ -332,7 +332,7 @@ impl Kept {
         if written.is_empty() {
             return None;
         }
-        let shown = |p: &Path| crate::runtime::shown(p, self.user_home.as_deref());
+        let shown = |p: &Path| crate::hostenv::shown(p, self.user_home.as_deref());
         let mut named: Vec<String> = written
             .iter()
             .take(MAX_NAMED)

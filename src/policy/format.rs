@@ -75,11 +75,11 @@ pub enum LandlockName {
     Prefer,
 }
 
-impl From<LandlockName> for crate::plan::LandlockMode {
+impl From<LandlockName> for crate::modes::LandlockMode {
     fn from(n: LandlockName) -> Self {
         match n {
-            LandlockName::Require => crate::plan::LandlockMode::Require,
-            LandlockName::Prefer => crate::plan::LandlockMode::Prefer,
+            LandlockName::Require => crate::modes::LandlockMode::Require,
+            LandlockName::Prefer => crate::modes::LandlockMode::Prefer,
         }
     }
 }
@@ -97,12 +97,12 @@ pub enum NamespaceName {
     Off,
 }
 
-impl From<NamespaceName> for crate::plan::NamespaceMode {
+impl From<NamespaceName> for crate::modes::NamespaceMode {
     fn from(n: NamespaceName) -> Self {
         match n {
-            NamespaceName::Auto => crate::plan::NamespaceMode::Auto,
-            NamespaceName::Require => crate::plan::NamespaceMode::Require,
-            NamespaceName::Off => crate::plan::NamespaceMode::Off,
+            NamespaceName::Auto => crate::modes::NamespaceMode::Auto,
+            NamespaceName::Require => crate::modes::NamespaceMode::Require,
+            NamespaceName::Off => crate::modes::NamespaceMode::Off,
         }
     }
 }

@@ -270,7 +270,7 @@ impl Policy {
     /// `$XDG_CACHE_HOME/rootfence`, `$XDG_STATE_HOME/rootfence`) denied like
     /// the built-in `~/.config/rootfence` and its siblings: a root that
     /// holds them is refused, no grant reaches them.
-    pub fn with_state_dirs(mut self, env: &crate::runtime::HostEnv) -> Policy {
+    pub fn with_state_dirs(mut self, env: &crate::hostenv::HostEnv) -> Policy {
         if !self.raw.deny.builtin {
             return self;
         }
