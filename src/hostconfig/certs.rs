@@ -14,8 +14,7 @@
 use std::fmt;
 use std::path::Component;
 
-use super::Probe;
-use super::server::{WrapOptions, localize, path_like};
+use super::values::{Probe, WrapOptions, localize, path_like};
 use crate::roots::Access;
 
 /// Parts of a variable name that say it names certificates.

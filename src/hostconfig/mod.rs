@@ -11,7 +11,9 @@ mod certs;
 #[cfg(test)]
 mod fake;
 mod place;
+mod probe;
 pub mod server;
+mod values;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -16,7 +16,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use super::Probe;
+use super::probe::Probe;
 
 /// Names of shell and session start-up files: shells, display managers
 /// and direnv outside the sandbox run them.

@@ -8,50 +8,9 @@ use serde_json::{Map, Value};
 use super::Format;
 use super::certs::{self, Cert};
 use super::place::{self, Declined};
+pub use super::values::{Probe, WrapOptions};
+use super::values::{localize, path_like};
 use crate::roots::Access;
-
-/// What `wrap` needs to know about the machine: whether a path is a
-/// directory, the home directory, the user's `PATH`.
-pub trait Probe {
-    /// Whether `path` is an existing directory.
-    fn is_dir(&self, path: &Path) -> bool;
-    /// Whether `path` exists (as anything).
-    fn exists(&self, path: &Path) -> bool;
-    /// The home directory, for `~/...` and `${userHome}`.
-    fn home(&self) -> Option<PathBuf>;
-    /// The directories of the user's `PATH`, in order.
-    fn path_dirs(&self) -> Vec<PathBuf>;
-    /// Where `path` leads: its canonical form, or (when it does not exist)
-    /// its deepest existing ancestor's with the rest appended.
-    fn canonical(&self, path: &Path) -> Option<PathBuf>;
-    /// Why `rootfence run` under `policy` (`None`: the built-in default)
-    /// would refuse `path` as a root with `access`, if it would.
-    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String>;
-    /// Whether the existing file `path` is code (a script or an
-    /// executable), not data.
-    fn is_code(&self, path: &Path) -> bool;
-}
-
-/// The options `wrap` applies to every server.
-#[derive(Debug, Clone)]
-pub struct WrapOptions {
-    /// The `command` of wrapped servers: the rootfence binary.
-    pub rootfence: String,
-    /// `--policy` for this server, if any.
-    pub policy: Option<String>,
-    /// The host format (decides which host variables name folders).
-    pub format: Format,
-    /// The directory of the config file (relative arguments of Claude Code
-    /// servers are checked against it).
-    pub base: Option<PathBuf>,
-    /// Directories named by the server's arguments or environment that do
-    /// not exist yet become roots too (`--create-roots`: the caller creates
-    /// them).
-    pub create_roots: bool,
-    /// Roots the user gives this server (`--root`, `--root-for`), as
-    /// written: added first, checked like inferred ones.
-    pub roots: Vec<String>,
-}
 
 /// A server's new `command` and `args` (`None`: no `args` key).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -554,43 +513,6 @@ fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, fou
     }
 }
 
-/// The value as a path here, with the text to write in the args (host
-/// variables kept). None when it names no path. `~` and a host's home
-/// variable alone name the home.
-pub(super) fn localize(
-    v: &str,
-    opts: &WrapOptions,
-    probe: &dyn Probe,
-) -> Option<(String, PathBuf)> {
-    let home_prefixes: &[&str] = match opts.format {
-        Format::VsCode | Format::Cursor => &["${userHome}/", "${env:HOME}/"],
-        Format::ClaudeCode => &["${HOME}/", "$HOME/"],
-        Format::ClaudeDesktop => &[],
-    };
-    let home_alone = v == "~" || home_prefixes.iter().any(|p| v == p.trim_end_matches('/'));
-    let local = if home_alone {
-        probe.home()?
-    } else if let Some(rest) = v.strip_prefix("~/") {
-        probe.home()?.join(rest)
-    } else if let Some(rest) = home_prefixes.iter().find_map(|p| v.strip_prefix(p)) {
-        probe.home()?.join(rest)
-    } else if v.starts_with('/') {
-        PathBuf::from(v)
-    } else if opts.format == Format::ClaudeCode && (v == "." || v.starts_with("./")) {
-        opts.base.as_ref()?.join(v)
-    } else {
-        return None;
-    };
-    if local.to_string_lossy().contains("${") {
-        return None;
-    }
-    let text = match v.trim_end_matches('/') {
-        "" => "/",
-        t => t,
-    };
-    Some((text.to_string(), place::normal(&local)))
-}
-
 /// The directory of a file value: its text and local path (`~` for a
 /// file in the home, `/` for one at the top).
 fn parent(text: &str, local: &Path) -> Option<(String, PathBuf)> {
@@ -617,18 +539,6 @@ fn url_path(v: &str) -> Option<String> {
         return Some(path.to_string());
     }
     (!path.is_empty()).then(|| format!("/{path}"))
-}
-
-/// A value that looks like a path: absolute, the home or under it, or
-/// under a host's home or folder variable.
-pub(super) fn path_like(v: &str) -> bool {
-    const HOMES: &[&str] = &["~", "${userHome}", "${env:HOME}", "${HOME}", "$HOME"];
-    v.starts_with('/')
-        || v.starts_with("${workspaceFolder}")
-        || HOMES.iter().any(|h| {
-            v.strip_prefix(h)
-                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
-        })
 }
 
 /// An environment variable whose name says it holds a path.
