@@ -50,6 +50,8 @@ pub fn cli_main() -> std::process::ExitCode {
     cli::main()
 }
 
+#[doc(hidden)]
+pub mod audit;
 mod canon;
 mod cli;
 mod fs;

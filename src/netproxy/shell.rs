@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use super::body::Body;
 use super::conn::{Action, Config, Conn, Decision, Event, Judged};
 use super::rule::Reach;
-use crate::proxy::guard::audit::{AuditLog, now_rfc3339};
+use crate::audit::{AuditLog, now_rfc3339};
 
 /// How long a client has to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);

@@ -6,6 +6,9 @@
 //! generation and method, with a short summary (counts, sizes, field names
 //! and types, a URL's host). It never holds message text, prompts, form
 //! values or full URLs.
+//!
+//! A leaf: the relay's guard and the network proxy (its requests) both
+//! write through it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
