@@ -127,7 +127,9 @@ pub fn collect(c: &mut Collect) {
         // The install the directory itself belongs to (a venv's bin/, a
         // node install's bin/), and a version manager's shims.
         installed(c, &real, &mut seen);
-        if let Some(m) = VersionManager::of_path_dir(&real)
+        let manager = VersionManager::of_path_dir(&real);
+        let shims = manager.is_some() && base_name(&real) == "shims";
+        if let Some(m) = manager
             && !managers.contains(&m.root)
         {
             managers.push(m.root.clone());
@@ -169,6 +171,11 @@ pub fn collect(c: &mut Collect) {
             rustup |= named("rustup");
             asdf_used |= named("asdf");
             let granted = dir_granted && p.target.parent() == Some(real.as_path());
+            // A version manager's shims are each the same script, which
+            // runs the manager its needs above grant: none is opened.
+            if shims && granted {
+                continue;
+            }
             leads_to(c, p, granted, &mut seen);
         }
     }
