@@ -109,6 +109,22 @@ pub enum PolicyError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// The file was there and is no longer readable (a watched policy
+    /// deleted or made unreadable).
+    #[error("policy {file} cannot be read (deleted?)")]
+    Gone {
+        /// The file.
+        file: String,
+    },
+    /// The file is not UTF-8.
+    #[error("policy {file} is not UTF-8")]
+    NotUtf8 {
+        /// The file.
+        file: String,
+    },
+    /// The policy refuses a `--env` flag of the launch.
+    #[error(transparent)]
+    EnvRefused(#[from] EnvRefused),
 }
 
 /// The key part of a [`PolicyError::Invalid`] message.

@@ -336,7 +336,7 @@ impl Session {
             return;
         }
         self.queue.hold(Held::Request(key, out_line));
-        if self.fleet.phase == super::lifecycle::FleetPhase::Dormant {
+        if matches!(self.fleet.phase, super::lifecycle::FleetPhase::Dormant) {
             // The first message that needs a server (`initialize`, or a
             // probe before it): launch one.
             self.wake();

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::plan::SandboxPlan;
-use crate::policy::Policy;
+use crate::policy::{Policy, PolicyError};
 use crate::proxy::message::Ident;
+use crate::proxy::server::LaunchError;
 
 /// A server generation's number (1, 2, ...), never reused in a session.
 pub type GenId = u64;
@@ -98,12 +99,12 @@ pub enum Event {
     Server(ServerEvent),
     /// The policy file changed on disk: the new policy, or why it is
     /// rejected.
-    PolicyChanged(Result<Box<Policy>, String>),
+    PolicyChanged(Result<Box<Policy>, PolicyError>),
     /// Something changed near a root directory.
     RootsMaybeChanged,
     /// The outcome of [`Action::Launch`]: the process id, or why the
     /// launch failed.
-    Launched(GenId, Result<u32, String>),
+    Launched(GenId, Result<u32, LaunchError>),
 }
 
 /// How to stop a generation.
@@ -144,12 +145,42 @@ pub enum Action {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Ending {
     /// The host closed stdin.
     HostClosed,
     /// The server ended and the restart policy says stop.
     ServerEnded(String),
     /// The server could not be launched, or did not come up.
-    LaunchFailed(String),
+    LaunchFailed(LaunchFailure),
+}
+
+/// Why a server could not be launched, or did not come up.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchFailure {
+    /// The launcher could not start it.
+    #[error(transparent)]
+    Launch(Arc<LaunchError>),
+    /// The first server did not answer `initialize` in time.
+    #[error(
+        "the server did not answer initialize within limits.initialize_timeout_ms = {timeout_ms} (raise it in the rootfence policy if the server is slow to start)"
+    )]
+    InitializeTimeout {
+        /// The limit, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A relaunched server did not answer the replayed `initialize` in
+    /// time.
+    #[error(
+        "the relaunched server did not answer initialize within limits.initialize_timeout_ms = {timeout_ms}"
+    )]
+    ReplayTimeout {
+        /// The limit, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A relaunched server answered the replayed `initialize` with an
+    /// error.
+    #[error("the relaunched server refused initialize")]
+    ReplayRefused,
 }

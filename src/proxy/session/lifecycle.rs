@@ -40,10 +40,11 @@ use super::Session;
 const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::entitlements::{self, Entitlements};
 use super::io::ExitInfo;
-use super::io::{Action, Ending, GenId, Stop};
+use super::io::{Action, Ending, GenId, LaunchFailure, Stop};
 use super::ledger::{HostState, Method, Own};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
+use crate::proxy::server::LaunchError;
 use crate::roots::CanonicalRoot;
 
 /// How a generation is brought up.
@@ -159,7 +160,7 @@ pub struct Gen {
 }
 
 /// The fleet's phase.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum FleetPhase {
     /// No host message yet: no server wanted.
     Dormant,
@@ -248,7 +249,7 @@ impl Session {
     /// the host roots exchange.
     pub(super) fn settle(&mut self, now: Instant) {
         self.refresh(now);
-        if self.fleet.ending().is_some() || self.fleet.phase == FleetPhase::Dormant {
+        if self.fleet.ending().is_some() || matches!(self.fleet.phase, FleetPhase::Dormant) {
             return;
         }
         if let Some(why) = self.target.suspended.clone() {
@@ -412,7 +413,7 @@ impl Session {
     }
 
     fn may_launch(&self) -> bool {
-        if self.fleet.phase != FleetPhase::Live
+        if !matches!(self.fleet.phase, FleetPhase::Live)
             || self.fleet.lost_alive()
             || self.target.suspended.is_some()
         {
@@ -462,7 +463,7 @@ impl Session {
     }
 
     /// The launcher's report.
-    pub(super) fn on_launched(&mut self, g: GenId, result: Result<u32, String>, now: Instant) {
+    pub(super) fn on_launched(&mut self, g: GenId, result: Result<u32, LaunchError>, now: Instant) {
         let stopping = self.fleet.gens.get(&g).is_none_or(|s| s.phase.stopping());
         let pid = match result {
             Ok(pid) => pid,
@@ -472,7 +473,10 @@ impl Session {
                 if !stopping {
                     // Fail closed: no server is better than one with the
                     // wrong rights.
-                    self.end(Ending::LaunchFailed(e), now);
+                    self.end(
+                        Ending::LaunchFailed(LaunchFailure::Launch(Arc::new(e))),
+                        now,
+                    );
                 }
                 self.settle(now);
                 return;
@@ -515,10 +519,7 @@ impl Session {
                 generation = g,
                 "the relaunched server refused the replayed initialize"
             );
-            self.end(
-                Ending::LaunchFailed("the relaunched server refused initialize".into()),
-                now,
-            );
+            self.end(Ending::LaunchFailed(LaunchFailure::ReplayRefused), now);
             return;
         };
         if let Some(generation) = self.fleet.gens.get_mut(&g)
@@ -925,9 +926,9 @@ impl Session {
         if late && self.fleet.ending().is_none() {
             tracing::error!("the relaunched server did not answer initialize in time");
             self.end(
-                Ending::LaunchFailed(format!(
-                    "the relaunched server did not answer initialize within limits.initialize_timeout_ms = {timeout}"
-                )),
+                Ending::LaunchFailed(LaunchFailure::ReplayTimeout {
+                    timeout_ms: timeout,
+                }),
                 now,
             );
         }
@@ -972,10 +973,11 @@ impl Session {
     /// roots exchange gives up, or `limits.initialize_timeout_ms`).
     pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
         let remembered = self.remembered.take()?;
-        if self.fleet.phase != FleetPhase::Dormant
-            || !self.fleet.gens.is_empty()
-            || !(self.handshake.host_has_roots && self.inputs.accepts_host_roots())
-        {
+        let untouched = matches!(self.fleet.phase, FleetPhase::Dormant)
+            && self.fleet.gens.is_empty()
+            && self.handshake.host_has_roots
+            && self.inputs.accepts_host_roots();
+        if !untouched {
             return None;
         }
         if self.handshake.initialize_params(&self.target.policy) != remembered.params {
@@ -1115,7 +1117,7 @@ impl Session {
 
     /// A message from the host: the fleet wakes up.
     pub(super) fn wake(&mut self) {
-        if self.fleet.phase == FleetPhase::Dormant {
+        if matches!(self.fleet.phase, FleetPhase::Dormant) {
             self.fleet.phase = FleetPhase::Live;
         }
     }

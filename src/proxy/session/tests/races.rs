@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Launch, Sim};
 use crate::proxy::message::code;
-use crate::proxy::session::{Ending, Event, Stop};
+use crate::proxy::session::{Ending, Event, LaunchFailure, Stop};
 
 fn set(sim: &Sim, names: &[&str]) -> BTreeSet<PathBuf> {
     names.iter().map(|n| sim.tree.p(n)).collect()
@@ -199,7 +199,14 @@ fn a_replayed_initialize_never_answered_fails_closed() {
     sim.serve_all();
     sim.advance(1000);
     assert!(
-        matches!(sim.s.ending(), Some(Ending::LaunchFailed(m)) if m.contains("initialize_timeout_ms"))
+        matches!(
+            sim.s.ending(),
+            Some(Ending::LaunchFailed(LaunchFailure::ReplayTimeout {
+                timeout_ms: 1000
+            }))
+        ),
+        "{:?}",
+        sim.s.ending()
     );
     assert_eq!(sim.answer(&json!(1))["error"]["code"], code::SERVER_GONE);
     assert!(sim.servers[&first].stop.is_some());
