@@ -35,6 +35,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::SandboxError;
 use super::coverage::{DomainRung, Rung, domain_rung};
+use super::missing::NoNetns;
 use super::protocol::errno;
 use super::seccomp::FilterPolicy;
 use crate::netproxy::{self, Proxy};
@@ -92,8 +93,8 @@ impl Net {
             return Ok(None);
         };
         let netns = match netns_refused {
-            _ if !rung.namespaces() => Err("the server runs without namespaces".to_string()),
-            Some(why) => Err(why.to_string()),
+            _ if !rung.namespaces() => Err(NoNetns::LaunchWithout),
+            Some(why) => Err(NoNetns::Refused(why.to_string())),
             None => Ok(()),
         };
         let launcher = |e: std::io::Error| SandboxError::Launcher(e);
@@ -127,7 +128,7 @@ impl Net {
             },
             Err(missing) => {
                 return Err(SandboxError::CannotEnforce {
-                    missing: vec![missing],
+                    missing: vec![missing.into()],
                 });
             }
         };
