@@ -490,7 +490,7 @@ impl Validator<'_> {
     }
 
     fn path(&self, s: &Spanned<String>, key: &str) -> Result<PathBuf, PolicyError> {
-        expand(s.get_ref(), self.home).map_err(|m| self.err(s.span().start, key, m))
+        expand(s.get_ref(), self.home).map_err(|m| self.err(s.span().start, key, m.to_string()))
     }
 
     fn validate(&self, raw: PolicyFile) -> Result<Policy, PolicyError> {
@@ -626,7 +626,7 @@ impl Validator<'_> {
                 r.path.clone()
             } else {
                 let p = expand(&r.path, self.home)
-                    .map_err(|m| self.err(s.span().start, "roots.static.path", m))?;
+                    .map_err(|m| self.err(s.span().start, "roots.static.path", m.to_string()))?;
                 p.to_string_lossy().into_owned()
             };
             out.push(RootInput::policy(text, r.name.clone(), r.access.into()));
@@ -883,9 +883,34 @@ pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathR
     None
 }
 
+/// A policy path that cannot be expanded to an absolute path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExpandError {
+    /// It starts with the home directory, and `HOME` is not set.
+    #[error("{0:?} uses the home directory, but HOME is not set")]
+    NoHome(String),
+    /// `~user`.
+    #[error("{0:?}: only ~ (the current user's home) expands, not ~user")]
+    OtherUser(String),
+    /// A `$` other than a leading `$HOME`.
+    #[error("{0:?}: only ~ and $HOME expand, at the start of a path")]
+    Variable(String),
+    /// Relative.
+    #[error("{0:?} is not absolute (start it with /, ~ or $HOME)")]
+    Relative(String),
+    /// With `.` or `..` components.
+    #[error("{0:?} contains . or .. components; write the path out")]
+    Dots(String),
+    /// With a NUL byte.
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+}
+
 /// Expand `~`, `~/...`, `$HOME`, `${HOME}` at the start of a policy path.
 /// The result must be absolute, without `.` or `..` components.
-pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, ExpandError> {
+    let given = || s.to_string();
     let rest = if s == "~" || s == "$HOME" || s == "${HOME}" {
         Some("")
     } else {
@@ -895,8 +920,7 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     };
     let path = match rest {
         Some(rest) => {
-            let home =
-                home.ok_or_else(|| format!("{s:?} uses the home directory, but HOME is not set"))?;
+            let home = home.ok_or_else(|| ExpandError::NoHome(given()))?;
             if rest.is_empty() {
                 home.to_path_buf()
             } else {
@@ -905,33 +929,25 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
         }
         None => {
             if s.starts_with('~') {
-                return Err(format!(
-                    "{s:?}: only ~ (the current user's home) expands, not ~user"
-                ));
+                return Err(ExpandError::OtherUser(given()));
             }
             if s.contains('$') {
-                return Err(format!(
-                    "{s:?}: only ~ and $HOME expand, at the start of a path"
-                ));
+                return Err(ExpandError::Variable(given()));
             }
             PathBuf::from(s)
         }
     };
     if !path.is_absolute() {
-        return Err(format!(
-            "{s:?} is not absolute (start it with /, ~ or $HOME)"
-        ));
+        return Err(ExpandError::Relative(given()));
     }
     if path
         .components()
         .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
     {
-        return Err(format!(
-            "{s:?} contains . or .. components; write the path out"
-        ));
+        return Err(ExpandError::Dots(given()));
     }
     if s.contains('\0') {
-        return Err(format!("{s:?} contains a NUL byte"));
+        return Err(ExpandError::Nul(given()));
     }
     Ok(path)
 }
@@ -962,11 +978,27 @@ mod tests {
             expand("${HOME}/x", Some(h)).unwrap(),
             PathBuf::from("/home/a/x")
         );
-        assert!(expand("~bob/x", Some(h)).is_err());
-        assert!(expand("$USER/x", Some(h)).is_err());
-        assert!(expand("x/y", Some(h)).is_err());
-        assert!(expand("/a/../b", Some(h)).is_err());
-        assert!(expand("~/x", None).is_err());
+        let given = |s: &str| s.to_string();
+        assert_eq!(
+            expand("~bob/x", Some(h)),
+            Err(ExpandError::OtherUser(given("~bob/x")))
+        );
+        assert_eq!(
+            expand("$USER/x", Some(h)),
+            Err(ExpandError::Variable(given("$USER/x")))
+        );
+        assert_eq!(
+            expand("x/y", Some(h)),
+            Err(ExpandError::Relative(given("x/y")))
+        );
+        assert_eq!(
+            expand("/a/../b", Some(h)),
+            Err(ExpandError::Dots(given("/a/../b")))
+        );
+        assert_eq!(
+            expand("~/x", None).unwrap_err().to_string(),
+            "\"~/x\" uses the home directory, but HOME is not set"
+        );
     }
 
     #[test]

@@ -40,9 +40,10 @@ pub struct Exchange {
     count: u64,
 }
 
-/// The roots in a `roots/list` result, for host roots with `access`.
-pub fn parse(result: &str, access: Access) -> Result<Vec<RootInput>, String> {
-    let v: Value = serde_json::from_str(result).map_err(|e| e.to_string())?;
+/// The roots in a `roots/list` result, for host roots with `access`; the
+/// JSON error when it is not JSON.
+pub fn parse(result: &str, access: Access) -> Result<Vec<RootInput>, serde_json::Error> {
+    let v: Value = serde_json::from_str(result)?;
     let mut inputs = Vec::new();
     for r in v
         .get("roots")
