@@ -85,9 +85,17 @@ pub enum FsError {
         /// The edit's `oldText`.
         old_text: String,
     },
-    /// Arguments that contradict each other or are out of range.
-    #[error("{0}")]
-    Arguments(String),
+    /// `head` and `tail` together.
+    #[error("Cannot specify both head and tail parameters simultaneously")]
+    HeadAndTail,
+    /// A pattern that is not a glob.
+    #[error("Invalid glob pattern {pattern:?}: {source}")]
+    Glob {
+        /// The pattern as given.
+        pattern: String,
+        /// The glob parser's error.
+        source: globset::Error,
+    },
     /// The operating system refused or failed the operation.
     #[error("{op} {given}: {source}")]
     Io {

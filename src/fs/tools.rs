@@ -214,9 +214,7 @@ fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, ToolError> {
             let tail = lines(name, "tail", a.tail, false)?;
             let t = target(cx, &a.path)?;
             text(match (head, tail) {
-                (Some(_), Some(_)) => Err(FsError::Arguments(
-                    "Cannot specify both head and tail parameters simultaneously".into(),
-                )),
+                (Some(_), Some(_)) => Err(FsError::HeadAndTail),
                 (_, Some(n)) => read::tail(&t, n),
                 (Some(n), _) => read::head(&t, n),
                 (None, None) => read::whole(&t),

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::Format;
 use super::certs::{self, Cert};
 use super::place::{self, Declined};
-use crate::roots::Access;
+use crate::roots::{Access, RefusalReason};
 
 /// What `wrap` needs to know about the machine: whether a path is a
 /// directory, the home directory, the user's `PATH`.
@@ -26,7 +26,12 @@ pub trait Probe {
     fn canonical(&self, path: &Path) -> Option<PathBuf>;
     /// Why `rootfence run` under `policy` (`None`: the built-in default)
     /// would refuse `path` as a root with `access`, if it would.
-    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String>;
+    fn root_refusal(
+        &self,
+        path: &Path,
+        policy: Option<&str>,
+        access: Access,
+    ) -> Option<RefusalReason>;
     /// Whether the existing file `path` is code (a script or an
     /// executable), not data.
     fn is_code(&self, path: &Path) -> bool;
@@ -537,7 +542,7 @@ fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, fou
             dir: place::shown(&dir, home.as_deref()),
             file: of_file.then(|| place::shown(&local, home.as_deref())),
             why,
-            refused: refusal,
+            refused: refusal.map(|r| r.to_string()),
         });
         return;
     }

@@ -33,7 +33,9 @@ use tokio::sync::mpsc;
 
 pub use launcher::SandboxLauncher;
 pub use server::{LaunchError, Launcher, ServerProcess};
-pub use session::{Action, Ending, Event, LaunchFailure, Session, SessionConfig, SessionError};
+pub use session::{
+    Action, Ending, Event, Gone, LaunchFailure, ServerEnd, Session, SessionConfig, SessionError,
+};
 
 use server::Generation;
 use session::ServerEvent;

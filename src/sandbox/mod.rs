@@ -124,7 +124,7 @@ pub enum SandboxError {
     },
     /// The seccomp filter could not be compiled.
     #[error("cannot build the seccomp filter: {0}")]
-    Seccomp(String),
+    Seccomp(#[from] seccomp::FilterError),
     /// The scratch directory could not be created.
     #[error(
         "cannot create the scratch directory in {dir}: {source}; point TMPDIR at a writable directory, or set runtime.scratch = false in the policy"

@@ -150,9 +150,73 @@ pub enum Ending {
     /// The host closed stdin.
     HostClosed,
     /// The server ended and the restart policy says stop.
-    ServerEnded(String),
+    ServerEnded(ServerEnd),
     /// The server could not be launched, or did not come up.
     LaunchFailed(LaunchFailure),
+}
+
+/// How a server went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// It closed its stdout (and was stopped).
+    ClosedStdout,
+    /// It exited: how, when its status was read.
+    Exited(Option<ExitInfo>),
+}
+
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gone::ClosedStdout => f.write_str("closed its stdout"),
+            Gone::Exited(Some(status)) => write!(f, "exited ({status})"),
+            Gone::Exited(None) => f.write_str("exited (ended)"),
+        }
+    }
+}
+
+/// Why the session ended with its server: how the server went, and the
+/// last thing the sandbox refused it (its hint, with the rule that would
+/// allow it), if anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerEnd {
+    /// It went, and every restart `limits.max_restarts` allows is used.
+    #[error(
+        "the server {gone} and limits.max_restarts = {max_restarts} is used up{}",
+        denied(.denial)
+    )]
+    RestartsUsedUp {
+        /// How it went.
+        gone: Gone,
+        /// The limit.
+        max_restarts: u32,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+    /// A relaunched server went during its handshake.
+    #[error("the relaunched server {gone} during its handshake{}", denied(.denial))]
+    InHandshake {
+        /// How it went.
+        gone: Gone,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+    /// It went, and `limits.restart` does not restart it (or it never
+    /// came up).
+    #[error("the server {gone}{}", denied(.denial))]
+    Ended {
+        /// How it went.
+        gone: Gone,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+}
+
+/// `; ` and the denial's hint, or nothing.
+fn denied(denial: &Option<String>) -> String {
+    denial
+        .as_ref()
+        .map_or_else(String::new, |hint| format!("; {hint}"))
 }
 
 /// Why a server could not be launched, or did not come up.

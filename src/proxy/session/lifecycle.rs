@@ -40,7 +40,7 @@ use super::Session;
 const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::entitlements::{self, Entitlements};
 use super::io::ExitInfo;
-use super::io::{Action, Ending, GenId, LaunchFailure, Stop};
+use super::io::{Action, Ending, GenId, Gone, LaunchFailure, ServerEnd, Stop};
 use super::ledger::{HostState, Method, Own};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
@@ -742,8 +742,8 @@ impl Session {
         }
         let failed = killed_by_us || !status.is_some_and(ExitInfo::success);
         match role {
-            Some(Role::Current) => self.crashed(false, failed, &what, killed_by_us, now),
-            Some(Role::Rising) => self.crashed(true, failed, &what, killed_by_us, now),
+            Some(Role::Current) => self.crashed(false, failed, status, killed_by_us, now),
+            Some(Role::Rising) => self.crashed(true, failed, status, killed_by_us, now),
             _ => {}
         }
         self.settle(now);
@@ -751,7 +751,14 @@ impl Session {
 
     /// The serving (or a starting) generation ended by itself: restart as
     /// `limits.restart` says, or end the session.
-    fn crashed(&mut self, rising: bool, failed: bool, what: &str, lost: bool, now: Instant) {
+    fn crashed(
+        &mut self,
+        rising: bool,
+        failed: bool,
+        status: Option<ExitInfo>,
+        lost: bool,
+        now: Instant,
+    ) {
         if self.fleet.ending().is_some() {
             return;
         }
@@ -771,28 +778,26 @@ impl Session {
             RestartName::OnFailure => failed,
             RestartName::Always => true,
         };
-        let what = if lost {
-            "closed its stdout".to_string()
+        let gone = if lost {
+            Gone::ClosedStdout
         } else {
-            format!("exited ({what})")
+            Gone::Exited(status)
         };
         let first = self.handshake.server_init.is_none();
         if !restart || self.fleet.restarts >= limits.max_restarts || first {
-            let why = if restart && !first {
-                format!(
-                    "the server {what} and limits.max_restarts = {} is used up",
-                    limits.max_restarts
-                )
-            } else if rising {
-                format!("the relaunched server {what} during its handshake")
-            } else {
-                format!("the server {what}")
-            };
             // The last thing the sandbox refused it, with the rule that
             // would allow it: also after every restart is used up.
-            let why = match &self.last_denial {
-                Some(hint) => format!("{why}; {hint}"),
-                None => why,
+            let denial = self.last_denial.clone();
+            let why = if restart && !first {
+                ServerEnd::RestartsUsedUp {
+                    gone,
+                    max_restarts: limits.max_restarts,
+                    denial,
+                }
+            } else if rising {
+                ServerEnd::InHandshake { gone, denial }
+            } else {
+                ServerEnd::Ended { gone, denial }
             };
             self.end(Ending::ServerEnded(why), now);
             return;
@@ -823,7 +828,7 @@ impl Session {
             Some(Ending::LaunchFailed(e)) => {
                 Some(format!("rootfence could not launch the server: {e}"))
             }
-            Some(Ending::ServerEnded(w)) => Some(w.clone()),
+            Some(Ending::ServerEnded(w)) => Some(w.to_string()),
             _ => None,
         };
         for key in self.ledger.host_keys() {

@@ -57,7 +57,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-pub use io::{Action, Ending, Event, ExitInfo, Frame, GenId, LaunchFailure, ServerEvent, Stop};
+pub use io::{
+    Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchFailure, ServerEnd, ServerEvent,
+    Stop,
+};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
