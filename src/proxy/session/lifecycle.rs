@@ -62,7 +62,7 @@ pub enum BringUp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopWhy {
     /// Its rights are not within the target (what was revoked). Killed.
-    Revoked(String),
+    Revoked(Revocation),
     /// Its stdout closed while it ran. Killed; whether to restart is
     /// decided when it has exited (`was`: what it was then).
     Lost(Role),
@@ -234,13 +234,32 @@ impl Fleet {
 
 /// The error a host request gets when its generation is stopped because
 /// its rights were revoked.
-fn revoked_message(why: &str) -> String {
-    if why.starts_with("rootfence stopped the server") {
-        return format!("{why}; the request may not have completed");
+/// Why a generation's rights were revoked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revocation {
+    /// No policy can be applied: nothing runs (the suspension, as the
+    /// target says it).
+    Suspended(String),
+    /// It holds rights outside the target.
+    Excess(Vec<entitlements::Excess>),
+}
+
+impl std::fmt::Display for Revocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Revocation::Suspended(why) => f.write_str(why),
+            Revocation::Excess(excess) => f.write_str(&entitlements::describe(excess)),
+        }
     }
-    format!(
-        "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
-    )
+}
+
+fn revoked_message(why: &Revocation) -> String {
+    match why {
+        Revocation::Suspended(why) => format!("{why}; the request may not have completed"),
+        Revocation::Excess(_) => format!(
+            "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
+        ),
+    }
 }
 
 impl Session {
@@ -324,7 +343,7 @@ impl Session {
             }
             // A policy that cannot be applied grants nothing.
             if let Some(why) = &self.target.suspended {
-                revoked.push((g.id, why.clone()));
+                revoked.push((g.id, Revocation::Suspended(why.clone())));
                 g.matches = false;
                 continue;
             }
@@ -333,7 +352,7 @@ impl Session {
             // meanwhile.
             let excess = g.rights.excess(&self.target.rights);
             if !excess.is_empty() {
-                revoked.push((g.id, entitlements::describe(&excess)));
+                revoked.push((g.id, Revocation::Excess(excess)));
                 g.matches = false;
                 continue;
             }
@@ -351,7 +370,7 @@ impl Session {
     }
 
     /// Kill `g` at once: its rights are not within the target.
-    fn revoke(&mut self, g: GenId, why: String, _now: Instant) {
+    fn revoke(&mut self, g: GenId, why: Revocation, _now: Instant) {
         tracing::warn!(
             generation = g,
             "rights revoked ({why}): killing the server at once"
