@@ -94,8 +94,8 @@ pub enum PolicyError {
     Read {
         /// The file.
         file: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// Why it cannot be read, or is not trusted.
+        source: Untrusted,
     },
     /// The TOML is malformed, or a key or value is not part of the format.
     #[error("policy {file} line {line}{key}: {message}")]
@@ -838,10 +838,27 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
+/// Why a file rootfence would trust (a policy) cannot be read as one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Untrusted {
+    /// Resolving, opening or reading it failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Not a regular file.
+    #[error("{} is not a regular file", .0.display())]
+    NotRegular(PathBuf),
+    /// More than one hard link.
+    #[error(
+        "it has {0} hard links; another link (inside a root, say) would let a server rewrite it. Give it a single link: cp it to a new file and mv that over it"
+    )]
+    HardLinks(u64),
+}
+
 /// Read a file rootfence trusts (a policy): resolve the path once, open the
 /// result without following a symlink, and require a regular file with one
 /// link.
-pub fn read_trusted(file: &Path) -> std::io::Result<String> {
+pub fn read_trusted(file: &Path) -> Result<String, Untrusted> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let canonical = std::fs::canonicalize(file)?;
@@ -851,16 +868,10 @@ pub fn read_trusted(file: &Path) -> std::io::Result<String> {
         .open(&canonical)?;
     let md = f.metadata()?;
     if !md.is_file() {
-        return Err(std::io::Error::other(format!(
-            "{} is not a regular file",
-            canonical.display()
-        )));
+        return Err(Untrusted::NotRegular(canonical));
     }
     if md.nlink() > 1 {
-        return Err(std::io::Error::other(format!(
-            "it has {} hard links; another link (inside a root, say) would let a server rewrite it. Give it a single link: cp it to a new file and mv that over it",
-            md.nlink()
-        )));
+        return Err(Untrusted::HardLinks(md.nlink()));
     }
     let mut text = String::new();
     f.read_to_string(&mut text)?;
