@@ -176,3 +176,55 @@ pub(crate) fn joined(missing: &[Missing]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words doctor, explain and a refused launch print: a change of
+    /// shape or wording fails here first.
+    #[test]
+    fn each_refusal_reads_as_printed() {
+        let refused = || NoNetns::Refused("clone3: EPERM".into());
+        let cases: Vec<(String, &str)> = vec![
+            (
+                NoRung::NamespacesRequired(NoNamespaces::Off).to_string(),
+                "[isolation] namespaces = \"require\", but [isolation] namespaces = \"off\"",
+            ),
+            (
+                NoRung::NoLandlock(NoLandlock::Disabled).to_string(),
+                "Landlock is built into this kernel but not enabled at boot (add landlock to the lsm= kernel parameter); use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or accept the view + seccomp rung with [isolation] landlock = \"prefer\" (needs namespaces)",
+            ),
+            (
+                NoRung::Neither {
+                    landlock: NoLandlock::NotBuilt,
+                    namespaces: NoNamespaces::Network(refused()),
+                }
+                .to_string(),
+                "this kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK), and the view + seccomp rung ([isolation] landlock = \"prefer\") needs namespaces: a network namespace of the server's own among them, and clone3: EPERM; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or let rootfence have namespaces",
+            ),
+            (
+                NoDomainRung::Neither {
+                    netns: NoNetns::RungWithout,
+                    abi: 0,
+                }
+                .to_string(),
+                "[network] allow_domains needs a network namespace of the server's own or Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and this machine gives neither: the server runs without namespaces here, and there is no Landlock; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)",
+            ),
+            (
+                NoDomainRung::BelowAbi4 { abi: 3 }.to_string(),
+                "[network] allow_domains without namespaces needs Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and Landlock is at ABI 3; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)",
+            ),
+            (
+                joined(&[
+                    Missing::LandlockAbi,
+                    Missing::Domains(NoDomainRung::ViewWithoutNetns(NoNetns::NotProbed)),
+                ]),
+                "filesystem confinement: Landlock is not available on this kernel; [network] allow_domains on the view + seccomp rung (no Landlock) needs a network namespace of the server's own to keep it to rootfence's proxy, and network namespaces were not probed; let rootfence have network namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)",
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(said, want);
+        }
+    }
+}
