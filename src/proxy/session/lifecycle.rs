@@ -39,6 +39,7 @@ use super::Session;
 /// without a stdout is killed.
 const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::entitlements::{self, Entitlements};
+use super::host_roots::RootsUnknown;
 use super::io::ExitInfo;
 use super::io::{Action, Ending, GenId, Gone, LaunchFailure, ServerEnd, Stop};
 use super::ledger::{HostState, Method, Own};
@@ -893,7 +894,7 @@ impl Session {
             let asked = self.exchange.awaiting.is_some();
             self.end(Ending::HostClosed, now);
             if asked {
-                self.drop_host_roots("the host closed its side");
+                self.drop_host_roots(RootsUnknown::HostClosed);
                 self.recompute(false, now);
             }
             return;
@@ -904,7 +905,7 @@ impl Session {
         let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
         self.host_closed = Some(now + timeout);
         self.defer_launch = None;
-        self.give_up_host_roots("the host closed its side", now);
+        self.give_up_host_roots(RootsUnknown::HostClosed, now);
         self.settle(now);
     }
 
