@@ -69,7 +69,9 @@ pub use clone::{CloneCall, found as clone_call};
 pub use coverage::{
     Closed, Coverage, DomainRung, Loss, Rung, coverage, domain_rung_here, losses, rung,
 };
+pub use fdpass::NotReceived;
 pub use handle::{CapabilityOutcome, Confinement, SandboxedChild, enable_subreaper, sweep_orphans};
+pub use netns::ProxyStart;
 pub use nsprobe::{NamespaceSupport, NetnsSupport};
 pub use probe::{Capabilities, LandlockStatus, probe, probe_remembered, probe_with_namespaces};
 pub use protocol::Step;
@@ -166,6 +168,10 @@ pub enum SandboxError {
     /// The launcher thread could not be started or is gone.
     #[error("cannot start the launcher thread: {0}")]
     Launcher(std::io::Error),
+    /// The network proxy of `[network] allow_domains` could not start;
+    /// the server was ended.
+    #[error("cannot start the launcher thread: cannot start the network proxy: {0}")]
+    NetworkProxy(netns::ProxyStart),
 }
 
 /// Build the Landlock ruleset for `plan` on this kernel without applying

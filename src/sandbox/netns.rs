@@ -65,6 +65,17 @@ enum Listener {
     Loopback { listener: std::net::TcpListener },
 }
 
+/// Why the network proxy of a launch could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyStart {
+    /// Its listener did not come from the child.
+    #[error(transparent)]
+    Listener(#[from] super::fdpass::NotReceived),
+    /// It could not be started on its listener.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// The network proxy of one launch, from before `clone` until it runs.
 #[derive(Debug)]
 pub struct Net {
@@ -212,7 +223,7 @@ impl Net {
 
     /// Once the server started: take the listener (from the child, in its
     /// network namespace) and serve it.
-    pub fn start(self) -> std::io::Result<Proxy> {
+    pub fn start(self) -> Result<Proxy, ProxyStart> {
         let rung = self.rung();
         let address = self.address();
         let listener = match self.listener {

@@ -1100,10 +1100,7 @@ fn finish(
             Err(e) => {
                 let _ = child.kill();
                 drop(child);
-                return Err(SandboxError::Launcher(io::Error::new(
-                    e.kind(),
-                    format!("cannot start the network proxy: {e}"),
-                )));
+                return Err(SandboxError::NetworkProxy(e));
             }
         }
     }
