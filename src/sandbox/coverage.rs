@@ -144,8 +144,9 @@ pub fn domain_rung_here(
     domain_rung(rung, netns, caps.abi())
 }
 
-/// Why there is no Landlock here (a kernel with Landlock at ABI 0 reads
-/// as one built without it).
+/// Why there is no Landlock here, where `caps.abi()` is 0 (a Landlock
+/// reported available, which a kernel never does at ABI 0, reads as one
+/// built without it).
 pub fn landlock_missing(caps: &Capabilities) -> NoLandlock {
     NoLandlock::of(&caps.landlock).unwrap_or(NoLandlock::NotBuilt)
 }
