@@ -248,3 +248,56 @@ pub enum LaunchFailure {
     #[error("the relaunched server refused initialize")]
     ReplayRefused,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of a session's end, as the host's pending requests and
+    /// rootfence's last line read them.
+    #[test]
+    fn endings_read_as_said() {
+        let cases: Vec<(String, &str)> = vec![
+            (
+                ServerEnd::RestartsUsedUp {
+                    gone: Gone::Exited(Some(ExitInfo::Signal(11))),
+                    max_restarts: 3,
+                    denial: Some("sandbox refused /etc/x".into()),
+                }
+                .to_string(),
+                "the server exited (signal 11) and limits.max_restarts = 3 is used up; sandbox refused /etc/x",
+            ),
+            (
+                ServerEnd::InHandshake {
+                    gone: Gone::ClosedStdout,
+                    denial: None,
+                }
+                .to_string(),
+                "the relaunched server closed its stdout during its handshake",
+            ),
+            (
+                ServerEnd::Ended {
+                    gone: Gone::Exited(None),
+                    denial: None,
+                }
+                .to_string(),
+                "the server exited (ended)",
+            ),
+            (
+                LaunchFailure::InitializeTimeout { timeout_ms: 1000 }.to_string(),
+                "the server did not answer initialize within limits.initialize_timeout_ms = 1000 (raise it in the rootfence policy if the server is slow to start)",
+            ),
+            (
+                LaunchFailure::ReplayTimeout { timeout_ms: 5 }.to_string(),
+                "the relaunched server did not answer initialize within limits.initialize_timeout_ms = 5",
+            ),
+            (
+                LaunchFailure::Launch(Arc::new(LaunchError::NotPiped("stdin"))).to_string(),
+                "the server's stdin is not piped",
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(said, want);
+        }
+    }
+}

@@ -225,3 +225,75 @@ pub enum ValueError {
 fn bound<T: ToString>(b: &Option<T>) -> String {
     b.as_ref().map_or(String::new(), ToString::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words a refused server or host reads: a change of shape or
+    /// wording fails here first.
+    #[test]
+    fn each_refusal_reads_as_sent() {
+        let cases: Vec<(String, &str)> = vec![
+            (
+                SchemaError::Property {
+                    name: "when".into(),
+                    error: FieldError::Keyword {
+                        keyword: "pattern".into(),
+                        ty: "string".into(),
+                        revision: Revision::V2025_06_18,
+                    },
+                }
+                .to_string(),
+                "property \"when\": the keyword \"pattern\" is not allowed on a string field in protocol 2025-06-18",
+            ),
+            (
+                FieldError::NeedsNewer {
+                    what: "arrays (multi-select)",
+                    revision: Revision::V2025_06_18,
+                }
+                .to_string(),
+                "arrays (multi-select) need protocol 2025-11-25 (this session: 2025-06-18)",
+            ),
+            (
+                FieldError::Default(ValueError::Length {
+                    len: 1,
+                    min: Some(2),
+                    max: None,
+                })
+                .to_string(),
+                "default: length 1 is outside 2..",
+            ),
+            (
+                FieldError::NotOptions("items.anyOf").to_string(),
+                "items.anyOf must be an array of {const, title}",
+            ),
+            (
+                AnswerError::Field {
+                    name: "age".into(),
+                    error: ValueError::Range {
+                        min: Some(0.0),
+                        max: Some(1.5),
+                    },
+                }
+                .to_string(),
+                "field \"age\": the number is outside 0..1.5",
+            ),
+            (
+                AnswerError::Field {
+                    name: "born".into(),
+                    error: ValueError::Format(Format::DateTime),
+                }
+                .to_string(),
+                "field \"born\": not a valid date-time",
+            ),
+            (
+                AnswerError::Missing("name".into()).to_string(),
+                "the required field \"name\" is missing",
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(said, want);
+        }
+    }
+}
