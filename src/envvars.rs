@@ -19,18 +19,28 @@ pub struct EnvFlag {
     pub value: Option<String>,
 }
 
-impl FromStr for EnvFlag {
-    type Err = String;
+/// A `--env` flag that does not name a variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name:?} is not a variable name (ASCII letters, digits and _, not starting with a digit); write NAME or NAME=VALUE"
+)]
+pub struct BadEnvName {
+    /// What stands where the name should be.
+    pub name: String,
+}
 
-    fn from_str(s: &str) -> Result<EnvFlag, String> {
+impl FromStr for EnvFlag {
+    type Err = BadEnvName;
+
+    fn from_str(s: &str) -> Result<EnvFlag, BadEnvName> {
         let (name, value) = match s.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (s, None),
         };
         if !valid_name(name) {
-            return Err(format!(
-                "{name:?} is not a variable name (ASCII letters, digits and _, not starting with a digit); write NAME or NAME=VALUE"
-            ));
+            return Err(BadEnvName {
+                name: name.to_string(),
+            });
         }
         Ok(EnvFlag {
             name: name.to_string(),

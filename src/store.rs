@@ -147,6 +147,22 @@ pub struct Ready {
     pub identity: (u64, u64),
 }
 
+/// Why the server's store cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Making or inspecting a directory failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A directory on the way is a symbolic link, not a directory, or
+    /// another user's.
+    #[error(
+        "{} is not a directory of this user's (remove it; rootfence makes it anew)",
+        .0.display()
+    )]
+    NotOwn(PathBuf),
+}
+
 /// Create the store `dir` (and its `home/`) if missing, mode 0700, and
 /// check it.
 ///
@@ -157,7 +173,7 @@ pub struct Ready {
 /// directories owned by this user, never symbolic links, or nothing is
 /// used. The server can write only inside `home/`, never the store's
 /// directory itself, so it cannot move `home/` elsewhere.
-pub fn ensure(dir: &Path) -> io::Result<Ready> {
+pub fn ensure(dir: &Path) -> Result<Ready, StoreError> {
     let home = dir.join(HOME);
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -167,10 +183,7 @@ pub fn ensure(dir: &Path) -> io::Result<Ready> {
     for d in [dir, home.as_path()] {
         let m = std::fs::symlink_metadata(d)?;
         if !m.is_dir() || m.uid() != me {
-            return Err(io::Error::other(format!(
-                "{} is not a directory of this user's (remove it; rootfence makes it anew)",
-                d.display()
-            )));
+            return Err(StoreError::NotOwn(d.to_path_buf()));
         }
         if m.permissions().mode() & 0o077 != 0 {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;

@@ -8,7 +8,7 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::envvars::EnvFlag;
-use crate::policy::Policy;
+use crate::policy::{Policy, PolicyError};
 use crate::proxy::Event;
 
 /// How long a policy file must stay unchanged before it is loaded.
@@ -60,16 +60,13 @@ pub fn watch_policy(
             return;
         }
         last.clone_from(&now);
+        let file = || shown.display().to_string();
         let result = match now {
-            None => Err(format!(
-                "policy {} cannot be read (deleted?)",
-                shown.display()
-            )),
+            None => Err(PolicyError::Gone { file: file() }),
             Some(bytes) => match String::from_utf8(bytes) {
-                Err(_) => Err(format!("policy {} is not UTF-8", shown.display())),
+                Err(_) => Err(PolicyError::NotUtf8 { file: file() }),
                 Ok(text) => Policy::parse(&text, Some(&shown), home.as_deref())
-                    .map_err(|e| e.to_string())
-                    .and_then(|p| p.with_env_flags(&env_flags).map_err(|e| e.to_string()))
+                    .and_then(|p| Ok(p.with_env_flags(&env_flags)?))
                     .map(Box::new),
             },
         };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use host::Host;
 use host::session::{Launches, Running, start_with};
-use rootfence::policy::Policy;
+use rootfence::policy::{KeyNote, Policy, PolicyError};
 use rootfence::proxy::{Ending, Event};
 use rootfence::roots::{Access, RootInput};
 use serde_json::{Value, json};
@@ -151,7 +151,8 @@ async fn handshake_declares_roots_and_server_roots_list_is_answered_by_rootfence
     );
     assert_eq!(launches(&r.log).len(), 1);
     drop(r.host);
-    assert_eq!(r.task.await.unwrap().unwrap(), Ending::HostClosed);
+    let ending = r.task.await.unwrap().unwrap();
+    assert!(matches!(ending, Ending::HostClosed), "{ending:?}");
 }
 
 #[tokio::test]
@@ -515,7 +516,7 @@ async fn host_eof_shuts_the_server_down() {
         .unwrap();
     drop(r.host);
     let ending = ending(r.task).await;
-    assert_eq!(ending, Ending::HostClosed);
+    assert!(matches!(ending, Ending::HostClosed), "{ending:?}");
     // The server is gone (reaped, so not even a zombie).
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
@@ -527,12 +528,17 @@ async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     // What the unreadable edit revokes is unknown: nothing is kept.
     r.events
-        .send(Event::PolicyChanged(Err("line 3: bad".into())))
+        .send(Event::PolicyChanged(Err(PolicyError::Invalid {
+            file: "p.toml".into(),
+            line: 3,
+            key: KeyNote(None),
+            message: "bad".into(),
+        })))
         .unwrap();
     let refused = r.host.call(2, "pid", json!({}), &none).await;
     assert!(
         Host::error_message(&refused)
-            .contains("policy file changed and cannot be read (line 3: bad)"),
+            .contains("policy file changed and cannot be read (policy p.toml line 3: bad)"),
         "{refused}"
     );
     let pid1: i32 = pid1.parse().unwrap();

@@ -424,13 +424,13 @@ pub(super) fn doctor(policy_file: Option<&Path>, json: bool) -> ExitCode {
             "network_namespace": caps.network_namespace,
             "network_by_domain": match sandbox::domain_rung_here(&plan, &caps) {
                 Ok(design) => serde_json::json!({ "design": design }),
-                Err(refused) => serde_json::json!({ "refused": refused }),
+                Err(refused) => serde_json::json!({ "refused": refused.to_string() }),
             },
             "clone3": clone3_state(),
             "cgroup": caps.cgroup,
             "resources": sandbox::coverage::resources_here(&plan, &caps),
             "rung": rung.as_ref().ok(),
-            "rung_missing": rung.as_ref().err(),
+            "rung_missing": rung.as_ref().err().map(|missing| [missing.to_string()]),
             "policy": policy.name(),
             "losses": losses,
             "coverage": coverage,
@@ -619,8 +619,7 @@ pub fn isolation_lines(plan: &SandboxPlan, caps: &sandbox::Capabilities) -> Vec<
     match sandbox::rung(plan, caps) {
         Ok(r) => out.push(format!("rung: {r}")),
         Err(missing) => out.push(format!(
-            "rung: NONE: rootfence refuses to start here: {}",
-            missing.join("; ")
+            "rung: NONE: rootfence refuses to start here: {missing}"
         )),
     }
     out.push(

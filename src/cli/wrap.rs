@@ -174,11 +174,16 @@ impl Probe for MachineProbe {
         }
     }
 
-    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String> {
+    fn root_refusal(
+        &self,
+        path: &Path,
+        policy: Option<&str>,
+        access: Access,
+    ) -> Option<roots::RefusalReason> {
         let policy = self.policies.get(&policy.map(str::to_string))?;
         let input = RootInput::command_line(path.to_string_lossy(), access);
         let (_, refused) = roots::resolve_all(&[input], &policy.root_rules(self.cwd.clone()));
-        refused.first().map(|r| r.reason.to_string())
+        refused.into_iter().next().map(|r| r.reason)
     }
 }
 

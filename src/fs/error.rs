@@ -85,9 +85,17 @@ pub enum FsError {
         /// The edit's `oldText`.
         old_text: String,
     },
-    /// Arguments that contradict each other or are out of range.
-    #[error("{0}")]
-    Arguments(String),
+    /// `head` and `tail` together.
+    #[error("Cannot specify both head and tail parameters simultaneously")]
+    HeadAndTail,
+    /// A pattern that is not a glob.
+    #[error("Invalid glob pattern {pattern:?}: {source}")]
+    Glob {
+        /// The pattern as given.
+        pattern: String,
+        /// The glob parser's error.
+        source: globset::Error,
+    },
     /// The operating system refused or failed the operation.
     #[error("{op} {given}: {source}")]
     Io {
@@ -98,6 +106,47 @@ pub enum FsError {
         /// The error.
         source: io::Error,
     },
+}
+
+/// A `tools/call` that fails: its text is the error result the host
+/// reads (the reference server's wording where it has one).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments do not fit the tool's schema.
+    #[error("MCP error -32602: Input validation error: Invalid arguments for tool {tool}: {why}")]
+    Arguments {
+        /// The tool.
+        tool: String,
+        /// What does not fit.
+        why: BadArgument,
+    },
+    /// No tool of that name.
+    #[error("MCP error -32602: Tool {0} not found")]
+    UnknownTool(String),
+    /// The filesystem operation was refused or failed.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+/// What does not fit in a tool's arguments.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadArgument {
+    /// Missing, or of the wrong type (the deserializer's words).
+    #[error(transparent)]
+    Shape(serde_json::Error),
+    /// A line count (`head`, `tail`) that is not a positive number.
+    #[error("{name} must be a positive number (got {value})")]
+    NotPositive {
+        /// The argument.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// `read_multiple_files` with no path.
+    #[error("At least one file path must be provided")]
+    NoPaths,
 }
 
 /// Whether `e` is cap-std's refusal of a path that would leave the

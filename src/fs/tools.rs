@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::edit::{self, Edit};
-use super::error::FsError;
+use super::error::{BadArgument, FsError, ToolError};
 use super::paths::{Roots, Target};
 use super::walk::Limits;
 use super::{list, read, walk, write};
@@ -108,20 +108,27 @@ struct SearchArgs {
     exclude: Vec<String>,
 }
 
-/// A `tools/call` that cannot be served as asked: the text of the error
-/// result (the reference server's wording).
-fn invalid(tool: &str, why: impl std::fmt::Display) -> String {
-    format!("MCP error -32602: Input validation error: Invalid arguments for tool {tool}: {why}")
+/// A `tools/call` that cannot be served as asked.
+fn invalid(tool: &str, why: BadArgument) -> ToolError {
+    ToolError::Arguments {
+        tool: tool.to_string(),
+        why,
+    }
 }
 
-fn args<T: DeserializeOwned>(tool: &str, v: &Value) -> Result<T, String> {
-    T::deserialize(v).map_err(|e| invalid(tool, e))
+fn args<T: DeserializeOwned>(tool: &str, v: &Value) -> Result<T, ToolError> {
+    T::deserialize(v).map_err(|e| invalid(tool, BadArgument::Shape(e)))
 }
 
 /// A line count as the reference reads `head`/`tail`: absent or 0 means
 /// none; a fraction counts as the next whole line for `head` and is cut
 /// for `tail`.
-fn lines(tool: &str, name: &str, v: Option<f64>, round_up: bool) -> Result<Option<usize>, String> {
+fn lines(
+    tool: &str,
+    name: &'static str,
+    v: Option<f64>,
+    round_up: bool,
+) -> Result<Option<usize>, ToolError> {
     match v {
         None => Ok(None),
         Some(0.0) => Ok(None),
@@ -130,10 +137,7 @@ fn lines(tool: &str, name: &str, v: Option<f64>, round_up: bool) -> Result<Optio
         } else {
             n.trunc().max(1.0)
         } as usize)),
-        Some(n) => Err(invalid(
-            tool,
-            format!("{name} must be a positive number (got {n})"),
-        )),
+        Some(value) => Err(invalid(tool, BadArgument::NotPositive { name, value })),
     }
 }
 
@@ -155,14 +159,14 @@ pub fn call(cx: &Context, name: &str, arguments: &Value) -> Value {
             "content": [item.clone()],
             "structuredContent": {"content": [item]},
         }),
-        Err(text) => json!({
-            "content": [{"type": "text", "text": text}],
+        Err(e) => json!({
+            "content": [{"type": "text", "text": e.to_string()}],
             "isError": true,
         }),
     }
 }
 
-fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, ToolError> {
     match name {
         "read_file" | "read_text_file" | "read_media_file" | "read_multiple_files" => {
             read_tool(cx, name, a)
@@ -173,28 +177,26 @@ fn dispatch(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
 }
 
 /// The tool's path as a target beneath its root.
-fn target<'a>(cx: &Context<'a>, p: &str) -> Result<Target<'a>, String> {
-    cx.roots.map(p, cx.home).map_err(|e| e.to_string())
+fn target<'a>(cx: &Context<'a>, p: &str) -> Result<Target<'a>, ToolError> {
+    Ok(cx.roots.map(p, cx.home)?)
 }
 
 /// A filesystem operation's text as the tool's output.
-fn text(r: Result<String, FsError>) -> Result<Output, String> {
-    r.map(Output::Text).map_err(|e| e.to_string())
+fn text(r: Result<String, FsError>) -> Result<Output, ToolError> {
+    Ok(Output::Text(r?))
 }
 
 /// The tools that read files.
-fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, ToolError> {
     match name {
         "read_media_file" => {
             let a: PathArg = args(name, a)?;
-            read::media(&target(cx, &a.path)?)
-                .map(Output::Media)
-                .map_err(|e| e.to_string())
+            Ok(Output::Media(read::media(&target(cx, &a.path)?)?))
         }
         "read_multiple_files" => {
             let a: ReadManyArgs = args(name, a)?;
             if a.paths.is_empty() {
-                return Err(invalid(name, "At least one file path must be provided"));
+                return Err(invalid(name, BadArgument::NoPaths));
             }
             let parts: Vec<String> = a
                 .paths
@@ -212,9 +214,7 @@ fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
             let tail = lines(name, "tail", a.tail, false)?;
             let t = target(cx, &a.path)?;
             text(match (head, tail) {
-                (Some(_), Some(_)) => Err(FsError::Arguments(
-                    "Cannot specify both head and tail parameters simultaneously".into(),
-                )),
+                (Some(_), Some(_)) => Err(FsError::HeadAndTail),
                 (_, Some(n)) => read::tail(&t, n),
                 (Some(n), _) => read::head(&t, n),
                 (None, None) => read::whole(&t),
@@ -224,7 +224,7 @@ fn read_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
 }
 
 /// The tools that write.
-fn write_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+fn write_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, ToolError> {
     match name {
         "write_file" => {
             let a: WriteArgs = args(name, a)?;
@@ -271,7 +271,7 @@ fn write_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
 }
 
 /// The tools that list, search and describe.
-fn listing_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
+fn listing_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, ToolError> {
     match name {
         "list_directory" => {
             let a: PathArg = args(name, a)?;
@@ -318,13 +318,55 @@ fn listing_tool(cx: &Context, name: &str, a: &Value) -> Result<Output, String> {
                 dirs.join("\n")
             )))
         }
-        other => Err(format!("MCP error -32602: Tool {other} not found")),
+        other => Err(ToolError::UnknownTool(other.to_string())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error result's text of `name` called with `arguments` and no
+    /// roots.
+    fn refusal(name: &str, arguments: Value) -> String {
+        let roots = Roots { list: Vec::new() };
+        let cx = Context {
+            roots: &roots,
+            home: None,
+            limits: Limits::default(),
+        };
+        let r = call(&cx, name, &arguments);
+        assert_eq!(r["isError"], true, "{r}");
+        r["content"][0]["text"]
+            .as_str()
+            .expect("a text")
+            .to_string()
+    }
+
+    #[test]
+    fn refusals_read_as_the_reference_servers() {
+        assert_eq!(
+            refusal("read_text_file", json!({"path": "a", "head": -1})),
+            "MCP error -32602: Input validation error: Invalid arguments for tool read_text_file: head must be a positive number (got -1)"
+        );
+        assert_eq!(
+            refusal("read_multiple_files", json!({"paths": []})),
+            "MCP error -32602: Input validation error: Invalid arguments for tool read_multiple_files: At least one file path must be provided"
+        );
+        assert!(
+            refusal("write_file", json!({"path": "a"})).starts_with(
+                "MCP error -32602: Input validation error: Invalid arguments for tool write_file: missing field `content`"
+            )
+        );
+        assert_eq!(
+            refusal("no_such_tool", json!({})),
+            "MCP error -32602: Tool no_such_tool not found"
+        );
+        assert_eq!(
+            refusal("list_directory", json!({"path": "/a"})),
+            FsError::NoRoots.to_string()
+        );
+    }
 
     #[test]
     fn the_table_lists_every_tool_with_a_schema() {

@@ -117,7 +117,10 @@ fn glob(pattern: &str) -> Result<GlobMatcher, FsError> {
         .backslash_escape(true)
         .build()
         .map(|g: Glob| g.compile_matcher())
-        .map_err(|e| FsError::Arguments(format!("Invalid glob pattern {pattern:?}: {e}")))
+        .map_err(|source| FsError::Glob {
+            pattern: pattern.to_string(),
+            source,
+        })
 }
 
 /// `directory_tree`'s exclusion: a pattern with `*` matches the relative

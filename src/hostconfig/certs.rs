@@ -104,7 +104,7 @@ pub fn judge(value: &str, opts: &WrapOptions, probe: &dyn Probe) -> Option<Cert>
     match probe.root_refusal(&local, opts.policy.as_deref(), Access::ReadOnly) {
         Some(why) => Some(Cert::Refused {
             value: value.to_string(),
-            why,
+            why: why.to_string(),
         }),
         None => Some(Cert::Grant(text)),
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::Probe;
-use crate::roots::Access;
+use crate::roots::{Access, RefusalReason};
 
 /// The machine a test describes.
 pub struct FakeProbe {
@@ -93,7 +93,12 @@ impl Probe for FakeProbe {
         Some(p)
     }
 
-    fn root_refusal(&self, _dir: &Path, _policy: Option<&str>, _access: Access) -> Option<String> {
+    fn root_refusal(
+        &self,
+        _dir: &Path,
+        _policy: Option<&str>,
+        _access: Access,
+    ) -> Option<RefusalReason> {
         None
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::roots::Access;
+use crate::roots::{Access, RefusalReason};
 
 /// What `wrap` needs to know about the machine: whether a path is a
 /// directory, the home directory, the user's `PATH`.
@@ -21,7 +21,12 @@ pub trait Probe {
     fn canonical(&self, path: &Path) -> Option<PathBuf>;
     /// Why `rootfence run` under `policy` (`None`: the built-in default)
     /// would refuse `path` as a root with `access`, if it would.
-    fn root_refusal(&self, path: &Path, policy: Option<&str>, access: Access) -> Option<String>;
+    fn root_refusal(
+        &self,
+        path: &Path,
+        policy: Option<&str>,
+        access: Access,
+    ) -> Option<RefusalReason>;
     /// Whether the existing file `path` is code (a script or an
     /// executable), not data.
     fn is_code(&self, path: &Path) -> bool;

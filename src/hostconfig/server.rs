@@ -81,7 +81,19 @@ pub fn is_rootfence(command: &str, rootfence: &str) -> bool {
     command == rootfence || base_name(command) == "rootfence"
 }
 
-fn strings(v: Option<&Value>) -> Result<Option<Vec<String>>, String> {
+/// A server entry's `args` that is not a list of strings: the entry is
+/// left alone.
+#[derive(Debug, thiserror::Error)]
+enum BadArgs {
+    /// An element is not a string.
+    #[error("an argument is not a string: {0}")]
+    NotString(Value),
+    /// `args` is not an array.
+    #[error("\"args\" is not a list: {0}")]
+    NotList(Value),
+}
+
+fn strings(v: Option<&Value>) -> Result<Option<Vec<String>>, BadArgs> {
     match v {
         None => Ok(None),
         Some(Value::Array(a)) => a
@@ -89,11 +101,11 @@ fn strings(v: Option<&Value>) -> Result<Option<Vec<String>>, String> {
             .map(|x| {
                 x.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| format!("an argument is not a string: {x}"))
+                    .ok_or_else(|| BadArgs::NotString(x.clone()))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        Some(other) => Err(format!("\"args\" is not a list: {other}")),
+        Some(other) => Err(BadArgs::NotList(other.clone())),
     }
 }
 
@@ -484,7 +496,7 @@ fn consider(v: &str, origin: &Origin, opts: &WrapOptions, probe: &dyn Probe, fou
             dir: place::shown(&dir, home.as_deref()),
             file: of_file.then(|| place::shown(&local, home.as_deref())),
             why,
-            refused: refusal,
+            refused: refusal.map(|r| r.to_string()),
         });
         return;
     }

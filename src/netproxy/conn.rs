@@ -35,18 +35,30 @@ pub struct Config {
     pub policy: String,
 }
 
+/// Why the shell could not resolve a name or connect to an address.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unanswered {
+    /// The resolver or the kernel said no.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Nothing came back in time.
+    #[error("no answer within {} s", .0.as_secs())]
+    Timeout(std::time::Duration),
+}
+
 /// Something that happened.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Event<'a> {
     /// Bytes from the client.
     Client(&'a [u8]),
     /// The name of a [`Action::Resolve`] resolved (addresses in the
     /// resolver's order), or not (why).
-    Resolved(Result<Vec<IpAddr>, String>),
+    Resolved(Result<Vec<IpAddr>, Unanswered>),
     /// The [`Action::Connect`] succeeded.
     Connected,
     /// The [`Action::Connect`] failed (why).
-    ConnectFailed(String),
+    ConnectFailed(Unanswered),
     /// The [`Action::Connect`] was of a [`Reach::Global`] address that is
     /// one of this machine's own: not connected.
     OwnAddress,
@@ -246,7 +258,7 @@ impl Conn {
         &mut self,
         req: Request,
         rule: usize,
-        r: Result<Vec<IpAddr>, String>,
+        r: Result<Vec<IpAddr>, Unanswered>,
     ) -> Vec<Action> {
         match r {
             Ok(addrs) if !addrs.is_empty() => self.try_addresses(req, rule, addrs),
@@ -658,7 +670,9 @@ mod tests {
                 Reach::Global
             )]
         );
-        let a = c.on(Event::ConnectFailed("timed out".into()));
+        let a = c.on(Event::ConnectFailed(Unanswered::Timeout(
+            std::time::Duration::from_secs(10),
+        )));
         assert_eq!(
             a,
             vec![Action::Connect(
@@ -748,7 +762,9 @@ mod tests {
                 Reach::Global
             )]
         );
-        let a = c.on(Event::ConnectFailed("refused".into()));
+        let a = c.on(Event::ConnectFailed(Unanswered::Io(
+            std::io::ErrorKind::ConnectionRefused.into(),
+        )));
         assert_eq!(audit(&a).decision, Decision::Failed);
         assert!(body(&a).starts_with("HTTP/1.1 502"));
         // Pinned by the policy, or localhost listed: connected, never resolved.

@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::body::Body;
-use super::conn::{Action, Config, Conn, Decision, Event, Judged};
+use super::conn::{Action, Config, Conn, Decision, Event, Judged, Unanswered};
 use super::rule::Reach;
 use crate::audit::{AuditLog, now_rfc3339};
 
@@ -252,23 +252,23 @@ async fn accept(listener: TcpListener, config: Arc<Config>, sink: Arc<Sink>) {
     }
 }
 
-async fn resolve(name: String) -> Result<Vec<IpAddr>, String> {
+async fn resolve(name: String) -> Result<Vec<IpAddr>, Unanswered> {
     let lookup = tokio::net::lookup_host((name.as_str(), 0));
     match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {
         Ok(Ok(addrs)) => Ok(addrs.map(|a| a.ip()).collect()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} s", RESOLVE_TIMEOUT.as_secs())),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(Unanswered::Timeout(RESOLVE_TIMEOUT)),
     }
 }
 
-async fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+async fn connect(addr: SocketAddr) -> Result<TcpStream, Unanswered> {
     match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => {
             let _ = s.set_nodelay(true);
             Ok(s)
         }
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(Unanswered::Timeout(CONNECT_TIMEOUT)),
     }
 }
 

@@ -94,8 +94,8 @@ pub enum PolicyError {
     Read {
         /// The file.
         file: String,
-        /// The OS error.
-        source: std::io::Error,
+        /// Why it cannot be read, or is not trusted.
+        source: Untrusted,
     },
     /// The TOML is malformed, or a key or value is not part of the format.
     #[error("policy {file} line {line}{key}: {message}")]
@@ -109,6 +109,22 @@ pub enum PolicyError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// The file was there and is no longer readable (a watched policy
+    /// deleted or made unreadable).
+    #[error("policy {file} cannot be read (deleted?)")]
+    Gone {
+        /// The file.
+        file: String,
+    },
+    /// The file is not UTF-8.
+    #[error("policy {file} is not UTF-8")]
+    NotUtf8 {
+        /// The file.
+        file: String,
+    },
+    /// The policy refuses a `--env` flag of the launch.
+    #[error(transparent)]
+    EnvRefused(#[from] EnvRefused),
 }
 
 /// The key part of a [`PolicyError::Invalid`] message.
@@ -474,7 +490,7 @@ impl Validator<'_> {
     }
 
     fn path(&self, s: &Spanned<String>, key: &str) -> Result<PathBuf, PolicyError> {
-        expand(s.get_ref(), self.home).map_err(|m| self.err(s.span().start, key, m))
+        expand(s.get_ref(), self.home).map_err(|m| self.err(s.span().start, key, m.to_string()))
     }
 
     fn validate(&self, raw: PolicyFile) -> Result<Policy, PolicyError> {
@@ -610,7 +626,7 @@ impl Validator<'_> {
                 r.path.clone()
             } else {
                 let p = expand(&r.path, self.home)
-                    .map_err(|m| self.err(s.span().start, "roots.static.path", m))?;
+                    .map_err(|m| self.err(s.span().start, "roots.static.path", m.to_string()))?;
                 p.to_string_lossy().into_owned()
             };
             out.push(RootInput::policy(text, r.name.clone(), r.access.into()));
@@ -822,10 +838,27 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
+/// Why a file rootfence would trust (a policy) cannot be read as one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Untrusted {
+    /// Resolving, opening or reading it failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Not a regular file.
+    #[error("{} is not a regular file", .0.display())]
+    NotRegular(PathBuf),
+    /// More than one hard link.
+    #[error(
+        "it has {0} hard links; another link (inside a root, say) would let a server rewrite it. Give it a single link: cp it to a new file and mv that over it"
+    )]
+    HardLinks(u64),
+}
+
 /// Read a file rootfence trusts (a policy): resolve the path once, open the
 /// result without following a symlink, and require a regular file with one
 /// link.
-pub fn read_trusted(file: &Path) -> std::io::Result<String> {
+pub fn read_trusted(file: &Path) -> Result<String, Untrusted> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let canonical = std::fs::canonicalize(file)?;
@@ -835,16 +868,10 @@ pub fn read_trusted(file: &Path) -> std::io::Result<String> {
         .open(&canonical)?;
     let md = f.metadata()?;
     if !md.is_file() {
-        return Err(std::io::Error::other(format!(
-            "{} is not a regular file",
-            canonical.display()
-        )));
+        return Err(Untrusted::NotRegular(canonical));
     }
     if md.nlink() > 1 {
-        return Err(std::io::Error::other(format!(
-            "it has {} hard links; another link (inside a root, say) would let a server rewrite it. Give it a single link: cp it to a new file and mv that over it",
-            md.nlink()
-        )));
+        return Err(Untrusted::HardLinks(md.nlink()));
     }
     let mut text = String::new();
     f.read_to_string(&mut text)?;
@@ -867,9 +894,34 @@ pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathR
     None
 }
 
+/// A policy path that cannot be expanded to an absolute path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExpandError {
+    /// It starts with the home directory, and `HOME` is not set.
+    #[error("{0:?} uses the home directory, but HOME is not set")]
+    NoHome(String),
+    /// `~user`.
+    #[error("{0:?}: only ~ (the current user's home) expands, not ~user")]
+    OtherUser(String),
+    /// A `$` other than a leading `$HOME`.
+    #[error("{0:?}: only ~ and $HOME expand, at the start of a path")]
+    Variable(String),
+    /// Relative.
+    #[error("{0:?} is not absolute (start it with /, ~ or $HOME)")]
+    Relative(String),
+    /// With `.` or `..` components.
+    #[error("{0:?} contains . or .. components; write the path out")]
+    Dots(String),
+    /// With a NUL byte.
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+}
+
 /// Expand `~`, `~/...`, `$HOME`, `${HOME}` at the start of a policy path.
 /// The result must be absolute, without `.` or `..` components.
-pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, ExpandError> {
+    let given = || s.to_string();
     let rest = if s == "~" || s == "$HOME" || s == "${HOME}" {
         Some("")
     } else {
@@ -879,8 +931,7 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     };
     let path = match rest {
         Some(rest) => {
-            let home =
-                home.ok_or_else(|| format!("{s:?} uses the home directory, but HOME is not set"))?;
+            let home = home.ok_or_else(|| ExpandError::NoHome(given()))?;
             if rest.is_empty() {
                 home.to_path_buf()
             } else {
@@ -889,33 +940,25 @@ pub fn expand(s: &str, home: Option<&Path>) -> Result<PathBuf, String> {
         }
         None => {
             if s.starts_with('~') {
-                return Err(format!(
-                    "{s:?}: only ~ (the current user's home) expands, not ~user"
-                ));
+                return Err(ExpandError::OtherUser(given()));
             }
             if s.contains('$') {
-                return Err(format!(
-                    "{s:?}: only ~ and $HOME expand, at the start of a path"
-                ));
+                return Err(ExpandError::Variable(given()));
             }
             PathBuf::from(s)
         }
     };
     if !path.is_absolute() {
-        return Err(format!(
-            "{s:?} is not absolute (start it with /, ~ or $HOME)"
-        ));
+        return Err(ExpandError::Relative(given()));
     }
     if path
         .components()
         .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
     {
-        return Err(format!(
-            "{s:?} contains . or .. components; write the path out"
-        ));
+        return Err(ExpandError::Dots(given()));
     }
     if s.contains('\0') {
-        return Err(format!("{s:?} contains a NUL byte"));
+        return Err(ExpandError::Nul(given()));
     }
     Ok(path)
 }
@@ -946,11 +989,27 @@ mod tests {
             expand("${HOME}/x", Some(h)).unwrap(),
             PathBuf::from("/home/a/x")
         );
-        assert!(expand("~bob/x", Some(h)).is_err());
-        assert!(expand("$USER/x", Some(h)).is_err());
-        assert!(expand("x/y", Some(h)).is_err());
-        assert!(expand("/a/../b", Some(h)).is_err());
-        assert!(expand("~/x", None).is_err());
+        let given = |s: &str| s.to_string();
+        assert_eq!(
+            expand("~bob/x", Some(h)),
+            Err(ExpandError::OtherUser(given("~bob/x")))
+        );
+        assert_eq!(
+            expand("$USER/x", Some(h)),
+            Err(ExpandError::Variable(given("$USER/x")))
+        );
+        assert_eq!(
+            expand("x/y", Some(h)),
+            Err(ExpandError::Relative(given("x/y")))
+        );
+        assert_eq!(
+            expand("/a/../b", Some(h)),
+            Err(ExpandError::Dots(given("/a/../b")))
+        );
+        assert_eq!(
+            expand("~/x", None).unwrap_err().to_string(),
+            "\"~/x\" uses the home directory, but HOME is not set"
+        );
     }
 
     #[test]

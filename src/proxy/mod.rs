@@ -33,7 +33,9 @@ use tokio::sync::mpsc;
 
 pub use launcher::SandboxLauncher;
 pub use server::{LaunchError, Launcher, ServerProcess};
-pub use session::{Action, Ending, Event, Session, SessionConfig, SessionError};
+pub use session::{
+    Action, Ending, Event, Gone, LaunchFailure, ServerEnd, Session, SessionConfig, SessionError,
+};
 
 use server::Generation;
 use session::ServerEvent;
@@ -92,13 +94,11 @@ impl<L: Launcher> Effects<L> {
                         let report = self.launcher.launch(&plan).and_then(|p| {
                             Generation::start(g, p, self.max_line, self.server_events.clone())
                         });
-                        let report = report
-                            .map(|h| {
-                                let pid = h.pid.unwrap_or(0);
-                                self.gens.insert(g, h);
-                                pid
-                            })
-                            .map_err(|e| e.to_string());
+                        let report = report.map(|h| {
+                            let pid = h.pid.unwrap_or(0);
+                            self.gens.insert(g, h);
+                            pid
+                        });
                         session.on_event(Event::Launched(g, report), Instant::now());
                     }
                     Action::Stop(g, how) => {

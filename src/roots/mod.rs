@@ -342,6 +342,15 @@ pub enum RefusalReason {
         /// The OS error.
         message: String,
     },
+    /// What was opened is no longer at the path (replaced or moved while
+    /// it was resolved).
+    #[error("cannot open {path}: it changed while being resolved (now {})", now.display())]
+    Changed {
+        /// The path.
+        path: PathBuf,
+        /// What the open handle's path reads as now.
+        now: PathBuf,
+    },
     /// On a kernel interface filesystem (procfs, sysfs, devices, cgroups,
     /// debugfs, ...) or under `/proc`, `/sys`, `/dev`.
     #[error(

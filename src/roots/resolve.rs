@@ -210,10 +210,10 @@ fn canonical_path_of(fd: &OwnedFd, requested: &Path) -> Result<PathBuf, RefusalR
         .map(|b| a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         .unwrap_or(false);
     if !path.is_absolute() || !same {
-        return Err(io(format!(
-            "it changed while being resolved (now {})",
-            path.display()
-        )));
+        return Err(RefusalReason::Changed {
+            path: requested.to_path_buf(),
+            now: path,
+        });
     }
     Ok(path)
 }

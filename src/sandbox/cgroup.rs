@@ -151,11 +151,92 @@ struct Hierarchy {
 }
 
 /// Where this process makes its servers' cgroups.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Place {
     hierarchies: Vec<Hierarchy>,
     /// Why a controller cannot be had, one reason per hierarchy tried.
-    why: Vec<String>,
+    why: Vec<NoHierarchy>,
+}
+
+/// Why servers' cgroups cannot be made in a hierarchy.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoHierarchy {
+    /// A v2 cgroup on the way up could not be read.
+    #[error("cgroup v2: cannot read the cgroup {}", .0.display())]
+    Unreadable(PathBuf),
+    /// The v2 cgroup to make them in offers neither controller.
+    #[error(
+        "cgroup v2: the cgroup {} offers neither the memory nor the pids controller",
+        .0.display()
+    )]
+    NoController(PathBuf),
+    /// rootfence may not write the v2 cgroup to make them in.
+    #[error(
+        "cgroup v2: rootfence may not make cgroups in {} (a user may only in the subtree systemd delegates to its user manager, user@UID.service, and only when rootfence runs inside it, as a desktop session's applications and `systemd-run --user --scope` do)",
+        .0.display()
+    )]
+    NotDelegated(PathBuf),
+    /// Every v2 ancestor holds processes.
+    #[error("cgroup v2: rootfence's cgroup has no ancestor to make cgroups in")]
+    NoAncestor,
+    /// The chosen v2 cgroup is not under the v2 mount.
+    #[error("cgroup v2: the chosen cgroup is not mounted")]
+    ChosenNotMounted,
+    /// rootfence's own v2 cgroup is not under the v2 mount.
+    #[error("cgroup v2: rootfence's cgroup is not mounted")]
+    OwnNotMountedV2,
+    /// rootfence's own v1 cgroup of these controllers is not mounted.
+    #[error("cgroup v1 {}: rootfence's cgroup is not mounted", .0.names())]
+    OwnNotMountedV1(Controllers),
+    /// The controllers could not be enabled for children.
+    #[error(
+        "cgroup v2: cannot enable the {} controllers in {}: {source}",
+        .controllers.names(),
+        .dir.display()
+    )]
+    Enable {
+        /// Those not enabled yet.
+        controllers: Controllers,
+        /// The cgroup's directory.
+        dir: PathBuf,
+        /// The error writing `cgroup.subtree_control`.
+        source: io::Error,
+    },
+    /// The probe cgroup could not be made.
+    #[error(
+        "cgroup {}: rootfence cannot make a cgroup in {}: {source}",
+        version(*.v2),
+        .dir.display()
+    )]
+    Make {
+        /// The unified hierarchy (else a v1 one).
+        v2: bool,
+        /// Where.
+        dir: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The probe cgroup lacks a limit file.
+    #[error(
+        "cgroup {}: a cgroup made in {} has no {} limit",
+        version(*.v2),
+        .dir.display(),
+        .controllers.names()
+    )]
+    NoLimit {
+        /// The unified hierarchy (else a v1 one).
+        v2: bool,
+        /// Where.
+        dir: PathBuf,
+        /// The controllers whose limits were looked for.
+        controllers: Controllers,
+    },
+}
+
+/// `v2` or `v1`.
+fn version(v2: bool) -> &'static str {
+    if v2 { "v2" } else { "v1" }
 }
 
 impl Place {
@@ -177,7 +258,11 @@ impl Place {
         if self.why.is_empty() {
             return "no cgroup hierarchy holds the memory and pids controllers".into();
         }
-        self.why.join("; ")
+        self.why
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 
     /// What `doctor` says of it.
@@ -330,7 +415,10 @@ struct Seen {
 /// ancestor that holds no process (or the root, which may), when it
 /// offers a controller and rootfence may write it. Never one further up:
 /// a server stays inside what bounds rootfence itself.
-fn choose_v2(own: &Path, look: impl Fn(&Path) -> Option<Seen>) -> Result<(PathBuf, Seen), String> {
+fn choose_v2(
+    own: &Path,
+    look: impl Fn(&Path) -> Option<Seen>,
+) -> Result<(PathBuf, Seen), NoHierarchy> {
     let root = Path::new("/");
     let candidates: Vec<&Path> = if own == root {
         vec![root]
@@ -339,26 +427,20 @@ fn choose_v2(own: &Path, look: impl Fn(&Path) -> Option<Seen>) -> Result<(PathBu
     };
     for c in candidates {
         let Some(seen) = look(c) else {
-            return Err(format!("cgroup v2: cannot read the cgroup {}", c.display()));
+            return Err(NoHierarchy::Unreadable(c.to_path_buf()));
         };
         if seen.procs && c != root {
             continue;
         }
         if !seen.offered.any() {
-            return Err(format!(
-                "cgroup v2: the cgroup {} offers neither the memory nor the pids controller",
-                c.display()
-            ));
+            return Err(NoHierarchy::NoController(c.to_path_buf()));
         }
         if !seen.writable {
-            return Err(format!(
-                "cgroup v2: rootfence may not make cgroups in {} (a user may only in the subtree systemd delegates to its user manager, user@UID.service, and only when rootfence runs inside it, as a desktop session's applications and `systemd-run --user --scope` do)",
-                c.display()
-            ));
+            return Err(NoHierarchy::NotDelegated(c.to_path_buf()));
         }
         return Ok((c.to_path_buf(), seen));
     }
-    Err("cgroup v2: rootfence's cgroup has no ancestor to make cgroups in".into())
+    Err(NoHierarchy::NoAncestor)
 }
 
 /// What a v2 cgroup's directory shows.
@@ -444,11 +526,11 @@ fn find(cgroups: &str, mountinfo: &str) -> Place {
 
 /// The v2 hierarchy's place, its controllers enabled for servers'
 /// cgroups, tried with a probe cgroup.
-fn v2_hierarchy(m: &Mount, own: &Path) -> Result<Hierarchy, String> {
+fn v2_hierarchy(m: &Mount, own: &Path) -> Result<Hierarchy, NoHierarchy> {
     let (parent_cgroup, seen) = choose_v2(own, |c| look_v2(&m.dir_of(c)?))?;
     let parent = m
         .dir_of(&parent_cgroup)
-        .ok_or_else(|| "cgroup v2: the chosen cgroup is not mounted".to_string())?;
+        .ok_or(NoHierarchy::ChosenNotMounted)?;
     let missing = seen.offered.without(seen.enabled);
     if missing.any() {
         let text = format!(
@@ -456,12 +538,12 @@ fn v2_hierarchy(m: &Mount, own: &Path) -> Result<Hierarchy, String> {
             if missing.memory { "+memory " } else { "" },
             if missing.pids { "+pids" } else { "" }
         );
-        write_file(&parent.join("cgroup.subtree_control"), text.trim()).map_err(|e| {
-            format!(
-                "cgroup v2: cannot enable the {} controllers in {}: {e}",
-                missing.names(),
-                parent.display()
-            )
+        write_file(&parent.join("cgroup.subtree_control"), text.trim()).map_err(|source| {
+            NoHierarchy::Enable {
+                controllers: missing,
+                dir: parent.clone(),
+                source,
+            }
         })?;
     }
     let h = Hierarchy {
@@ -469,19 +551,15 @@ fn v2_hierarchy(m: &Mount, own: &Path) -> Result<Hierarchy, String> {
         controllers: seen.offered,
         parent,
         parent_cgroup,
-        home: m
-            .dir_of(own)
-            .ok_or_else(|| "cgroup v2: rootfence's cgroup is not mounted".to_string())?,
+        home: m.dir_of(own).ok_or(NoHierarchy::OwnNotMountedV2)?,
     };
     try_probe(&h).map(|()| h)
 }
 
 /// A v1 hierarchy's place (rootfence's own cgroup there), tried with a
 /// probe cgroup.
-fn v1_hierarchy(m: &Mount, own: &Path, c: Controllers) -> Result<Hierarchy, String> {
-    let dir = m
-        .dir_of(own)
-        .ok_or_else(|| format!("cgroup v1 {}: rootfence's cgroup is not mounted", c.names()))?;
+fn v1_hierarchy(m: &Mount, own: &Path, c: Controllers) -> Result<Hierarchy, NoHierarchy> {
+    let dir = m.dir_of(own).ok_or(NoHierarchy::OwnNotMountedV1(c))?;
     let h = Hierarchy {
         v2: false,
         controllers: c,
@@ -493,25 +571,23 @@ fn v1_hierarchy(m: &Mount, own: &Path, c: Controllers) -> Result<Hierarchy, Stri
 }
 
 /// Make and remove a probe cgroup in `h`.
-fn try_probe(h: &Hierarchy) -> Result<(), String> {
+fn try_probe(h: &Hierarchy) -> Result<(), NoHierarchy> {
     let dir = h
         .parent
         .join(format!("{PREFIX}probe-{}", super::scratch::random_u64()));
-    let version = if h.v2 { "v2" } else { "v1" };
-    std::fs::create_dir(&dir).map_err(|e| {
-        format!(
-            "cgroup {version}: rootfence cannot make a cgroup in {}: {e}",
-            h.parent.display()
-        )
+    std::fs::create_dir(&dir).map_err(|source| NoHierarchy::Make {
+        v2: h.v2,
+        dir: h.parent.clone(),
+        source,
     })?;
     let files_there = limit_files(h).iter().all(|f| dir.join(f).exists());
     let _ = std::fs::remove_dir(&dir);
     if !files_there {
-        return Err(format!(
-            "cgroup {version}: a cgroup made in {} has no {} limit",
-            h.parent.display(),
-            h.controllers.names()
-        ));
+        return Err(NoHierarchy::NoLimit {
+            v2: h.v2,
+            dir: h.parent.clone(),
+            controllers: h.controllers,
+        });
     }
     Ok(())
 }
@@ -985,20 +1061,30 @@ mod tests {
         // b holds processes (a threaded or misconfigured tree); a does not
         // and is writable.
         let look = |c: &Path| Some(seen(c == Path::new("/a/b"), c == Path::new("/a")));
-        assert_eq!(choose_v2(own, look).map(|r| r.0), Ok(PathBuf::from("/a")));
+        assert_eq!(
+            choose_v2(own, look).map(|r| r.0).ok(),
+            Some(PathBuf::from("/a"))
+        );
         // A session scope whose slice the user may not write: refused,
         // and never looked for further up.
         let look = |c: &Path| Some(seen(false, c == Path::new("/")));
         let e = choose_v2(own, look).unwrap_err();
-        assert!(e.contains("may not make cgroups in /a/b"), "{e}");
+        assert!(
+            matches!(&e, NoHierarchy::NotDelegated(c) if c == Path::new("/a/b")),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().contains("may not make cgroups in /a/b"),
+            "{e}"
+        );
     }
 
     #[test]
     fn v2_at_the_root_may_hold_processes() {
         let look = |_: &Path| Some(seen(true, true));
         assert_eq!(
-            choose_v2(Path::new("/"), look).map(|r| r.0),
-            Ok(PathBuf::from("/"))
+            choose_v2(Path::new("/"), look).map(|r| r.0).ok(),
+            Some(PathBuf::from("/"))
         );
         let none = |_: &Path| {
             Some(Seen {
@@ -1007,7 +1093,11 @@ mod tests {
             })
         };
         let e = choose_v2(Path::new("/x"), none).unwrap_err();
-        assert!(e.contains("neither the memory nor the pids"), "{e}");
+        assert!(matches!(e, NoHierarchy::NoController(_)), "{e:?}");
+        assert!(
+            e.to_string().contains("neither the memory nor the pids"),
+            "{e}"
+        );
     }
 
     #[test]

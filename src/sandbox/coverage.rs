@@ -24,6 +24,7 @@
 
 use serde::Serialize;
 
+use super::missing::{NoDomainRung, NoLandlock, NoNamespaces, NoNetns, NoRung};
 use super::nsprobe::NamespaceSupport;
 use super::probe::Capabilities;
 use super::resources;
@@ -105,120 +106,102 @@ impl std::fmt::Display for DomainRung {
 /// network namespace keeps its server to the proxy there. The supervised
 /// design needs Landlock to refuse every TCP port (ABI 4), since the
 /// supervisor hands `connect()` on other families back to the kernel.
-pub fn domain_rung(rung: Rung, netns: Result<(), String>, abi: u32) -> Result<DomainRung, String> {
+pub fn domain_rung(
+    rung: Rung,
+    netns: Result<(), NoNetns>,
+    abi: u32,
+) -> Result<DomainRung, NoDomainRung> {
     match (rung, netns) {
         (Rung::Full | Rung::ViewSeccomp, Ok(())) => Ok(DomainRung::NetworkNamespace),
-        (Rung::ViewSeccomp, Err(why)) => Err(format!(
-            "[network] allow_domains on the view + seccomp rung (no Landlock) needs a network namespace of the server's own to keep it to rootfence's proxy, and {why}; let rootfence have network namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)"
-        )),
+        (Rung::ViewSeccomp, Err(why)) => Err(NoDomainRung::ViewWithoutNetns(why)),
         (_, _) if abi >= 4 => Ok(DomainRung::SupervisedConnect),
-        (_, Err(why)) => Err(format!(
-            "[network] allow_domains needs a network namespace of the server's own or Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and this machine gives neither: {why}, and {}; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)",
-            if abi == 0 {
-                "there is no Landlock".to_string()
-            } else {
-                format!("Landlock is at ABI {abi}")
-            }
-        )),
-        (_, Ok(())) => Err(format!(
-            "[network] allow_domains without namespaces needs Landlock ABI 4 (TCP by port) to keep the server to rootfence's proxy, and Landlock is at ABI {abi}; let rootfence have namespaces, or use a kernel with Landlock ABI 4 (Linux 6.7 or later)"
-        )),
+        (_, Err(netns)) => Err(NoDomainRung::Neither { netns, abi }),
+        (_, Ok(())) => Err(NoDomainRung::BelowAbi4 { abi }),
     }
 }
 
 /// Network by domain's design for `plan` on a machine with `caps` (the
 /// rung the plan gets there, and `caps.network_namespace`; unprobed counts
 /// as unavailable), whether or not the plan lists domains.
-pub fn domain_rung_here(plan: &SandboxPlan, caps: &Capabilities) -> Result<DomainRung, String> {
+pub fn domain_rung_here(
+    plan: &SandboxPlan,
+    caps: &Capabilities,
+) -> Result<DomainRung, NoDomainRung> {
     let rung = rung(plan, caps).unwrap_or(if caps.abi() > 0 {
         Rung::LandlockSeccomp
     } else {
         Rung::ViewSeccomp
     });
     let netns = if !rung.namespaces() {
-        Err("the server runs without namespaces here".to_string())
+        Err(NoNetns::RungWithout)
     } else {
         match &caps.network_namespace {
             Some(n) if n.available => Ok(()),
-            Some(n) => Err(n.why_not()),
-            None => Err("network namespaces were not probed".to_string()),
+            Some(n) => Err(NoNetns::Refused(n.why_not())),
+            None => Err(NoNetns::NotProbed),
         }
     };
     domain_rung(rung, netns, caps.abi())
 }
 
-/// Why there is no Landlock here.
-pub fn landlock_missing(caps: &Capabilities) -> String {
-    use super::probe::LandlockStatus;
-    match &caps.landlock {
-        LandlockStatus::NotBuilt => {
-            "this kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK)".to_string()
-        }
-        LandlockStatus::Disabled => {
-            "Landlock is built into this kernel but not enabled at boot (add landlock to the lsm= kernel parameter)".to_string()
-        }
-        LandlockStatus::Error { message } => format!("Landlock cannot be used here ({message})"),
-        LandlockStatus::Available { .. } => "Landlock is available".to_string(),
-    }
+/// Why there is no Landlock here, where `caps.abi()` is 0 (a Landlock
+/// reported available, which a kernel never does at ABI 0, reads as one
+/// built without it).
+pub fn landlock_missing(caps: &Capabilities) -> NoLandlock {
+    NoLandlock::of(&caps.landlock).unwrap_or(NoLandlock::NotBuilt)
 }
 
 /// Why there is no Landlock here, and what to do: one sentence.
-pub fn no_landlock(caps: &Capabilities) -> String {
-    format!(
-        "{}; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or accept the view + seccomp rung with [isolation] landlock = \"prefer\" (needs namespaces)",
-        landlock_missing(caps)
-    )
+pub fn no_landlock(caps: &Capabilities) -> NoRung {
+    NoRung::NoLandlock(landlock_missing(caps))
 }
 
 /// No Landlock, and the view + seccomp rung the policy accepts cannot be
-/// had either (`why` the namespaces are not to be had).
-pub fn neither(caps: &Capabilities, why: &str) -> String {
-    format!(
-        "{}, and the view + seccomp rung ([isolation] landlock = \"prefer\") needs namespaces: {why}; use a kernel with Landlock (Linux 5.13 or later, with landlock in lsm=), or let rootfence have namespaces",
-        landlock_missing(caps)
-    )
+/// had either (`namespaces`: why they are not to be had).
+pub fn neither(caps: &Capabilities, namespaces: NoNamespaces) -> NoRung {
+    NoRung::Neither {
+        landlock: landlock_missing(caps),
+        namespaces,
+    }
 }
 
 /// The rung `plan` gets on a machine with `caps` (whose namespaces were
 /// probed: see [`super::probe_with_namespaces`]; unprobed counts as
 /// unavailable, but an unprobed network namespace does not stop the view +
 /// seccomp rung), or what is missing for any.
-pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, Vec<String>> {
+pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, NoRung> {
     let ns = plan.namespaces != NamespaceMode::Off
         && caps
             .namespaces
             .as_ref()
             .is_some_and(NamespaceSupport::usable);
     let why_no_ns = || match plan.namespaces {
-        NamespaceMode::Off => "[isolation] namespaces = \"off\"".to_string(),
+        NamespaceMode::Off => NoNamespaces::Off,
         _ => caps
             .namespaces
             .as_ref()
-            .map(NamespaceSupport::why_not)
-            .unwrap_or_else(|| "namespaces were not probed".into()),
+            .map_or(NoNamespaces::NotProbed, |n| {
+                NoNamespaces::Refused(n.why_not())
+            }),
     };
     match (caps.abi() > 0, ns) {
         (true, true) => Ok(Rung::Full),
-        (true, false) if plan.namespaces == NamespaceMode::Require => Err(vec![format!(
-            "[isolation] namespaces = \"require\", but {}",
-            why_no_ns()
-        )]),
+        (true, false) if plan.namespaces == NamespaceMode::Require => {
+            Err(NoRung::NamespacesRequired(why_no_ns()))
+        }
         (true, false) => Ok(Rung::LandlockSeccomp),
-        (false, _) if plan.landlock == LandlockMode::Require => Err(vec![no_landlock(caps)]),
+        (false, _) if plan.landlock == LandlockMode::Require => Err(no_landlock(caps)),
         // The rung's namespaces include a network namespace (it keeps the
         // host's abstract unix sockets out of reach without Landlock's
         // scopes): where it was probed and refused, the rung is not had.
         (false, true) => match &caps.network_namespace {
-            Some(n) if !n.available => Err(vec![neither(
+            Some(n) if !n.available => Err(neither(
                 caps,
-                &format!(
-                    "a network namespace of the server's own among them, and {}",
-                    n.why_not()
-                ),
-            )]),
+                NoNamespaces::Network(NoNetns::Refused(n.why_not())),
+            )),
             _ => Ok(Rung::ViewSeccomp),
         },
-        (false, false) => Err(vec![neither(caps, &why_no_ns())]),
+        (false, false) => Err(neither(caps, why_no_ns())),
     }
 }
 
@@ -260,10 +243,14 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
             )),
             Err(missing) if plan.landlock == LandlockMode::Prefer && caps.namespaces.is_none() => {
                 // Namespaces not probed: a launch finds out by trying.
-                out.push(loss("filesystem and TCP confinement by Landlock", missing.join("; "), false));
+                out.push(loss(
+                    "filesystem and TCP confinement by Landlock",
+                    missing.to_string(),
+                    false,
+                ));
             }
             Err(missing) => {
-                out.push(loss("filesystem confinement", missing.join("; "), true));
+                out.push(loss("filesystem confinement", missing.to_string(), true));
                 return out;
             }
         }
@@ -279,7 +266,7 @@ pub fn losses(plan: &SandboxPlan, caps: &Capabilities) -> Vec<Loss> {
     {
         out.push(loss(
             "network by domain (allow_domains) kept to rootfence's proxy",
-            missing,
+            missing.to_string(),
             true,
         ));
     }
@@ -915,7 +902,8 @@ mod tests {
         assert!(fatal(&losses(&p, &c0)).is_empty());
         c0.namespaces = Some(ns(false));
         let e = rung(&p, &c0).unwrap_err();
-        assert!(e[0].contains("needs namespaces: refused;"), "{e:?}");
+        assert!(matches!(e, NoRung::Neither { .. }), "{e:?}");
+        assert!(e.to_string().contains("needs namespaces: refused;"), "{e}");
         assert_eq!(fatal(&losses(&p, &c0)), ["filesystem confinement"]);
     }
 
@@ -957,7 +945,7 @@ mod tests {
     #[test]
     fn network_by_domain_takes_the_namespace_where_it_can_and_needs_abi_4_elsewhere() {
         use DomainRung::*;
-        let no = || Err("refused".to_string());
+        let no = || Err(NoNetns::Refused("refused".to_string()));
         assert_eq!(domain_rung(Rung::Full, Ok(()), 7), Ok(NetworkNamespace));
         assert_eq!(domain_rung(Rung::Full, Ok(()), 1), Ok(NetworkNamespace));
         assert_eq!(domain_rung(Rung::Full, no(), 4), Ok(SupervisedConnect));
@@ -972,12 +960,16 @@ mod tests {
             Ok(NetworkNamespace)
         );
         let e = domain_rung(Rung::ViewSeccomp, no(), 0).unwrap_err();
+        assert!(matches!(e, NoDomainRung::ViewWithoutNetns(_)), "{e:?}");
+        let e = e.to_string();
         assert!(
             e.contains("view + seccomp rung") && e.contains("refused"),
             "{e}"
         );
         for (rung, netns) in [(Rung::Full, no()), (Rung::LandlockSeccomp, no())] {
             let e = domain_rung(rung, netns, 3).unwrap_err();
+            assert!(matches!(e, NoDomainRung::Neither { abi: 3, .. }), "{e:?}");
+            let e = e.to_string();
             assert!(
                 e.contains("Landlock is at ABI 3") && e.contains("Linux 6.7"),
                 "{e}"
@@ -1058,8 +1050,19 @@ mod tests {
         none0.landlock = LandlockMode::Prefer;
         let e = rung(&none0, &c0).unwrap_err();
         assert!(
-            e[0].contains("a network namespace of the server's own among them"),
+            matches!(
+                &e,
+                NoRung::Neither {
+                    namespaces: NoNamespaces::Network(_),
+                    ..
+                }
+            ),
             "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("a network namespace of the server's own among them"),
+            "{e}"
         );
     }
 

@@ -39,9 +39,28 @@ pub unsafe fn send(sock: RawFd, fd: RawFd) -> Result<(), i32> {
     Ok(())
 }
 
+/// Why the descriptor the child was to send is not here.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReceived {
+    /// Receiving failed.
+    #[error("receiving {what}: {source}")]
+    Receive {
+        /// What was to come.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// A message came without it.
+    #[error("the child did not send {what}")]
+    NotSent {
+        /// What was to come.
+        what: &'static str,
+    },
+}
+
 /// The one descriptor waiting on `sock` (already sent: the child sends it
 /// before `execve`), close-on-exec; `what` names it in the error.
-pub fn receive(sock: &OwnedFd, what: &str) -> io::Result<OwnedFd> {
+pub fn receive(sock: &OwnedFd, what: &'static str) -> Result<OwnedFd, NotReceived> {
     let mut byte = [0u8; 1];
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
@@ -52,7 +71,10 @@ pub fn receive(sock: &OwnedFd, what: &str) -> io::Result<OwnedFd> {
         &mut control,
         rustix::net::RecvFlags::DONTWAIT | rustix::net::RecvFlags::CMSG_CLOEXEC,
     )
-    .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("receiving {what}: {e}")))?;
+    .map_err(|e| NotReceived::Receive {
+        what,
+        source: e.into(),
+    })?;
     for m in control.drain() {
         if let rustix::net::RecvAncillaryMessage::ScmRights(mut fds) = m
             && let Some(fd) = fds.next()
@@ -60,5 +82,5 @@ pub fn receive(sock: &OwnedFd, what: &str) -> io::Result<OwnedFd> {
             return Ok(fd);
         }
     }
-    Err(io::Error::other(format!("the child did not send {what}")))
+    Err(NotReceived::NotSent { what })
 }

@@ -18,6 +18,7 @@ use landlock::{
 use rustix::fs::{FileType, Mode, OFlags};
 
 use super::SandboxError;
+use super::missing::Missing;
 use crate::plan::SandboxPlan;
 use crate::runtime::{PROC_SELF, Rights};
 
@@ -137,9 +138,7 @@ pub fn prepare(
     let abi_v = ABI::from(i32::try_from(known).unwrap_or(0));
     if abi_v == ABI::Unsupported {
         return Err(SandboxError::CannotEnforce {
-            missing: vec![
-                "filesystem confinement: Landlock is not available on this kernel".into(),
-            ],
+            missing: vec![Missing::LandlockAbi],
         });
     }
     let mut handled_fs = AccessFs::from_all(abi_v);
@@ -184,7 +183,7 @@ pub fn prepare(
     }
     let fd: Option<OwnedFd> = created.into();
     let fd = fd.ok_or_else(|| SandboxError::CannotEnforce {
-        missing: vec!["the kernel did not create a Landlock ruleset".into()],
+        missing: vec![Missing::NoRuleset],
     })?;
     let all = Rights {
         read: true,

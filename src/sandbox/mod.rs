@@ -47,6 +47,7 @@ mod inotify;
 mod landlock;
 mod launcher;
 mod machine;
+pub mod missing;
 mod mount;
 mod netns;
 mod nsprobe;
@@ -68,7 +69,9 @@ pub use clone::{CloneCall, found as clone_call};
 pub use coverage::{
     Closed, Coverage, DomainRung, Loss, Rung, coverage, domain_rung_here, losses, rung,
 };
+pub use fdpass::NotReceived;
 pub use handle::{CapabilityOutcome, Confinement, SandboxedChild, enable_subreaper, sweep_orphans};
+pub use netns::ProxyStart;
 pub use nsprobe::{NamespaceSupport, NetnsSupport};
 pub use probe::{Capabilities, LandlockStatus, probe, probe_remembered, probe_with_namespaces};
 pub use protocol::Step;
@@ -85,11 +88,11 @@ pub enum SandboxError {
     /// The kernel lacks something the plan needs (fail closed).
     #[error(
         "refusing to start: this machine cannot enforce the sandbox the policy asks for: {}. Run `rootfence doctor` to see what this machine gives; --unconfined-i-know-this-is-unsafe runs the server without any sandbox",
-        missing.join("; ")
+        missing::joined(.missing)
     )]
     CannotEnforce {
         /// What is missing and the way out, one entry per loss.
-        missing: Vec<String>,
+        missing: Vec<missing::Missing>,
     },
     /// A required grant's path does not exist.
     #[error(
@@ -123,7 +126,7 @@ pub enum SandboxError {
     },
     /// The seccomp filter could not be compiled.
     #[error("cannot build the seccomp filter: {0}")]
-    Seccomp(String),
+    Seccomp(#[from] seccomp::FilterError),
     /// The scratch directory could not be created.
     #[error(
         "cannot create the scratch directory in {dir}: {source}; point TMPDIR at a writable directory, or set runtime.scratch = false in the policy"
@@ -165,6 +168,10 @@ pub enum SandboxError {
     /// The launcher thread could not be started or is gone.
     #[error("cannot start the launcher thread: {0}")]
     Launcher(std::io::Error),
+    /// The network proxy of `[network] allow_domains` could not start;
+    /// the server was ended.
+    #[error("cannot start the launcher thread: cannot start the network proxy: {0}")]
+    NetworkProxy(netns::ProxyStart),
 }
 
 /// Build the Landlock ruleset for `plan` on this kernel without applying

@@ -35,6 +35,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::SandboxError;
 use super::coverage::{DomainRung, Rung, domain_rung};
+use super::missing::NoNetns;
 use super::protocol::errno;
 use super::seccomp::FilterPolicy;
 use crate::netproxy::{self, Proxy};
@@ -62,6 +63,17 @@ enum Listener {
     Namespace { mine: OwnedFd, theirs: OwnedFd },
     /// rootfence's own loopback; the supervisor connects for the server.
     Loopback { listener: std::net::TcpListener },
+}
+
+/// Why the network proxy of a launch could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyStart {
+    /// Its listener did not come from the child.
+    #[error(transparent)]
+    Listener(#[from] super::fdpass::NotReceived),
+    /// It could not be started on its listener.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// The network proxy of one launch, from before `clone` until it runs.
@@ -92,8 +104,8 @@ impl Net {
             return Ok(None);
         };
         let netns = match netns_refused {
-            _ if !rung.namespaces() => Err("the server runs without namespaces".to_string()),
-            Some(why) => Err(why.to_string()),
+            _ if !rung.namespaces() => Err(NoNetns::LaunchWithout),
+            Some(why) => Err(NoNetns::Refused(why.to_string())),
             None => Ok(()),
         };
         let launcher = |e: std::io::Error| SandboxError::Launcher(e);
@@ -127,7 +139,7 @@ impl Net {
             },
             Err(missing) => {
                 return Err(SandboxError::CannotEnforce {
-                    missing: vec![missing],
+                    missing: vec![missing.into()],
                 });
             }
         };
@@ -211,7 +223,7 @@ impl Net {
 
     /// Once the server started: take the listener (from the child, in its
     /// network namespace) and serve it.
-    pub fn start(self) -> std::io::Result<Proxy> {
+    pub fn start(self) -> Result<Proxy, ProxyStart> {
         let rung = self.rung();
         let address = self.address();
         let listener = match self.listener {

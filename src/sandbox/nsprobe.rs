@@ -197,7 +197,7 @@ pub fn probe_namespaces() -> NamespaceSupport {
     let no = NamespaceSupport::refused;
     let code = match run_probe(who, per_ns_pid_max) {
         Ok(code) => code,
-        Err(why) => return no(why),
+        Err(why) => return no(why.to_string()),
     };
     let failed = |what: &str| {
         no(format!(
@@ -226,11 +226,40 @@ pub fn probe_namespaces() -> NamespaceSupport {
     }
 }
 
+/// Why the probe child could not be started.
+#[derive(Debug, thiserror::Error)]
+enum ProbeStart {
+    /// No pipe to hold the child until its maps are written.
+    #[error("cannot create a pipe")]
+    Pipe,
+    /// `clone3` with the launch's namespace flags failed.
+    #[error(
+        "the kernel refused new {}mount, PID and IPC namespaces ({source}){hint}",
+        if *.root { "" } else { "user, " }
+    )]
+    Clone {
+        /// rootfence runs as root: no user namespace was asked for.
+        root: bool,
+        /// The kernel's error.
+        source: std::io::Error,
+        /// Why, as far as can be told, and the way out ([`refusal_hint`]).
+        hint: &'static str,
+    },
+    /// The child's user namespace could not be given its id maps.
+    #[error("cannot write the new user namespace's id maps ({source}){hint}")]
+    IdMaps {
+        /// The error writing them.
+        source: std::io::Error,
+        /// Why, as far as can be told, and the way out ([`refusal_hint`]).
+        hint: &'static str,
+    },
+}
+
 /// Start the probe child, write its maps, and return its exit code (or why
 /// it could not be started).
-fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
-    let (sync_r, sync_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|_| "cannot create a pipe".to_string())?;
+fn run_probe(who: Identity, pid_max: bool) -> Result<i32, ProbeStart> {
+    let (sync_r, sync_w) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|_| ProbeStart::Pipe)?;
     let sync_r_raw = sync_r.as_raw_fd();
     // As root, the inotify limits go in a user namespace made for them.
     let maps = who.is_root().then(IdMapLines::own);
@@ -242,12 +271,10 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
         })
     };
     drop(sync_r);
-    let started = started.map_err(|e| {
-        format!(
-            "the kernel refused new {}mount, PID and IPC namespaces ({e}){}",
-            if who.is_root() { "" } else { "user, " },
-            refusal_hint(e.raw_os_error(), true)
-        )
+    let started = started.map_err(|source| ProbeStart::Clone {
+        root: who.is_root(),
+        hint: refusal_hint(source.raw_os_error(), true),
+        source,
     })?;
     let maps = if who.is_root() {
         Ok(())
@@ -263,11 +290,11 @@ fn run_probe(who: Identity, pid_max: bool) -> Result<i32, String> {
     unsafe {
         libc::waitpid(started.pid, &mut status, 0);
     }
-    if let Err(e) = maps {
-        return Err(format!(
-            "cannot write the new user namespace's id maps ({e}){}",
-            refusal_hint(e.raw_os_error(), true)
-        ));
+    if let Err(source) = maps {
+        return Err(ProbeStart::IdMaps {
+            hint: refusal_hint(source.raw_os_error(), true),
+            source,
+        });
     }
     Ok(if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)

@@ -37,12 +37,13 @@ use std::sync::Arc;
 use super::caps::{DropCaps, cap_state};
 use super::cgroup::{self, Cgroup};
 use super::child::{ChildRule, ChildSetup, ExecImage, LandlockChild, NsChild, Rlimit};
-use super::coverage::{DomainRung, Loss, Rung, losses};
+use super::coverage::{DomainRung, Rung, losses};
 use super::handle::{CapabilityOutcome, Confinement, SandboxedChild, live_add};
 use super::ids::{IdMaps, Identity, namespace_flags};
 use super::init::ServerStack;
 use super::inotify::{IdMapLines, InotifySetup};
 use super::launcher::on_launcher;
+use super::missing::{Missing, NoNamespaces, NoRung};
 use super::mount::{ViewOp, ViewSetup};
 use super::netns::{self, Net};
 use super::nsprobe::{kernel_release, refusal_hint};
@@ -186,14 +187,14 @@ fn namespaces_required(plan: &SandboxPlan, confine: bool, caps: &probe::Capabili
 }
 
 /// The refusal when namespaces are required and not to be had.
-fn cannot_without_namespaces(caps: &probe::Capabilities, why: &str) -> SandboxError {
+fn cannot_without_namespaces(caps: &probe::Capabilities, why: NoNamespaces) -> SandboxError {
     let missing = if caps.abi() == 0 {
         super::coverage::neither(caps, why)
     } else {
-        format!("[isolation] namespaces = \"require\", but {why}")
+        NoRung::NamespacesRequired(why)
     };
     SandboxError::CannotEnforce {
-        missing: vec![missing],
+        missing: vec![missing.into()],
     }
 }
 
@@ -206,10 +207,7 @@ fn launch(
     let want = confine && plan.namespaces != NamespaceMode::Off;
     let required = namespaces_required(plan, confine, &caps);
     if required && !want {
-        return Err(cannot_without_namespaces(
-            &caps,
-            "[isolation] namespaces = \"off\"",
-        ));
+        return Err(cannot_without_namespaces(&caps, NoNamespaces::Off));
     }
     let (mut mode, why) = remembered_mode(want, required, &machine::record());
     // A network namespace is tried only where the plan needs one (network
@@ -239,7 +237,7 @@ fn launch(
             }
             Err(AttemptError::Downgrade { to, why }) => {
                 if to.namespaces != mode.namespaces && required {
-                    return Err(cannot_without_namespaces(&caps, &why));
+                    return Err(cannot_without_namespaces(&caps, NoNamespaces::Refused(why)));
                 }
                 if to.namespaces {
                     tracing::warn!(
@@ -496,10 +494,10 @@ fn prepare(
     bounds: &Bounds,
     net: Option<&Net>,
 ) -> Result<Prepared, SandboxError> {
-    let fatal: Vec<String> = losses(plan, caps)
-        .iter()
+    let fatal: Vec<Missing> = losses(plan, caps)
+        .into_iter()
         .filter(|l| l.fatal)
-        .map(Loss::to_string)
+        .map(Missing::Loss)
         .collect();
     if !fatal.is_empty() {
         return Err(SandboxError::CannotEnforce { missing: fatal });
@@ -1102,10 +1100,7 @@ fn finish(
             Err(e) => {
                 let _ = child.kill();
                 drop(child);
-                return Err(SandboxError::Launcher(io::Error::new(
-                    e.kind(),
-                    format!("cannot start the network proxy: {e}"),
-                )));
+                return Err(SandboxError::NetworkProxy(e));
             }
         }
     }

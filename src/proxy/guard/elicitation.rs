@@ -4,6 +4,10 @@
 
 use serde_json::{Map, Value};
 
+mod errors;
+
+pub use errors::{AnswerError, FieldError, SchemaError, ValueError};
+
 use super::sensitive::Terms;
 use super::url::{self, UrlRules};
 use super::{Refusal, Revision};
@@ -215,7 +219,7 @@ fn check_form(
                 &format!(
                     "elicitation forms in protocol {revision} are flat objects of primitive fields"
                 ),
-                &why,
+                &why.to_string(),
             ));
         }
     };
@@ -346,8 +350,8 @@ impl Field {
 
 /// Parse and validate `requestedSchema` against the restricted subset of
 /// `revision`. The error says what is outside it.
-pub fn parse_schema(raw: &Value, revision: Revision) -> Result<FormSchema, String> {
-    let obj = raw.as_object().ok_or("requestedSchema must be an object")?;
+pub fn parse_schema(raw: &Value, revision: Revision) -> Result<FormSchema, SchemaError> {
+    let obj = raw.as_object().ok_or(SchemaError::NotObject)?;
     // Top level: the spec's members, plus annotations SDKs emit (pydantic
     // adds `title`; zod-to-JSON-schema adds `additionalProperties: false`).
     for (k, v) in obj {
@@ -355,45 +359,40 @@ pub fn parse_schema(raw: &Value, revision: Revision) -> Result<FormSchema, Strin
             "type" | "properties" | "required" => {}
             "$schema" | "title" | "description" => {
                 if !v.is_string() {
-                    return Err(format!("requestedSchema {k} must be a string"));
+                    return Err(SchemaError::NotString(k.clone()));
                 }
             }
             "additionalProperties" if v == &Value::Bool(false) => {}
             "$ref" | "$defs" | "definitions" => {
-                return Err(format!(
-                    "requestedSchema uses {k}: references are not allowed"
-                ));
+                return Err(SchemaError::Reference(k.clone()));
             }
             other => {
-                return Err(format!(
-                    "requestedSchema has the keyword {other:?}, which elicitation forms do not allow"
-                ));
+                return Err(SchemaError::Keyword(other.to_string()));
             }
         }
     }
     if obj.get("type") != Some(&Value::String("object".into())) {
-        return Err("requestedSchema must have type \"object\"".into());
+        return Err(SchemaError::NotObjectType);
     }
     let props = obj
         .get("properties")
         .and_then(Value::as_object)
-        .ok_or("requestedSchema must have a properties object")?;
+        .ok_or(SchemaError::NoProperties)?;
     let mut fields = Vec::with_capacity(props.len());
     for (name, p) in props {
-        let f = parse_field(p, revision).map_err(|e| format!("property {name:?}: {e}"))?;
+        let f = parse_field(p, revision).map_err(|error| SchemaError::Property {
+            name: name.clone(),
+            error,
+        })?;
         fields.push((name.clone(), f));
     }
     let mut required = Vec::new();
     if let Some(r) = obj.get("required") {
-        let arr = r
-            .as_array()
-            .ok_or("required must be an array of property names")?;
+        let arr = r.as_array().ok_or(SchemaError::RequiredNotNames)?;
         for n in arr {
-            let n = n
-                .as_str()
-                .ok_or("required must be an array of property names")?;
+            let n = n.as_str().ok_or(SchemaError::RequiredNotNames)?;
             if !props.contains_key(n) {
-                return Err(format!("required names {n:?}, which is not a property"));
+                return Err(SchemaError::RequiredUnknown(n.to_string()));
             }
             if !required.iter().any(|x: &String| x == n) {
                 required.push(n.to_string());
@@ -403,23 +402,25 @@ pub fn parse_schema(raw: &Value, revision: Revision) -> Result<FormSchema, Strin
     Ok(FormSchema { fields, required })
 }
 
-fn parse_field(p: &Value, revision: Revision) -> Result<Field, String> {
-    let obj = p.as_object().ok_or("a property must be an object")?;
+fn parse_field(p: &Value, revision: Revision) -> Result<Field, FieldError> {
+    let obj = p.as_object().ok_or(FieldError::NotObject)?;
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
-        Some(_) => return Err("type must be a single string".into()),
-        None if obj.contains_key("$ref") => return Err("$ref is not allowed".into()),
-        None => return Err("every property needs a type".into()),
+        Some(_) => return Err(FieldError::TypeNotString),
+        None if obj.contains_key("$ref") => return Err(FieldError::Reference),
+        None => return Err(FieldError::NoType),
     };
     let allowed = allowed_keywords(ty, obj, revision)?;
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(format!(
-            "the keyword {k:?} is not allowed on a {ty} field in protocol {revision}"
-        ));
+        return Err(FieldError::Keyword {
+            keyword: k.clone(),
+            ty: ty.to_string(),
+            revision,
+        });
     }
     for k in ["title", "description"] {
         if obj.get(k).is_some_and(|v| !v.is_string()) {
-            return Err(format!("{k} must be a string"));
+            return Err(FieldError::NotString(k));
         }
     }
     let field = match ty {
@@ -428,7 +429,7 @@ fn parse_field(p: &Value, revision: Revision) -> Result<Field, String> {
             if let Some(names) = obj.get("enumNames") {
                 let names = string_list(Some(names), "enumNames")?;
                 if names.len() != values.len() {
-                    return Err("enumNames must have one name per enum value".into());
+                    return Err(FieldError::EnumNamesCount);
                 }
             }
             Field::Choice(values)
@@ -443,7 +444,7 @@ fn parse_field(p: &Value, revision: Revision) -> Result<Field, String> {
         _ => multi_choice_field(obj)?,
     };
     if let Some(d) = obj.get("default") {
-        check_value(&field, d).map_err(|e| format!("default: {e}"))?;
+        check_value(&field, d).map_err(FieldError::Default)?;
     }
     Ok(field)
 }
@@ -454,13 +455,9 @@ fn allowed_keywords(
     ty: &str,
     obj: &Map<String, Value>,
     revision: Revision,
-) -> Result<&'static [&'static str], String> {
+) -> Result<&'static [&'static str], FieldError> {
     let new = revision >= Revision::V2025_11_25;
-    let needs_new = |what: &str| {
-        Err(format!(
-            "{what} need protocol 2025-11-25 (this session: {revision})"
-        ))
-    };
+    let needs_new = |what| Err(FieldError::NeedsNewer { what, revision });
     Ok(match (ty, new) {
         ("string", true) if obj.contains_key("enum") => &[
             "type",
@@ -516,19 +513,22 @@ fn allowed_keywords(
             "default",
         ],
         ("array", false) => return needs_new("arrays (multi-select)"),
-        ("object", _) => return Err("nested objects are not allowed".into()),
-        (other, _) => return Err(format!("type {other:?} is not allowed")),
+        ("object", _) => return Err(FieldError::Nested),
+        (other, _) => return Err(FieldError::Type(other.to_string())),
     })
 }
 
 /// A free string field: lengths and format.
-fn string_field(obj: &Map<String, Value>) -> Result<Field, String> {
+fn string_field(obj: &Map<String, Value>) -> Result<Field, FieldError> {
     let min_len = count(obj, "minLength")?;
     let max_len = count(obj, "maxLength")?;
     if let (Some(a), Some(b)) = (min_len, max_len)
         && a > b
     {
-        return Err("minLength is greater than maxLength".into());
+        return Err(FieldError::Inverted {
+            low: "minLength",
+            high: "maxLength",
+        });
     }
     let format = match obj.get("format") {
         None => None,
@@ -537,13 +537,9 @@ fn string_field(obj: &Map<String, Value>) -> Result<Field, String> {
             "uri" => Format::Uri,
             "date" => Format::Date,
             "date-time" => Format::DateTime,
-            other => {
-                return Err(format!(
-                    "format {other:?} is not allowed (email, uri, date, date-time)"
-                ));
-            }
+            other => return Err(FieldError::Format(other.to_string())),
         }),
-        Some(_) => return Err("format must be a string".into()),
+        Some(_) => return Err(FieldError::NotString("format")),
     };
     Ok(Field::String {
         min_len,
@@ -553,44 +549,42 @@ fn string_field(obj: &Map<String, Value>) -> Result<Field, String> {
 }
 
 /// A number field: its bounds.
-fn number_field(obj: &Map<String, Value>, integer: bool) -> Result<Field, String> {
-    let bound = |k: &str| -> Result<Option<f64>, String> {
+fn number_field(obj: &Map<String, Value>, integer: bool) -> Result<Field, FieldError> {
+    let bound = |k: &'static str| -> Result<Option<f64>, FieldError> {
         match obj.get(k) {
             None => Ok(None),
-            Some(v) => v.as_f64().map(Some).ok_or(format!("{k} must be a number")),
+            Some(v) => v.as_f64().map(Some).ok_or(FieldError::NotNumber(k)),
         }
     };
     let (min, max) = (bound("minimum")?, bound("maximum")?);
     if let (Some(a), Some(b)) = (min, max)
         && a > b
     {
-        return Err("minimum is greater than maximum".into());
+        return Err(FieldError::Inverted {
+            low: "minimum",
+            high: "maximum",
+        });
     }
     Ok(Field::Number { integer, min, max })
 }
 
 /// A multi-select of string options (`type: "array"`).
-fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, String> {
+fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, FieldError> {
     let items = obj
         .get("items")
         .and_then(Value::as_object)
-        .ok_or("a multi-select needs an items object")?;
+        .ok_or(FieldError::NoItems)?;
     let values = if items.contains_key("anyOf") {
         if let Some(k) = items.keys().find(|k| *k != "anyOf") {
-            return Err(format!("items with anyOf may not have {k:?}"));
+            return Err(FieldError::AnyOfWith(k.clone()));
         }
         titled_options(items.get("anyOf"), "items.anyOf")?
     } else {
         if let Some(k) = items.keys().find(|k| *k != "type" && *k != "enum") {
-            return Err(format!(
-                "items may only have type and enum (or anyOf), not {k:?}"
-            ));
+            return Err(FieldError::ItemsKeyword(k.clone()));
         }
         if items.get("type") != Some(&Value::String("string".into())) {
-            return Err(
-                "items must be of type string (arrays of objects or numbers are not allowed)"
-                    .into(),
-            );
+            return Err(FieldError::ItemsNotString);
         }
         string_list(items.get("enum"), "items.enum")?
     };
@@ -599,7 +593,10 @@ fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, String> {
     if let (Some(a), Some(b)) = (min_items, max_items)
         && a > b
     {
-        return Err("minItems is greater than maxItems".into());
+        return Err(FieldError::Inverted {
+            low: "minItems",
+            high: "maxItems",
+        });
     }
     Ok(Field::MultiChoice {
         values,
@@ -608,55 +605,51 @@ fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, String> {
     })
 }
 
-fn count(obj: &Map<String, Value>, k: &str) -> Result<Option<u64>, String> {
+fn count(obj: &Map<String, Value>, k: &'static str) -> Result<Option<u64>, FieldError> {
     match obj.get(k) {
         None => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or(format!("{k} must be a non-negative integer")),
+        Some(v) => v.as_u64().map(Some).ok_or(FieldError::NotCount(k)),
     }
 }
 
-fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+fn string_list(v: Option<&Value>, what: &'static str) -> Result<Vec<String>, FieldError> {
     let arr = v
         .and_then(Value::as_array)
-        .ok_or(format!("{what} must be an array of strings"))?;
+        .ok_or(FieldError::NotStrings(what))?;
     if arr.is_empty() {
-        return Err(format!("{what} must not be empty"));
+        return Err(FieldError::Empty(what));
     }
     arr.iter()
         .map(|x| {
             x.as_str()
                 .map(str::to_string)
-                .ok_or(format!("{what} must be an array of strings"))
+                .ok_or(FieldError::NotStrings(what))
         })
         .collect()
 }
 
-fn titled_options(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+fn titled_options(v: Option<&Value>, what: &'static str) -> Result<Vec<String>, FieldError> {
     let arr = v
         .and_then(Value::as_array)
-        .ok_or(format!("{what} must be an array of {{const, title}}"))?;
+        .ok_or(FieldError::NotOptions(what))?;
     if arr.is_empty() {
-        return Err(format!("{what} must not be empty"));
+        return Err(FieldError::Empty(what));
     }
     let mut out = Vec::with_capacity(arr.len());
     for o in arr {
-        let o = o
-            .as_object()
-            .ok_or(format!("{what} must be an array of {{const, title}}"))?;
+        let o = o.as_object().ok_or(FieldError::NotOptions(what))?;
         if let Some(k) = o.keys().find(|k| *k != "const" && *k != "title") {
-            return Err(format!(
-                "{what} options may only have const and title, not {k:?}"
-            ));
+            return Err(FieldError::OptionKeyword {
+                what,
+                keyword: k.clone(),
+            });
         }
         let c = o
             .get("const")
             .and_then(Value::as_str)
-            .ok_or(format!("{what} options need a string const"))?;
+            .ok_or(FieldError::OptionConst(what))?;
         if !o.get("title").is_some_and(Value::is_string) {
-            return Err(format!("{what} options need a string title"));
+            return Err(FieldError::OptionTitle(what));
         }
         out.push(c.to_string());
     }
@@ -668,11 +661,11 @@ fn titled_options(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> 
 /// required field present, no field the form did not ask for, every value
 /// of its field's type, length, range, format and options. `null` is
 /// accepted for an optional field (left empty).
-pub fn check_answer(schema: &FormSchema, result: &Value) -> Result<AnswerSummary, String> {
+pub fn check_answer(schema: &FormSchema, result: &Value) -> Result<AnswerSummary, AnswerError> {
     let action = result
         .get("action")
         .and_then(Value::as_str)
-        .ok_or("the answer has no action")?;
+        .ok_or(AnswerError::NoAction)?;
     match action {
         "decline" | "cancel" => {
             return Ok(AnswerSummary {
@@ -681,27 +674,30 @@ pub fn check_answer(schema: &FormSchema, result: &Value) -> Result<AnswerSummary
             });
         }
         "accept" => {}
-        other => return Err(format!("unknown action {other:?}")),
+        other => return Err(AnswerError::UnknownAction(other.to_string())),
     }
     let empty = Map::new();
     let content = match result.get("content") {
         None => &empty,
         Some(Value::Object(m)) => m,
-        Some(_) => return Err("content must be an object".into()),
+        Some(_) => return Err(AnswerError::ContentNotObject),
     };
     for (k, v) in content {
         let Some((_, f)) = schema.fields.iter().find(|(n, _)| n == k) else {
-            return Err(format!("content has {k:?}, which the form did not ask for"));
+            return Err(AnswerError::Unasked(k.clone()));
         };
         // `null` for an optional field means "left empty" (the Python SDK
         // allows it); a required field must have a value.
         if v.is_null() && !schema.required.contains(k) {
             continue;
         }
-        check_value(f, v).map_err(|e| format!("field {k:?}: {e}"))?;
+        check_value(f, v).map_err(|error| AnswerError::Field {
+            name: k.clone(),
+            error,
+        })?;
     }
     if let Some(missing) = schema.required.iter().find(|r| !content.contains_key(*r)) {
-        return Err(format!("the required field {missing:?} is missing"));
+        return Err(AnswerError::Missing(missing.clone()));
     }
     Ok(AnswerSummary {
         action: action.to_string(),
@@ -718,53 +714,52 @@ pub struct AnswerSummary {
     pub fields: usize,
 }
 
-fn check_value(f: &Field, v: &Value) -> Result<(), String> {
+fn check_value(f: &Field, v: &Value) -> Result<(), ValueError> {
     match f {
         Field::String {
             min_len,
             max_len,
             format,
         } => {
-            let s = v.as_str().ok_or("expected a string")?;
-            let n = s.chars().count() as u64;
-            if min_len.is_some_and(|m| n < m) || max_len.is_some_and(|m| n > m) {
-                return Err(format!(
-                    "length {n} is outside {}..{}",
-                    min_len.map_or(String::new(), |m| m.to_string()),
-                    max_len.map_or(String::new(), |m| m.to_string())
-                ));
+            let s = v.as_str().ok_or(ValueError::Expected("a string"))?;
+            let len = s.chars().count() as u64;
+            if min_len.is_some_and(|m| len < m) || max_len.is_some_and(|m| len > m) {
+                return Err(ValueError::Length {
+                    len,
+                    min: *min_len,
+                    max: *max_len,
+                });
             }
             if let Some(fmt) = format
                 && !format_ok(*fmt, s)
             {
-                return Err(format!("not a valid {}", fmt.name()));
+                return Err(ValueError::Format(*fmt));
             }
             Ok(())
         }
         Field::Number { integer, min, max } => {
-            let x = v.as_f64().ok_or("expected a number")?;
+            let x = v.as_f64().ok_or(ValueError::Expected("a number"))?;
             if *integer && !(v.is_i64() || v.is_u64() || x.fract() == 0.0) {
-                return Err("expected an integer".into());
+                return Err(ValueError::Expected("an integer"));
             }
             if min.is_some_and(|m| x < m) || max.is_some_and(|m| x > m) {
-                return Err(format!(
-                    "the number is outside {}..{}",
-                    min.map_or(String::new(), |m| m.to_string()),
-                    max.map_or(String::new(), |m| m.to_string())
-                ));
+                return Err(ValueError::Range {
+                    min: *min,
+                    max: *max,
+                });
             }
             Ok(())
         }
         Field::Boolean => v
             .as_bool()
             .map(|_| ())
-            .ok_or_else(|| "expected a boolean".into()),
+            .ok_or(ValueError::Expected("a boolean")),
         Field::Choice(values) => {
-            let s = v.as_str().ok_or("expected a string")?;
+            let s = v.as_str().ok_or(ValueError::Expected("a string"))?;
             if values.iter().any(|x| x == s) {
                 Ok(())
             } else {
-                Err("the value is not one of the options".into())
+                Err(ValueError::NotAnOption)
             }
         }
         Field::MultiChoice {
@@ -772,18 +767,19 @@ fn check_value(f: &Field, v: &Value) -> Result<(), String> {
             min_items,
             max_items,
         } => {
-            let arr = v.as_array().ok_or("expected an array of strings")?;
+            let strings = ValueError::Expected("an array of strings");
+            let arr = v.as_array().ok_or(strings.clone())?;
             let n = arr.len() as u64;
             if min_items.is_some_and(|m| n < m) || max_items.is_some_and(|m| n > m) {
-                return Err(format!("{n} items is outside the allowed count"));
+                return Err(ValueError::Count(n));
             }
             for (i, x) in arr.iter().enumerate() {
-                let s = x.as_str().ok_or("expected an array of strings")?;
+                let s = x.as_str().ok_or(strings.clone())?;
                 if !values.iter().any(|v| v == s) {
-                    return Err(format!("item {i} is not one of the options"));
+                    return Err(ValueError::ItemNotAnOption(i));
                 }
                 if arr[..i].contains(x) {
-                    return Err(format!("item {i} is repeated"));
+                    return Err(ValueError::Repeated(i));
                 }
             }
             Ok(())

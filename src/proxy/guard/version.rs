@@ -113,11 +113,22 @@ pub fn filter_version_error(error: &str) -> Option<String> {
     message::edit_members(error, &[("data", Some(&data))])
 }
 
-/// Check a host request's `params` (raw JSON): `Err(requested)` when its
-/// `_meta` names a protocol version the guard does not know (answer with
+/// A host request stamped with a protocol version the guard does not
+/// know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "protocol version {requested:?} is newer than (or unknown to) the guard, which cannot judge its messages"
+)]
+pub struct UnknownVersion {
+    /// The version as the request names it (raw JSON when not a string).
+    pub requested: String,
+}
+
+/// Check a host request's `params` (raw JSON): the version, when its
+/// `_meta` names one the guard does not know (answer with
 /// [`unsupported_response`]). Requests without that `_meta` key (the
 /// handshake era) pass.
-pub fn check_request(params: &str) -> Result<(), String> {
+pub fn check_request(params: &str) -> Result<(), UnknownVersion> {
     let Some(v) =
         message::member(params, "_meta").and_then(|m| message::member(m, META_PROTOCOL_VERSION))
     else {
@@ -125,15 +136,18 @@ pub fn check_request(params: &str) -> Result<(), String> {
     };
     match serde_json::from_str::<String>(v) {
         Ok(s) if Revision::known(&s).is_some() => Ok(()),
-        Ok(s) => Err(s),
-        Err(_) => Err(v.to_string()),
+        Ok(requested) => Err(UnknownVersion { requested }),
+        Err(_) => Err(UnknownVersion {
+            requested: v.to_string(),
+        }),
     }
 }
 
 /// The `-32022` error response to the host's request `id_raw` whose
-/// protocol version `requested` the guard does not know: `data.supported`
-/// lists the stateless revisions rootfence can guard.
-pub fn unsupported_response(id_raw: &str, requested: &str) -> Vec<u8> {
+/// protocol version the guard does not know: `data.supported` lists the
+/// stateless revisions rootfence can guard.
+pub fn unsupported_response(id_raw: &str, unknown: &UnknownVersion) -> Vec<u8> {
+    let requested = &unknown.requested;
     let supported: Vec<String> = KNOWN
         .into_iter()
         .filter(|r| r.is_stateless())
@@ -148,10 +162,7 @@ pub fn unsupported_response(id_raw: &str, requested: &str) -> Vec<u8> {
     message::error_response_with_data(
         Some(id_raw),
         UNSUPPORTED_PROTOCOL_VERSION,
-        &format!(
-            "rootfence: protocol version {requested:?} is newer than (or unknown to) the guard, which cannot judge its messages; use one of {}",
-            supported.join(", ")
-        ),
+        &format!("rootfence: {unknown}; use one of {}", supported.join(", ")),
         &data,
     )
 }
@@ -261,13 +272,21 @@ mod tests {
         );
         assert_eq!(check_request(r#"{"name":"t"}"#), Ok(()));
         let new = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}"#;
-        assert_eq!(check_request(new), Err("2027-01-01".to_string()));
+        let unknown = |v: &str| UnknownVersion {
+            requested: v.to_string(),
+        };
+        assert_eq!(check_request(new), Err(unknown("2027-01-01")));
         let odd = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}"#;
-        assert_eq!(check_request(odd), Err("5".to_string()));
-        let line: Value = serde_json::from_slice(&unsupported_response("7", "2027-01-01")).unwrap();
+        assert_eq!(check_request(odd), Err(unknown("5")));
+        let line: Value =
+            serde_json::from_slice(&unsupported_response("7", &unknown("2027-01-01"))).unwrap();
         assert_eq!(line["id"], 7);
         assert_eq!(line["error"]["code"], -32022);
         assert_eq!(line["error"]["data"]["supported"], json!(["2026-07-28"]));
         assert_eq!(line["error"]["data"]["requested"], "2027-01-01");
+        assert_eq!(
+            line["error"]["message"],
+            "rootfence: protocol version \"2027-01-01\" is newer than (or unknown to) the guard, which cannot judge its messages; use one of 2026-07-28"
+        );
     }
 }

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use super::Session;
 use super::batch::{self, BatchId};
 use super::handshake::list_method;
+use super::host_roots::RootsUnknown;
 use super::io::Frame;
 use super::io::{Action, GenId};
 use super::ledger::{HostState, IdKey, Method, Own, ToHost};
@@ -90,8 +91,34 @@ fn progress_token(
     message::valid_id_key(token).map(|k| IdKey::of(&k))
 }
 
+/// Why rootfence does not relay a host line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unrelayable {
+    /// Longer than `limits.max_message_bytes`.
+    #[error(
+        "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
+    )]
+    TooLong {
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Not read one way by every reader.
+    #[error("rootfence cannot read it unambiguously: {0}")]
+    Unreadable(Why),
+    /// A batch outside protocol 2025-03-26.
+    #[error(
+        "Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {revision})"
+    )]
+    Batch {
+        /// The session's revision, or that none is negotiated yet.
+        revision: String,
+    },
+}
+
 /// The message of an error for a host message rootfence does not relay.
-fn why_text(code: i64, why: &str) -> String {
+fn why_text(code: i64, why: &Unrelayable) -> String {
     match code {
         code::PARSE_ERROR => format!("Parse error: {why}"),
         _ => format!("Invalid Request: {why}"),
@@ -105,10 +132,8 @@ impl Session {
             Frame::Line(line) => self.on_host_line(line, None, now),
             Frame::TooLong { len, ident } => {
                 let max = self.inputs.policy.raw.limits.max_message_bytes;
-                let why = format!(
-                    "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
-                );
-                self.on_host_unrelayable(ident, &why, code::INVALID_REQUEST, None, now);
+                let why = Unrelayable::TooLong { len, max };
+                self.on_host_unrelayable(ident, why, code::INVALID_REQUEST, None, now);
             }
         }
     }
@@ -162,7 +187,7 @@ impl Session {
     fn on_host_unrelayable(
         &mut self,
         ident: Ident,
-        why: &str,
+        why: Unrelayable,
         code: i64,
         batch: Option<BatchId>,
         now: std::time::Instant,
@@ -179,7 +204,7 @@ impl Session {
                 .and_then(|id| self.ledger.asked_take(id))
             {
                 Some(ToHost::RootsList(seq)) => {
-                    self.on_host_roots(seq, Err(why), now);
+                    self.on_host_roots(seq, Err(RootsUnknown::NotRelayed(why)), now);
                 }
                 Some(ToHost::Server {
                     generation, id_raw, ..
@@ -204,7 +229,7 @@ impl Session {
             // A notification: nothing to answer.
             return;
         }
-        let reply = message::error_response(ident.id.as_deref(), code, &why_text(code, why));
+        let reply = message::error_response(ident.id.as_deref(), code, &why_text(code, &why));
         self.reply_host(reply, batch);
     }
 
@@ -230,8 +255,8 @@ impl Session {
                 } else {
                     code::INVALID_REQUEST
                 };
-                let why = format!("rootfence cannot read it unambiguously: {}", u.why);
-                return self.on_host_unrelayable(u.ident, &why, code, batch, now);
+                let why = Unrelayable::Unreadable(u.why);
+                return self.on_host_unrelayable(u.ident, why, code, batch, now);
             }
             Err(Invalid::NotJsonRpc { why, id }) => {
                 tracing::warn!("host sent an invalid JSON-RPC message: {why}");
@@ -336,7 +361,7 @@ impl Session {
             return;
         }
         self.queue.hold(Held::Request(key, out_line));
-        if self.fleet.phase == super::lifecycle::FleetPhase::Dormant {
+        if matches!(self.fleet.phase, super::lifecycle::FleetPhase::Dormant) {
             // The first message that needs a server (`initialize`, or a
             // probe before it): launch one.
             self.wake();
@@ -423,9 +448,9 @@ impl Session {
             tracing::warn!(
                 "host sent a batch; batches exist only in protocol 2025-03-26 (this session: {v})"
             );
-            let why = format!(
-                "Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {v})"
-            );
+            let why = Unrelayable::Batch {
+                revision: v.to_string(),
+            };
             // Refused whole, but no member is swallowed: each request gets
             // its error under its id, each answer to a server's request
             // is replaced by an error to that server.
@@ -434,18 +459,22 @@ impl Session {
             for item in items {
                 let ident = crate::proxy::sniff::ident(item.get().as_bytes());
                 if ident.answer {
-                    self.on_host_unrelayable(ident, &why, code::INVALID_REQUEST, None, now);
+                    self.on_host_unrelayable(ident, why.clone(), code::INVALID_REQUEST, None, now);
                 } else if let (Some(id), Some(_)) = (&ident.id, &ident.method) {
                     self.send_host(message::error_response(
                         Some(id),
                         code::INVALID_REQUEST,
-                        &why,
+                        &why.to_string(),
                     ));
                     answered = true;
                 }
             }
             if !answered {
-                self.send_host(message::error_response(None, code::INVALID_REQUEST, &why));
+                self.send_host(message::error_response(
+                    None,
+                    code::INVALID_REQUEST,
+                    &why.to_string(),
+                ));
             }
             return;
         }
@@ -616,7 +645,7 @@ impl Session {
             Some(ToHost::RootsList(seq)) => {
                 let answer = match env.result {
                     Some(r) => Ok(r.get()),
-                    None => Err("the host answered with an error"),
+                    None => Err(RootsUnknown::HostError),
                 };
                 self.on_host_roots(seq, answer, now);
             }

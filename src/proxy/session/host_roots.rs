@@ -40,9 +40,30 @@ pub struct Exchange {
     count: u64,
 }
 
-/// The roots in a `roots/list` result, for host roots with `access`.
-pub fn parse(result: &str, access: Access) -> Result<Vec<RootInput>, String> {
-    let v: Value = serde_json::from_str(result).map_err(|e| e.to_string())?;
+/// Why the host's roots are not known (its roots are dropped meanwhile).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum RootsUnknown {
+    /// It answered `roots/list` with an error.
+    #[error("the host answered with an error")]
+    HostError,
+    /// Its result is not a list of roots rootfence can read.
+    #[error("the host's roots/list result is unreadable")]
+    Unreadable,
+    /// Its answer was not relayed (too long, or not read one way).
+    #[error("{0}")]
+    NotRelayed(super::host::Unrelayable),
+    /// It did not answer in time.
+    #[error("no answer to roots/list within limits.roots_timeout_ms = {0}")]
+    Timeout(u64),
+    /// It closed its side.
+    #[error("the host closed its side")]
+    HostClosed,
+}
+
+/// The roots in a `roots/list` result, for host roots with `access`; the
+/// JSON error when it is not JSON.
+pub fn parse(result: &str, access: Access) -> Result<Vec<RootInput>, serde_json::Error> {
+    let v: Value = serde_json::from_str(result)?;
     let mut inputs = Vec::new();
     for r in v
         .get("roots")
@@ -90,7 +111,12 @@ impl Session {
 
     /// The host answered the `n`th `roots/list`: with a result, or
     /// `Err(why)` (an error, or an answer rootfence cannot read).
-    pub(super) fn on_host_roots(&mut self, n: u64, answer: Result<&str, &str>, now: Instant) {
+    pub(super) fn on_host_roots(
+        &mut self,
+        n: u64,
+        answer: Result<&str, RootsUnknown>,
+        now: Instant,
+    ) {
         if self.exchange.asked != Some(n) {
             return;
         }
@@ -100,7 +126,7 @@ impl Session {
         let roots = answer.and_then(|r| {
             parse(r, access).map_err(|e| {
                 tracing::debug!("unreadable roots/list result: {e}");
-                "the host's roots/list result is unreadable"
+                RootsUnknown::Unreadable
             })
         });
         match roots {
@@ -125,7 +151,7 @@ impl Session {
     }
 
     /// The host's roots cannot be known: keep only the static ones.
-    pub(super) fn drop_host_roots(&mut self, why: &str) {
+    pub(super) fn drop_host_roots(&mut self, why: RootsUnknown) {
         tracing::warn!(
             "the host's roots are unknown ({why}): the server keeps only the roots of the command line and the policy until the host answers roots/list"
         );
@@ -137,17 +163,14 @@ impl Session {
     pub(super) fn roots_timer(&mut self, now: Instant) {
         if self.exchange.awaiting.is_some_and(|d| d <= now) {
             let timeout = self.inputs.policy.raw.limits.roots_timeout_ms;
-            self.give_up_host_roots(
-                &format!("no answer to roots/list within limits.roots_timeout_ms = {timeout}"),
-                now,
-            );
+            self.give_up_host_roots(RootsUnknown::Timeout(timeout), now);
         }
     }
 
     /// Stop waiting for the host's answer to `roots/list` (if waiting):
     /// its roots are dropped (fail closed), host traffic is released, and
     /// a late answer still applies.
-    pub(super) fn give_up_host_roots(&mut self, why: &str, now: Instant) {
+    pub(super) fn give_up_host_roots(&mut self, why: RootsUnknown, now: Instant) {
         if self.exchange.awaiting.is_none() {
             return;
         }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::plan::SandboxPlan;
-use crate::policy::Policy;
+use crate::policy::{Policy, PolicyError};
 use crate::proxy::message::Ident;
+use crate::proxy::server::LaunchError;
 
 /// A server generation's number (1, 2, ...), never reused in a session.
 pub type GenId = u64;
@@ -98,12 +99,12 @@ pub enum Event {
     Server(ServerEvent),
     /// The policy file changed on disk: the new policy, or why it is
     /// rejected.
-    PolicyChanged(Result<Box<Policy>, String>),
+    PolicyChanged(Result<Box<Policy>, PolicyError>),
     /// Something changed near a root directory.
     RootsMaybeChanged,
     /// The outcome of [`Action::Launch`]: the process id, or why the
     /// launch failed.
-    Launched(GenId, Result<u32, String>),
+    Launched(GenId, Result<u32, LaunchError>),
 }
 
 /// How to stop a generation.
@@ -144,12 +145,159 @@ pub enum Action {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Ending {
     /// The host closed stdin.
     HostClosed,
     /// The server ended and the restart policy says stop.
-    ServerEnded(String),
+    ServerEnded(ServerEnd),
     /// The server could not be launched, or did not come up.
-    LaunchFailed(String),
+    LaunchFailed(LaunchFailure),
+}
+
+/// How a server went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// It closed its stdout (and was stopped).
+    ClosedStdout,
+    /// It exited: how, when its status was read.
+    Exited(Option<ExitInfo>),
+}
+
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gone::ClosedStdout => f.write_str("closed its stdout"),
+            Gone::Exited(Some(status)) => write!(f, "exited ({status})"),
+            Gone::Exited(None) => f.write_str("exited (ended)"),
+        }
+    }
+}
+
+/// Why the session ended with its server: how the server went, and the
+/// last thing the sandbox refused it (its hint, with the rule that would
+/// allow it), if anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerEnd {
+    /// It went, and every restart `limits.max_restarts` allows is used.
+    #[error(
+        "the server {gone} and limits.max_restarts = {max_restarts} is used up{}",
+        denied(.denial)
+    )]
+    RestartsUsedUp {
+        /// How it went.
+        gone: Gone,
+        /// The limit.
+        max_restarts: u32,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+    /// A relaunched server went during its handshake.
+    #[error("the relaunched server {gone} during its handshake{}", denied(.denial))]
+    InHandshake {
+        /// How it went.
+        gone: Gone,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+    /// It went, and `limits.restart` does not restart it (or it never
+    /// came up).
+    #[error("the server {gone}{}", denied(.denial))]
+    Ended {
+        /// How it went.
+        gone: Gone,
+        /// The last denial's hint.
+        denial: Option<String>,
+    },
+}
+
+/// `; ` and the denial's hint, or nothing.
+fn denied(denial: &Option<String>) -> String {
+    denial
+        .as_ref()
+        .map_or_else(String::new, |hint| format!("; {hint}"))
+}
+
+/// Why a server could not be launched, or did not come up.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchFailure {
+    /// The launcher could not start it.
+    #[error(transparent)]
+    Launch(Arc<LaunchError>),
+    /// The first server did not answer `initialize` in time.
+    #[error(
+        "the server did not answer initialize within limits.initialize_timeout_ms = {timeout_ms} (raise it in the rootfence policy if the server is slow to start)"
+    )]
+    InitializeTimeout {
+        /// The limit, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A relaunched server did not answer the replayed `initialize` in
+    /// time.
+    #[error(
+        "the relaunched server did not answer initialize within limits.initialize_timeout_ms = {timeout_ms}"
+    )]
+    ReplayTimeout {
+        /// The limit, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A relaunched server answered the replayed `initialize` with an
+    /// error.
+    #[error("the relaunched server refused initialize")]
+    ReplayRefused,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of a session's end, as the host's pending requests and
+    /// rootfence's last line read them.
+    #[test]
+    fn endings_read_as_said() {
+        let cases: Vec<(String, &str)> = vec![
+            (
+                ServerEnd::RestartsUsedUp {
+                    gone: Gone::Exited(Some(ExitInfo::Signal(11))),
+                    max_restarts: 3,
+                    denial: Some("sandbox refused /etc/x".into()),
+                }
+                .to_string(),
+                "the server exited (signal 11) and limits.max_restarts = 3 is used up; sandbox refused /etc/x",
+            ),
+            (
+                ServerEnd::InHandshake {
+                    gone: Gone::ClosedStdout,
+                    denial: None,
+                }
+                .to_string(),
+                "the relaunched server closed its stdout during its handshake",
+            ),
+            (
+                ServerEnd::Ended {
+                    gone: Gone::Exited(None),
+                    denial: None,
+                }
+                .to_string(),
+                "the server exited (ended)",
+            ),
+            (
+                LaunchFailure::InitializeTimeout { timeout_ms: 1000 }.to_string(),
+                "the server did not answer initialize within limits.initialize_timeout_ms = 1000 (raise it in the rootfence policy if the server is slow to start)",
+            ),
+            (
+                LaunchFailure::ReplayTimeout { timeout_ms: 5 }.to_string(),
+                "the relaunched server did not answer initialize within limits.initialize_timeout_ms = 5",
+            ),
+            (
+                LaunchFailure::Launch(Arc::new(LaunchError::NotPiped("stdin"))).to_string(),
+                "the server's stdin is not piped",
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(said, want);
+        }
+    }
 }

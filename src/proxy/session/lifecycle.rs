@@ -39,11 +39,13 @@ use super::Session;
 /// without a stdout is killed.
 const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::entitlements::{self, Entitlements};
+use super::host_roots::RootsUnknown;
 use super::io::ExitInfo;
-use super::io::{Action, Ending, GenId, Stop};
+use super::io::{Action, Ending, GenId, Gone, LaunchFailure, ServerEnd, Stop};
 use super::ledger::{HostState, Method, Own};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
+use crate::proxy::server::LaunchError;
 use crate::roots::CanonicalRoot;
 
 /// How a generation is brought up.
@@ -61,7 +63,7 @@ pub enum BringUp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopWhy {
     /// Its rights are not within the target (what was revoked). Killed.
-    Revoked(String),
+    Revoked(Revocation),
     /// Its stdout closed while it ran. Killed; whether to restart is
     /// decided when it has exited (`was`: what it was then).
     Lost(Role),
@@ -159,7 +161,7 @@ pub struct Gen {
 }
 
 /// The fleet's phase.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum FleetPhase {
     /// No host message yet: no server wanted.
     Dormant,
@@ -233,13 +235,32 @@ impl Fleet {
 
 /// The error a host request gets when its generation is stopped because
 /// its rights were revoked.
-fn revoked_message(why: &str) -> String {
-    if why.starts_with("rootfence stopped the server") {
-        return format!("{why}; the request may not have completed");
+/// Why a generation's rights were revoked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revocation {
+    /// No policy can be applied: nothing runs (the suspension, as the
+    /// target says it).
+    Suspended(String),
+    /// It holds rights outside the target.
+    Excess(Vec<entitlements::Excess>),
+}
+
+impl std::fmt::Display for Revocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Revocation::Suspended(why) => f.write_str(why),
+            Revocation::Excess(excess) => f.write_str(&entitlements::describe(excess)),
+        }
     }
-    format!(
-        "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
-    )
+}
+
+fn revoked_message(why: &Revocation) -> String {
+    match why {
+        Revocation::Suspended(why) => format!("{why}; the request may not have completed"),
+        Revocation::Excess(_) => format!(
+            "rootfence stopped the server because its rights were revoked ({why}); the request may not have completed"
+        ),
+    }
 }
 
 impl Session {
@@ -248,7 +269,7 @@ impl Session {
     /// the host roots exchange.
     pub(super) fn settle(&mut self, now: Instant) {
         self.refresh(now);
-        if self.fleet.ending().is_some() || self.fleet.phase == FleetPhase::Dormant {
+        if self.fleet.ending().is_some() || matches!(self.fleet.phase, FleetPhase::Dormant) {
             return;
         }
         if let Some(why) = self.target.suspended.clone() {
@@ -323,7 +344,7 @@ impl Session {
             }
             // A policy that cannot be applied grants nothing.
             if let Some(why) = &self.target.suspended {
-                revoked.push((g.id, why.clone()));
+                revoked.push((g.id, Revocation::Suspended(why.clone())));
                 g.matches = false;
                 continue;
             }
@@ -332,7 +353,7 @@ impl Session {
             // meanwhile.
             let excess = g.rights.excess(&self.target.rights);
             if !excess.is_empty() {
-                revoked.push((g.id, entitlements::describe(&excess)));
+                revoked.push((g.id, Revocation::Excess(excess)));
                 g.matches = false;
                 continue;
             }
@@ -350,7 +371,7 @@ impl Session {
     }
 
     /// Kill `g` at once: its rights are not within the target.
-    fn revoke(&mut self, g: GenId, why: String, _now: Instant) {
+    fn revoke(&mut self, g: GenId, why: Revocation, _now: Instant) {
         tracing::warn!(
             generation = g,
             "rights revoked ({why}): killing the server at once"
@@ -412,7 +433,7 @@ impl Session {
     }
 
     fn may_launch(&self) -> bool {
-        if self.fleet.phase != FleetPhase::Live
+        if !matches!(self.fleet.phase, FleetPhase::Live)
             || self.fleet.lost_alive()
             || self.target.suspended.is_some()
         {
@@ -462,7 +483,7 @@ impl Session {
     }
 
     /// The launcher's report.
-    pub(super) fn on_launched(&mut self, g: GenId, result: Result<u32, String>, now: Instant) {
+    pub(super) fn on_launched(&mut self, g: GenId, result: Result<u32, LaunchError>, now: Instant) {
         let stopping = self.fleet.gens.get(&g).is_none_or(|s| s.phase.stopping());
         let pid = match result {
             Ok(pid) => pid,
@@ -472,7 +493,10 @@ impl Session {
                 if !stopping {
                     // Fail closed: no server is better than one with the
                     // wrong rights.
-                    self.end(Ending::LaunchFailed(e), now);
+                    self.end(
+                        Ending::LaunchFailed(LaunchFailure::Launch(Arc::new(e))),
+                        now,
+                    );
                 }
                 self.settle(now);
                 return;
@@ -515,10 +539,7 @@ impl Session {
                 generation = g,
                 "the relaunched server refused the replayed initialize"
             );
-            self.end(
-                Ending::LaunchFailed("the relaunched server refused initialize".into()),
-                now,
-            );
+            self.end(Ending::LaunchFailed(LaunchFailure::ReplayRefused), now);
             return;
         };
         if let Some(generation) = self.fleet.gens.get_mut(&g)
@@ -741,8 +762,8 @@ impl Session {
         }
         let failed = killed_by_us || !status.is_some_and(ExitInfo::success);
         match role {
-            Some(Role::Current) => self.crashed(false, failed, &what, killed_by_us, now),
-            Some(Role::Rising) => self.crashed(true, failed, &what, killed_by_us, now),
+            Some(Role::Current) => self.crashed(false, failed, status, killed_by_us, now),
+            Some(Role::Rising) => self.crashed(true, failed, status, killed_by_us, now),
             _ => {}
         }
         self.settle(now);
@@ -750,7 +771,14 @@ impl Session {
 
     /// The serving (or a starting) generation ended by itself: restart as
     /// `limits.restart` says, or end the session.
-    fn crashed(&mut self, rising: bool, failed: bool, what: &str, lost: bool, now: Instant) {
+    fn crashed(
+        &mut self,
+        rising: bool,
+        failed: bool,
+        status: Option<ExitInfo>,
+        lost: bool,
+        now: Instant,
+    ) {
         if self.fleet.ending().is_some() {
             return;
         }
@@ -770,28 +798,26 @@ impl Session {
             RestartName::OnFailure => failed,
             RestartName::Always => true,
         };
-        let what = if lost {
-            "closed its stdout".to_string()
+        let gone = if lost {
+            Gone::ClosedStdout
         } else {
-            format!("exited ({what})")
+            Gone::Exited(status)
         };
         let first = self.handshake.server_init.is_none();
         if !restart || self.fleet.restarts >= limits.max_restarts || first {
-            let why = if restart && !first {
-                format!(
-                    "the server {what} and limits.max_restarts = {} is used up",
-                    limits.max_restarts
-                )
-            } else if rising {
-                format!("the relaunched server {what} during its handshake")
-            } else {
-                format!("the server {what}")
-            };
             // The last thing the sandbox refused it, with the rule that
             // would allow it: also after every restart is used up.
-            let why = match &self.last_denial {
-                Some(hint) => format!("{why}; {hint}"),
-                None => why,
+            let denial = self.last_denial.clone();
+            let why = if restart && !first {
+                ServerEnd::RestartsUsedUp {
+                    gone,
+                    max_restarts: limits.max_restarts,
+                    denial,
+                }
+            } else if rising {
+                ServerEnd::InHandshake { gone, denial }
+            } else {
+                ServerEnd::Ended { gone, denial }
             };
             self.end(Ending::ServerEnded(why), now);
             return;
@@ -822,7 +848,7 @@ impl Session {
             Some(Ending::LaunchFailed(e)) => {
                 Some(format!("rootfence could not launch the server: {e}"))
             }
-            Some(Ending::ServerEnded(w)) => Some(w.clone()),
+            Some(Ending::ServerEnded(w)) => Some(w.to_string()),
             _ => None,
         };
         for key in self.ledger.host_keys() {
@@ -868,7 +894,7 @@ impl Session {
             let asked = self.exchange.awaiting.is_some();
             self.end(Ending::HostClosed, now);
             if asked {
-                self.drop_host_roots("the host closed its side");
+                self.drop_host_roots(RootsUnknown::HostClosed);
                 self.recompute(false, now);
             }
             return;
@@ -879,7 +905,7 @@ impl Session {
         let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
         self.host_closed = Some(now + timeout);
         self.defer_launch = None;
-        self.give_up_host_roots("the host closed its side", now);
+        self.give_up_host_roots(RootsUnknown::HostClosed, now);
         self.settle(now);
     }
 
@@ -925,9 +951,9 @@ impl Session {
         if late && self.fleet.ending().is_none() {
             tracing::error!("the relaunched server did not answer initialize in time");
             self.end(
-                Ending::LaunchFailed(format!(
-                    "the relaunched server did not answer initialize within limits.initialize_timeout_ms = {timeout}"
-                )),
+                Ending::LaunchFailed(LaunchFailure::ReplayTimeout {
+                    timeout_ms: timeout,
+                }),
                 now,
             );
         }
@@ -972,10 +998,11 @@ impl Session {
     /// roots exchange gives up, or `limits.initialize_timeout_ms`).
     pub(super) fn answer_from_memory(&mut self, now: Instant) -> Option<String> {
         let remembered = self.remembered.take()?;
-        if self.fleet.phase != FleetPhase::Dormant
-            || !self.fleet.gens.is_empty()
-            || !(self.handshake.host_has_roots && self.inputs.accepts_host_roots())
-        {
+        let untouched = matches!(self.fleet.phase, FleetPhase::Dormant)
+            && self.fleet.gens.is_empty()
+            && self.handshake.host_has_roots
+            && self.inputs.accepts_host_roots();
+        if !untouched {
             return None;
         }
         if self.handshake.initialize_params(&self.target.policy) != remembered.params {
@@ -1115,7 +1142,7 @@ impl Session {
 
     /// A message from the host: the fleet wakes up.
     pub(super) fn wake(&mut self) {
-        if self.fleet.phase == FleetPhase::Dormant {
+        if matches!(self.fleet.phase, FleetPhase::Dormant) {
             self.fleet.phase = FleetPhase::Live;
         }
     }

@@ -57,7 +57,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-pub use io::{Action, Ending, Event, ExitInfo, Frame, GenId, ServerEvent, Stop};
+pub use io::{
+    Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchFailure, ServerEnd, ServerEvent,
+    Stop,
+};
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
@@ -226,11 +229,15 @@ impl Session {
         for key in self.ledger.due(now) {
             // Only `initialize` has a deadline: the server never answered.
             let timeout = self.inputs.policy.raw.limits.initialize_timeout_ms;
-            let why = format!(
-                "the server did not answer initialize within limits.initialize_timeout_ms = {timeout} (raise it in the rootfence policy if the server is slow to start)"
-            );
+            let why = LaunchFailure::InitializeTimeout {
+                timeout_ms: timeout,
+            };
             tracing::error!("{why}");
-            self.answer_error(&key, crate::proxy::message::code::SERVER_GONE, &why);
+            self.answer_error(
+                &key,
+                crate::proxy::message::code::SERVER_GONE,
+                &why.to_string(),
+            );
             self.end(Ending::LaunchFailed(why), now);
         }
         if self.defer_launch.is_some_and(|d| d <= now) {

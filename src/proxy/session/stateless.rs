@@ -162,14 +162,14 @@ impl Session {
         };
         if meta
             && let Some(p) = params()
-            && let Err(requested) = version::check_request(p)
+            && let Err(unknown) = version::check_request(p)
         {
             tracing::warn!(
                 method,
-                requested = %requested,
+                requested = %unknown.requested,
                 "host request in a protocol revision the guard does not know: refused"
             );
-            return Prepared::Answered(version::unsupported_response(id_raw, &requested));
+            return Prepared::Answered(version::unsupported_response(id_raw, &unknown));
         }
         if method == "initialize" {
             let capped = params().and_then(version::cap_initialize);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::Session;
 use super::entitlements::Entitlements;
 use crate::plan::{self, SandboxPlan};
-use crate::policy::{Policy, PolicyFile};
+use crate::policy::{Policy, PolicyError, PolicyFile};
 use crate::roots::{Access, CanonicalRoot, RootInput, RootSource};
 use crate::runtime::{self, CommandSpec, HostEnv};
 
@@ -271,7 +271,7 @@ impl Session {
     }
 
     /// A new policy from disk.
-    pub(super) fn on_policy(&mut self, policy: Result<Box<Policy>, String>, now: Instant) {
+    pub(super) fn on_policy(&mut self, policy: Result<Box<Policy>, PolicyError>, now: Instant) {
         match policy {
             Ok(p) => {
                 tracing::info!(policy = %p.name(), "policy changed on disk");

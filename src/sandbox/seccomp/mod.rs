@@ -248,8 +248,19 @@ pub fn decide<'a>(table: &'a [Entry], nr: i64, args: &[u64; 6]) -> Decision<'a> 
     }
 }
 
-fn compile_err(e: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Seccomp(e.to_string())
+/// Why the seccomp filter could not be compiled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FilterError {
+    /// rootfence has no filter for the architecture it was built for.
+    #[error("no seccomp filter for the {0} architecture")]
+    Arch(&'static str),
+    /// A system call number of the table does not fit the filter's word.
+    #[error(transparent)]
+    Number(#[from] std::num::TryFromIntError),
+    /// The program could not be assembled.
+    #[error(transparent)]
+    Asm(#[from] bpf::AsmError),
 }
 
 /// The action word for `action` on `entry`'s call (`None`: unlisted).
@@ -290,9 +301,7 @@ fn audit_arch() -> Result<u32, SandboxError> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(0xc000_003e),
         "aarch64" => Ok(0xc000_00b7),
-        other => Err(compile_err(format!(
-            "no seccomp filter for the {other} architecture"
-        ))),
+        other => Err(FilterError::Arch(other).into()),
     }
 }
 
@@ -341,7 +350,7 @@ fn compile_table(
     ordered.sort_by_key(|e| !matches!(e.rule, Rule::Args { .. }));
     let mut blocks = Vec::new();
     for e in ordered {
-        let nr = u32::try_from(e.nr).map_err(compile_err)?;
+        let nr = u32::try_from(e.nr).map_err(FilterError::from)?;
         // Not this call: skip its one instruction.
         a.jeq(nr, To::Next, To::Skip(1));
         match &e.rule {
@@ -370,7 +379,7 @@ fn compile_table(
         }
         a.ret(word(p, *otherwise, Some(e)));
     }
-    a.finish().map_err(compile_err)
+    Ok(a.finish().map_err(FilterError::from)?)
 }
 
 /// Code that falls through when `c` holds and jumps to `fail` when not.

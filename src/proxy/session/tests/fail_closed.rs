@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{Sim, server_line};
+use crate::policy::{KeyNote, PolicyError};
 use crate::proxy::message::code;
 use crate::proxy::session::{Event, Frame, GenId, ServerEvent, Stop};
 
@@ -203,7 +204,12 @@ fn an_unreadable_policy_edit_stops_the_server_until_one_can_be_applied() {
     let mut sim = running(&["a"], "");
     let g = sim.current().unwrap();
     sim.call(json!(1), "slow");
-    sim.event(Event::PolicyChanged(Err("line 3: expected a table".into())));
+    sim.event(Event::PolicyChanged(Err(PolicyError::Invalid {
+        file: "policy.toml".into(),
+        line: 3,
+        key: KeyNote(None),
+        message: "expected a table".into(),
+    })));
     assert_eq!(sim.servers[&g].stop, Some(Stop::Kill));
     let (c, m) = error(&sim.answer(&json!(1)));
     assert_eq!(c, code::SERVER_GONE);

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::{Action, Event, GenId, Session, SessionConfig, Stop};
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
+use crate::proxy::server::LaunchError;
 use crate::proxy::session::Frame;
 use crate::proxy::session::{ExitInfo, ServerEvent};
 use crate::roots::{Access, RootInput};
@@ -439,8 +440,11 @@ impl Sim {
     fn launch(&mut self, g: GenId, plan: &Arc<SandboxPlan>) {
         let kind = self.script.pop_front().unwrap_or(Launch::Fast);
         if kind == Launch::Fail {
-            self.events
-                .push_front(Event::Launched(g, Err("launch refused by the test".into())));
+            let refused = LaunchError::Io {
+                what: "launch refused by the test",
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            };
+            self.events.push_front(Event::Launched(g, Err(refused)));
             return;
         }
         self.servers.insert(

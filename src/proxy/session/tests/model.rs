@@ -29,6 +29,7 @@ use proptest::sample::Index;
 use serde_json::{Value, json};
 
 use super::{Launch, Model, Sim, Tree};
+use crate::policy::PolicyError;
 use crate::proxy::session::Event;
 
 const DIRS: [&str; 3] = ["a", "b", "c"];
@@ -255,8 +256,9 @@ impl Driver {
                 if let Some(m) = self.sim.model.as_mut() {
                     m.suspended = true;
                 }
-                self.sim
-                    .event(Event::PolicyChanged(Err("unreadable (by the test)".into())));
+                self.sim.event(Event::PolicyChanged(Err(PolicyError::Gone {
+                    file: "policy.toml".into(),
+                })));
             }
             Op::RootsTimeout => {
                 // The host does not answer in time: from the deadline on,

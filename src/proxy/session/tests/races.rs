@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Launch, Sim};
 use crate::proxy::message::code;
-use crate::proxy::session::{Ending, Event, Stop};
+use crate::proxy::session::{Ending, Event, ExitInfo, Gone, LaunchFailure, ServerEnd, Stop};
 
 fn set(sim: &Sim, names: &[&str]) -> BTreeSet<PathBuf> {
     names.iter().map(|n| sim.tree.p(n)).collect()
@@ -199,7 +199,14 @@ fn a_replayed_initialize_never_answered_fails_closed() {
     sim.serve_all();
     sim.advance(1000);
     assert!(
-        matches!(sim.s.ending(), Some(Ending::LaunchFailed(m)) if m.contains("initialize_timeout_ms"))
+        matches!(
+            sim.s.ending(),
+            Some(Ending::LaunchFailed(LaunchFailure::ReplayTimeout {
+                timeout_ms: 1000
+            }))
+        ),
+        "{:?}",
+        sim.s.ending()
     );
     assert_eq!(sim.answer(&json!(1))["error"]["code"], code::SERVER_GONE);
     assert!(sim.servers[&first].stop.is_some());
@@ -240,7 +247,22 @@ fn a_clean_exit_after_stdout_closed_follows_the_restart_policy() {
     let first = sim.current().unwrap();
     sim.close_stdout(first);
     sim.crash(first, 0);
-    assert!(matches!(sim.s.ending(), Some(Ending::ServerEnded(m)) if m.contains("exit code 0")));
+    assert!(
+        matches!(
+            sim.s.ending(),
+            Some(Ending::ServerEnded(ServerEnd::Ended {
+                gone: Gone::Exited(Some(ExitInfo::Code(0))),
+                ..
+            }))
+        ),
+        "{:?}",
+        sim.s.ending()
+    );
+    let why = sim.s.ending().map(|e| match e {
+        Ending::ServerEnded(why) => why.to_string(),
+        other => format!("{other:?}"),
+    });
+    assert_eq!(why.as_deref(), Some("the server exited (exit code 0)"));
 }
 
 #[test]
