@@ -1593,6 +1593,84 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
 }
 
 #[test]
+fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer() {
+    // A POSIX lock belongs to the descriptor table it was taken in, not
+    // to the thread group's first thread. The first thread unshare()s its
+    // descriptors (CLONE_FILES) before the read-only file is opened, then
+    // two other threads, on the table it left, race the lock onto that
+    // file: /proc/<pid>/fd and a copy by the process's pidfd show only the
+    // first thread's table, which holds no descriptor of the file. The
+    // lock must still be found and its process killed.
+    let t = tree();
+    let code = format!(
+        "import ctypes, fcntl, struct, threading, time\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         left = threading.Event()\n\
+         done = threading.Event()\n\
+         result = []\n\
+         def racer():\n\
+         \x20   left.wait()\n\
+         \x20   A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20   B = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20   tries = 0\n\
+         \x20   won = False\n\
+         \x20   while tries < 20000 and not won:\n\
+         \x20       tries += 1\n\
+         \x20       os.dup2(A, T)\n\
+         \x20       k = tries % 200\n\
+         \x20       go = threading.Event()\n\
+         \x20       def flip():\n\
+         \x20           go.wait()\n\
+         \x20           for _ in range(k * 5): pass\n\
+         \x20           os.dup2(B, T)\n\
+         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20       except OSError: pass\n\
+         \x20       th.join()\n\
+         \x20       won = locked()\n\
+         \x20   result.append((won, tries))\n\
+         \x20   done.set()\n\
+         \x20   threading.Event().wait()\n\
+         threading.Thread(target=racer, daemon=True).start()\n\
+         if libc.unshare(0x400) != 0: raise OSError(ctypes.get_errno(), 'unshare')\n\
+         left.set()\n\
+         done.wait()\n\
+         won, tries = result[0]\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(2)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(
+        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
+        "rootfence does not say it ended the racer, and why: {seen}"
+    );
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
 fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
     // The twin of the racer: a process with several threads whose POSIX
     // locks are on its own files (opened for writing, and opened only for
