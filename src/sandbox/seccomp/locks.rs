@@ -229,12 +229,10 @@ fn let_through(pid: u32, own: &Writable) -> Answer {
     }
 }
 
-/// Whether a lock on `f` (rootfence's copy of a descriptor) is real: what
-/// [`answer`] locks for real, and not as nothing.
-pub(super) fn locks_for_real(f: &OwnedFd, own: &Writable) -> bool {
-    let Ok(flags) = fd_flags(f) else {
-        return false;
-    };
+/// Whether a lock on `f` (rootfence's copy of a descriptor, or an `O_PATH`
+/// descriptor of its file), opened with `flags`, is real: what [`answer`]
+/// locks for real, and not as nothing.
+pub(super) fn locks_for_real(f: &OwnedFd, flags: i32, own: &Writable) -> bool {
     flags & libc::O_PATH == 0
         && !is_device(f)
         && (flags & libc::O_ACCMODE != libc::O_RDONLY || own.holds(f))

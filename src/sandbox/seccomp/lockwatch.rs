@@ -16,7 +16,9 @@
 //! So once such a call was let through, the process is watched: the
 //! kernel's table of locks (`/proc/locks`) is read at once, then less and
 //! less often, and each POSIX lock the process holds is judged by the
-//! process's own descriptors of the file, as the supervisor judges a call.
+//! process's own descriptors of the file, in every thread's table (a lock
+//! belongs to the table it was taken in, which a thread may have left), as
+//! the supervisor judges a call.
 //! A lock that none of them makes real (each opened only for reading, on
 //! a file the server may not write, or a device) was taken by the race:
 //! the process is killed, which releases it, and rootfence says so.
@@ -42,6 +44,8 @@ use super::locks::{Writable, locks_for_real};
 /// The pause between looks while a call was let through in the last
 /// [`FAST_FOR`].
 const FAST: Duration = Duration::from_millis(2);
+/// `pidfd_open()`'s flag for a thread's own pidfd (Linux 6.9).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
 /// See [`FAST`].
 const FAST_FOR: Duration = Duration::from_millis(50);
 /// The pause between looks within a second of the last call let through.
@@ -227,52 +231,56 @@ enum Verdict {
 }
 
 fn judge(w: &Watched, h: &Held) -> Verdict {
-    let dir = format!("/proc/{}/fd", w.tgid);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return Verdict::Raced(format!(
-                "a file rootfence may not look at (the descriptors of process {})",
-                w.tgid
-            ));
-        }
+    // Its descriptors of the lock's file, in every thread's table: a lock
+    // belongs to the table it was taken in, which need not be the first
+    // thread's (that thread may have unshared its own, or ended). By
+    // device and inode, or by inode where the file's device is shown
+    // otherwise (a file of an overlay).
+    let tasks = match std::fs::read_dir(format!("/proc/{}/task", w.tgid)) {
+        Ok(t) => t,
         Err(_) => return Verdict::Unknown,
     };
-    // Its descriptors of the lock's file: by device and inode, or by inode
-    // where the file's device is shown otherwise (a file of an overlay).
     let (mut same, mut by_ino) = (Vec::new(), Vec::new());
-    for e in entries.flatten() {
-        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(m) = std::fs::metadata(e.path()) else {
-            continue;
+        let entries = match std::fs::read_dir(format!("/proc/{}/task/{tid}/fd", w.tgid)) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Verdict::Raced(format!(
+                    "a file rootfence may not look at (the descriptors of process {})",
+                    w.tgid
+                ));
+            }
+            // Ended since.
+            Err(_) => continue,
         };
-        if m.ino() != h.ino {
-            continue;
-        }
-        let dev = m.dev();
-        if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
-            same.push(n);
-        } else {
-            by_ino.push(n);
+        for e in entries.flatten() {
+            let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
+                continue;
+            };
+            let Ok(m) = std::fs::metadata(e.path()) else {
+                continue;
+            };
+            if m.ino() != h.ino {
+                continue;
+            }
+            let dev = m.dev();
+            if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
+                same.push((tid, n));
+            } else {
+                by_ino.push((tid, n));
+            }
         }
     }
     let candidates = if same.is_empty() { by_ino } else { same };
     let mut what = None;
-    for n in candidates {
-        // SAFETY: pidfd_getfd with integer arguments; the result is checked.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, w.pidfd.as_raw_fd(), n, 0) };
-        if fd < 0 {
-            // Gone since, or not for rootfence to copy: its open mode.
-            if opened_for_writing(w.tgid, n) {
-                return Verdict::Real;
-            }
+    for (tid, n) in candidates {
+        let Some((file, flags)) = copy(w, tid, n, h.ino) else {
             continue;
-        }
-        // SAFETY: a new descriptor we own.
-        let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        if locks_for_real(&file, &w.own) {
+        };
+        if locks_for_real(&file, flags, &w.own) {
             return Verdict::Real;
         }
         what = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
@@ -285,16 +293,57 @@ fn judge(w: &Watched, h: &Held) -> Verdict {
     }
 }
 
-/// Whether `/proc` shows descriptor `fd` of `pid` opened for writing.
-fn opened_for_writing(pid: u32, fd: RawFd) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-        })
-        .is_some_and(|f| f & libc::O_ACCMODE != libc::O_RDONLY)
+/// A copy of descriptor `n` of thread `tid`, with its open mode: the
+/// descriptor itself (pidfd_getfd, by the thread's pidfd), or where the
+/// kernel gives none (before Linux 6.9, a thread not the first), an
+/// `O_PATH` descriptor of its file with the open mode `/proc` shows, both
+/// of the inode `ino`. `None` if it is gone.
+fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
+    let thread = if tid == w.tgid {
+        None
+    } else {
+        // SAFETY: pidfd_open with integer arguments; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::pid_t, PIDFD_THREAD) };
+        // SAFETY: a new descriptor we own.
+        let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        // Still a thread of the process: the pidfd is not of a thread
+        // that reused the number.
+        fd.filter(|_| status(tid).is_some_and(|(tgid, _)| tgid == w.tgid))
+    };
+    if tid == w.tgid || thread.is_some() {
+        let pidfd = thread.as_ref().unwrap_or(&w.pidfd);
+        // SAFETY: pidfd_getfd with integer arguments; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), n, 0) };
+        if fd >= 0 {
+            // SAFETY: a new descriptor we own.
+            let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+            let flags = rustix::fs::fcntl_getfl(&file).ok()?.bits() as i32;
+            return (rustix::fs::fstat(&file).ok()?.st_ino == ino).then_some((file, flags));
+        }
+    }
+    let link = format!("/proc/{}/task/{tid}/fd/{n}", w.tgid);
+    let file = rustix::fs::open(
+        link.as_str(),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    if rustix::fs::fstat(&file).ok()?.st_ino != ino {
+        return None;
+    }
+    let flags = fdinfo_flags(w.tgid, tid, n, ino)?;
+    Some((file, flags))
+}
+
+/// The open mode `/proc` shows for descriptor `fd` of thread `tid` of
+/// `pid`, if the descriptor is still of the inode `ino`.
+fn fdinfo_flags(pid: u32, tid: u32, fd: RawFd, ino: u64) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/fdinfo/{fd}")).ok()?;
+    let field = |name: &str| s.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    if field("ino:")?.parse::<u64>().ok()? != ino {
+        return None;
+    }
+    i32::from_str_radix(field("flags:")?, 8).ok()
 }
 
 /// The process of thread `tid`, and how many threads it has.
