@@ -154,12 +154,18 @@ fn look(state: &mut State, held: &[Held]) {
         let mine: Vec<&Held> = held.iter().filter(|h| h.pid == w.tgid).collect();
         w.fine
             .retain(|f| mine.iter().any(|h| (h.major, h.minor, h.ino) == *f));
+        // Its descriptors, looked at once for all its locks not judged yet.
+        let mut found = None;
         for h in mine {
             let key = (h.major, h.minor, h.ino);
             if w.fine.contains(&key) {
                 continue;
             }
-            match judge(w, h) {
+            let verdict = match found.get_or_insert_with(|| descriptors(w.tgid)) {
+                Ok(found) => judge(w, h, found),
+                Err(what) => Verdict::Raced(what.clone()),
+            };
+            match verdict {
                 Verdict::Real => {
                     w.fine.insert(key);
                 }
@@ -230,48 +236,76 @@ enum Verdict {
     Unknown,
 }
 
-fn judge(w: &Watched, h: &Held) -> Verdict {
-    // Its descriptors of the lock's file, in every thread's table: a lock
-    // belongs to the table it was taken in, which need not be the first
-    // thread's (that thread may have unshared its own, or ended). By
-    // device and inode, or by inode where the file's device is shown
-    // otherwise (a file of an overlay).
-    let tasks = match std::fs::read_dir(format!("/proc/{}/task", w.tgid)) {
-        Ok(t) => t,
-        Err(_) => return Verdict::Unknown,
+/// The descriptors of a process, by inode: (thread, number, device).
+type Found = std::collections::HashMap<u64, Vec<(u32, RawFd, u64)>>;
+
+/// The descriptors of process `tgid`, in every thread's table (a lock
+/// belongs to the table it was taken in, which need not be the first
+/// thread's: that thread may have unshared its own, or ended), each table
+/// looked at once. `Err` (what to say) where rootfence may not look.
+fn descriptors(tgid: u32) -> Result<Found, String> {
+    let mut found = Found::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+        return Ok(found);
     };
-    let (mut same, mut by_ino) = (Vec::new(), Vec::new());
+    // A thread of each table looked at.
+    let mut tables: Vec<u32> = Vec::new();
     for t in tasks.flatten() {
         let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let entries = match std::fs::read_dir(format!("/proc/{}/task/{tid}/fd", w.tgid)) {
+        if tables.iter().any(|&other| same_table(other, tid)) {
+            continue;
+        }
+        let entries = match std::fs::read_dir(format!("/proc/{tgid}/task/{tid}/fd")) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return Verdict::Raced(format!(
-                    "a file rootfence may not look at (the descriptors of process {})",
-                    w.tgid
+                return Err(format!(
+                    "a file rootfence may not look at (the descriptors of process {tgid})"
                 ));
             }
             // Ended since.
             Err(_) => continue,
         };
+        tables.push(tid);
         for e in entries.flatten() {
             let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
                 continue;
             };
-            let Ok(m) = std::fs::metadata(e.path()) else {
-                continue;
-            };
-            if m.ino() != h.ino {
-                continue;
+            if let Ok(m) = std::fs::metadata(e.path()) {
+                found.entry(m.ino()).or_default().push((tid, n, m.dev()));
             }
-            let dev = m.dev();
-            if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
-                same.push((tid, n));
-            } else {
-                by_ino.push((tid, n));
-            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether threads `a` and `b` share one descriptor table (kcmp); not
+/// known (no kcmp) is not.
+fn same_table(a: u32, b: u32) -> bool {
+    const KCMP_FILES: libc::c_long = 2;
+    // SAFETY: kcmp with integer arguments; the result is checked.
+    unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            a as libc::pid_t,
+            b as libc::pid_t,
+            KCMP_FILES,
+            0,
+            0,
+        ) == 0
+    }
+}
+
+fn judge(w: &Watched, h: &Held, found: &Found) -> Verdict {
+    // Its descriptors of the lock's file: by device and inode, or by inode
+    // where the file's device is shown otherwise (a file of an overlay).
+    let (mut same, mut by_ino) = (Vec::new(), Vec::new());
+    for &(tid, n, dev) in found.get(&h.ino).into_iter().flatten() {
+        if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
+            same.push((tid, n));
+        } else {
+            by_ino.push((tid, n));
         }
     }
     let candidates = if same.is_empty() { by_ino } else { same };
