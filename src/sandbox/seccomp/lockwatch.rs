@@ -103,6 +103,20 @@ pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
     Ok(())
 }
 
+/// `unshare(CLONE_FILES)` (or `close_range(CLOSE_RANGE_UNSHARE)`) by
+/// thread `tid`: a process keeps one descriptor table, which the watch
+/// looks at, so the call goes on only in a process of one thread (whose
+/// table is its own already: the call leaves nothing behind, and no thread
+/// can start while its only one waits here).
+pub(super) fn own_table(tid: u32) -> super::supervisor::Answer {
+    use super::supervisor::Answer;
+    match status(tid) {
+        Some((_, 1)) => Answer::Continue,
+        Some(_) => Answer::Done(0, -libc::EPERM),
+        None => Answer::Done(0, -libc::ESRCH),
+    }
+}
+
 fn start() -> Option<Arc<Watch>> {
     let watch = Arc::new(Watch::default());
     let w = watch.clone();
@@ -171,13 +185,15 @@ fn look(state: &mut State, held: &[Held]) {
                 }
                 Verdict::Unknown => {}
                 Verdict::Raced(what) => {
-                    kill(&w.pidfd);
+                    // Said first: rootfence may end as soon as the server
+                    // does.
                     tracing::warn!(
                         "rootfence killed process {} of the server: it held a lock on {what}, \
                          which it may only read, taken by putting that file under a descriptor \
                          number after the sandbox had checked the lock call",
                         w.tgid
                     );
+                    kill(&w.pidfd);
                     return false;
                 }
             }
@@ -259,6 +275,9 @@ fn descriptors(tgid: u32) -> Result<Found, String> {
         }
         let entries = match std::fs::read_dir(format!("/proc/{tgid}/task/{tid}/fd")) {
             Ok(e) => e,
+            // A thread ended, not yet reaped (the first one, whose
+            // process goes on), shows no descriptors.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && ended(tgid, tid) => continue,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 return Err(format!(
                     "a file rootfence may not look at (the descriptors of process {tgid})"
@@ -278,6 +297,16 @@ fn descriptors(tgid: u32) -> Result<Found, String> {
         }
     }
     Ok(found)
+}
+
+/// Whether thread `tid` of `tgid` has ended (a zombie, or dead).
+fn ended(tgid: u32, tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).map_or(true, |s| {
+        // After the command's closing parenthesis: the state.
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|c| c == 'Z' || c == 'X')
+    })
 }
 
 /// Whether threads `a` and `b` share one descriptor table (kcmp); not
