@@ -1878,6 +1878,81 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
 }
 
 #[test]
+fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
+    // The watch finds each new lock's descriptors by looking at each
+    // descriptor of its process, one process after another. Processes of
+    // the server with thousands of descriptors that take and release a
+    // lock on their own file over and over keep each look long (each
+    // lock is judged anew once it was gone at a look): a racer watched
+    // after them must still be ended before a writer outside looks, 300 ms
+    // after it won.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading, time\n\
+         me = os.getpid()\n\
+         for i in range(50):\n\
+         \x20   if os.fork() == 0:\n\
+         \x20       D = os.open('{r}/decoy%d' % i, os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20       extra = [os.dup(D) for _ in range(6000)]\n\
+         \x20       ev = threading.Event(); th = threading.Thread(target=ev.wait); th.start()\n\
+         \x20       fcntl.lockf(D, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(D, fcntl.LOCK_UN)\n\
+         \x20       ev.set(); th.join()\n\
+         \x20       while os.getppid() == me:\n\
+         \x20           try:\n\
+         \x20               fcntl.lockf(D, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(D, fcntl.LOCK_UN)\n\
+         \x20           except OSError: pass\n\
+         \x20       os._exit(0)\n\
+         time.sleep(1)\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         won = False\n\
+         start = time.time()\n\
+         while tries < 20000 and not won and time.time() - start < 20:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       time.sleep(0.0005 * (k % 40))\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won %d' % tries, flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(seen.contains("killed"), "{seen}");
+}
+
+#[test]
 fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
     // The twin of the racer: a process with several threads whose POSIX
     // locks are on its own files (opened for writing, and opened only for
