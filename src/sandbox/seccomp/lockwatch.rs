@@ -32,7 +32,7 @@
 //! running rootfence, a server that made itself not dumpable) while it
 //! holds a POSIX lock is killed too: its locks cannot be judged.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
@@ -60,12 +60,19 @@ struct Watched {
     own: Writable,
     /// Files (device, inode) whose lock was judged real, while it lasts.
     fine: HashSet<(u32, u32, u64)>,
+    /// The descriptor numbers calls were let through on, with the look
+    /// they were let through before: looked at first.
+    recent: HashMap<RawFd, u64>,
 }
 
 #[derive(Default)]
 struct State {
     procs: Vec<Watched>,
     last: Option<Instant>,
+    /// Looks so far.
+    looks: u64,
+    /// Where the next look starts on the processes no number points at.
+    next: usize,
 }
 
 #[derive(Default)]
@@ -77,9 +84,9 @@ struct Watch {
 static WATCH: OnceLock<Option<Arc<Watch>>> = OnceLock::new();
 
 /// Before the supervisor lets the kernel run a POSIX lock call of thread
-/// `tid`: watch its process if it has more than one thread. `Err` (an
-/// errno to answer instead) where it cannot be watched.
-pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
+/// `tid` on descriptor `fd`: watch its process if it has more than one
+/// thread. `Err` (an errno to answer instead) where it cannot be watched.
+pub(super) fn letting_through(tid: u32, fd: RawFd, own: &Writable) -> Result<(), i32> {
     let (tgid, threads) = status(tid).ok_or(libc::ESRCH)?;
     if threads <= 1 {
         return Ok(());
@@ -97,7 +104,12 @@ pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
             pidfd,
             own: own.clone(),
             fine: HashSet::new(),
+            recent: HashMap::new(),
         });
+    }
+    let looks = state.looks;
+    if let Some(w) = state.procs.iter_mut().find(|w| w.tgid == tgid) {
+        w.recent.insert(fd, looks);
     }
     watch.wake.notify_one();
     Ok(())
@@ -161,27 +173,85 @@ fn run(watch: &Watch) {
     }
 }
 
+/// The time a look spends on the descriptors of processes that no number
+/// a call was let through on points at a lock of theirs; the others wait
+/// for the next look.
+const BUDGET: Duration = Duration::from_millis(10);
+
 /// One look: judge each POSIX lock a watched process holds.
+///
+/// A raced lock is on the file under the number its call was let through
+/// on (closing that descriptor would release it): the locks of the
+/// numbers let through lately are judged first, by those descriptors. A
+/// lock none of them makes real has its process's descriptors looked at
+/// at once; other locks (taken while no one watched, or whose number was
+/// let through before) within [`BUDGET`], so that no process of the
+/// server, however many descriptors it has, keeps the look from a racer.
 fn look(state: &mut State, held: &[Held]) {
+    let started = Instant::now();
+    state.looks += 1;
+    let looks = state.looks;
     state.procs.retain(|w| alive(&w.pidfd));
-    state.procs.retain_mut(|w| {
+    let count = state.procs.len();
+    // Processes with locks not judged yet: those a number points at first.
+    let mut urgent = Vec::new();
+    let mut other = Vec::new();
+    for (i, w) in state.procs.iter_mut().enumerate() {
         let mine: Vec<&Held> = held.iter().filter(|h| h.pid == w.tgid).collect();
         w.fine
             .retain(|f| mine.iter().any(|h| (h.major, h.minor, h.ino) == *f));
-        // Its descriptors, looked at once for all its locks not judged yet.
-        let mut found = None;
-        for h in mine {
-            let key = (h.major, h.minor, h.ino);
-            if w.fine.contains(&key) {
-                continue;
+        let pending: Vec<&Held> = mine
+            .into_iter()
+            .filter(|h| !w.fine.contains(&(h.major, h.minor, h.ino)))
+            .collect();
+        // Numbers let through before the look before the last are judged
+        // (a lock taken after the kernel's table was read is seen by the
+        // next look).
+        w.recent.retain(|_, at| looks.saturating_sub(*at) <= 2);
+        if pending.is_empty() {
+            continue;
+        }
+        let found = by_numbers(w);
+        let mut left = false;
+        let mut suspect = false;
+        for h in pending {
+            match judge(w, h, &found) {
+                Verdict::Real => {
+                    w.fine.insert((h.major, h.minor, h.ino));
+                }
+                Verdict::Raced(_) => suspect = true,
+                Verdict::Unknown => left = true,
             }
-            let verdict = match found.get_or_insert_with(|| descriptors(w.tgid)) {
+        }
+        if suspect {
+            urgent.push(i);
+        } else if left {
+            other.push(i);
+        }
+    }
+    // The others in turn, from where the last look stopped.
+    let from = state.next.min(count);
+    other.sort_by_key(|&i| (i < from, i));
+    let mut dead = Vec::new();
+    for (k, &i) in urgent.iter().chain(other.iter()).enumerate() {
+        if k >= urgent.len() && started.elapsed() > BUDGET {
+            state.next = i;
+            break;
+        }
+        let w = &mut state.procs[i];
+        let mine: Vec<&Held> = held
+            .iter()
+            .filter(|h| h.pid == w.tgid && !w.fine.contains(&(h.major, h.minor, h.ino)))
+            .collect();
+        let found = descriptors(w.tgid);
+        for h in mine {
+            let verdict = match &found {
                 Ok(found) => judge(w, h, found),
                 Err(what) => Verdict::Raced(what.clone()),
             };
             match verdict {
                 Verdict::Real => {
-                    w.fine.insert(key);
+                    w.fine.insert((h.major, h.minor, h.ino));
                 }
                 Verdict::Unknown => {}
                 Verdict::Raced(what) => {
@@ -194,12 +264,51 @@ fn look(state: &mut State, held: &[Held]) {
                         w.tgid
                     );
                     kill(&w.pidfd);
-                    return false;
+                    dead.push(i);
+                    break;
                 }
             }
         }
-        true
+    }
+    let mut i = 0;
+    state.procs.retain(|_| {
+        i += 1;
+        !dead.contains(&(i - 1))
     });
+}
+
+/// The descriptors under the numbers calls of `w` were let through on
+/// lately, in each of its threads' tables.
+fn by_numbers(w: &Watched) -> Found {
+    let mut found = Found::new();
+    if w.recent.is_empty() {
+        return found;
+    }
+    for tid in tables(w.tgid) {
+        for &n in w.recent.keys() {
+            if let Ok(m) = std::fs::metadata(format!("/proc/{}/task/{tid}/fd/{n}", w.tgid)) {
+                found.entry(m.ino()).or_default().push((tid, n, m.dev()));
+            }
+        }
+    }
+    found
+}
+
+/// A thread of each descriptor table of process `tgid`.
+fn tables(tgid: u32) -> Vec<u32> {
+    let mut tables: Vec<u32> = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+        return tables;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !ended(tgid, tid) && !tables.iter().any(|&other| same_table(other, tid)) {
+            tables.push(tid);
+        }
+    }
+    tables
 }
 
 /// A POSIX lock in the kernel's table.
