@@ -16,21 +16,34 @@
 //! So once such a call was let through, the process is watched: the
 //! kernel's table of locks (`/proc/locks`) is read at once, then less and
 //! less often, and each POSIX lock the process holds is judged by the
-//! process's own descriptors of the file, in every thread's table (a lock
-//! belongs to the table it was taken in, which a thread may have left), as
-//! the supervisor judges a call.
-//! A lock that none of them makes real (each opened only for reading, on
-//! a file the server may not write, or a device) was taken by the race:
-//! the process is killed, which releases it, and rootfence says so.
+//! process's own descriptors of the file, as the supervisor judges a call.
+//! A process keeps one descriptor table (the filter refuses a thread
+//! without `CLONE_FILES`, and the supervisor unsharing the table in a
+//! process of several threads), looked at through each of its threads
+//! (its first one may have ended). A lock that none of them makes real
+//! (each opened only for reading, on a file the server may not write, or
+//! a device) was taken by the race: the process is killed, which releases
+//! it, and rootfence says so.
+//!
+//! A raced lock stays on the file under the number its call was let
+//! through on (closing that descriptor would release it), so each look
+//! judges new locks first by the numbers let through since the look
+//! before the last, and looks at all of a process's descriptors at once
+//! where one of those does not make a lock real; the other processes'
+//! descriptors are looked at within [`BUDGET`] a look, in turn.
 //!
 //! # Security
 //!
 //! The window is bounded, not closed: from the raced call to the next
 //! look (a few milliseconds after the call was let through, at most
 //! [`SLOW`] for a call the racer holds back), a writer outside may find the
-//! file locked. A process whose descriptors rootfence may not read (a user
-//! running rootfence, a server that made itself not dumpable) while it
-//! holds a POSIX lock is killed too: its locks cannot be judged.
+//! file locked. A call the kernel runs later than two looks after it was
+//! let through (its thread starved of the processor) is judged with the
+//! other processes' locks, in turn: the window then grows with the work
+//! other processes of the server give the watch. A process whose
+//! descriptors rootfence may not read (a user running rootfence, a server
+//! that made itself not dumpable) while it holds a POSIX lock is killed
+//! too: its locks cannot be judged.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
