@@ -2070,6 +2070,33 @@ fn a_descriptor_table_shared_with_another_process_is_refused() {
 }
 
 #[test]
+fn a_second_descriptor_table_in_a_process_of_several_threads_is_refused() {
+    // A thread that unshares its descriptors (unshare(CLONE_FILES),
+    // close_range(CLOSE_RANGE_UNSHARE)) leaves its process with two tables,
+    // and a lock in the one the lock watch does not look at: refused in a
+    // process of several threads; in a process of one thread (nothing left
+    // behind) it goes on.
+    let t = tree();
+    let code = "import ctypes, threading\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         libc.syscall.restype = ctypes.c_long\n\
+         def sc(r):\n\
+         \x20   if r != 0: raise OSError(ctypes.get_errno(), 'call')\n\
+         check('unshare_alone', lambda: sc(libc.unshare(0x400)))\n\
+         check('close_range_alone', lambda: sc(libc.syscall(436, 1000, 1001, 2)))\n\
+         stop = threading.Event()\n\
+         th = threading.Thread(target=stop.wait); th.start()\n\
+         check('unshare_threaded', lambda: sc(libc.unshare(0x400)))\n\
+         check('close_range_threaded', lambda: sc(libc.syscall(436, 1000, 1001, 2)))\n\
+         stop.set(); th.join()";
+    t.py(&[], code)
+        .allowed("unshare_alone")
+        .allowed("close_range_alone")
+        .expect("unshare_threaded", "EPERM")
+        .expect("close_range_threaded", "EPERM");
+}
+
+#[test]
 fn locks_on_its_own_files_work_for_sqlite_and_multiprocessing() {
     // The allowed twin of the lock attacks: in the writable root, two
     // processes writing one sqlite database at once (POSIX locks, busy
