@@ -37,10 +37,11 @@
 //! The window is bounded, not closed: from the raced call to the next
 //! look (a few milliseconds after the call was let through, at most
 //! [`SLOW`] for a call the racer holds back), a writer outside may find the
-//! file locked. A call the kernel runs later than two looks after it was
-//! let through (its thread starved of the processor) is judged with the
-//! other processes' locks, in turn: the window then grows with the work
-//! other processes of the server give the watch. A process whose
+//! file locked. A lock the kernel takes later than two looks after its
+//! call was let through (its thread starved of the processor, or an
+//! `F_SETLKW` waiting for a writer outside) is judged with the other
+//! processes' locks, in turn: the window then grows with the work other
+//! processes of the server give the watch. A process whose
 //! descriptors rootfence may not read (a user running rootfence, a server
 //! that made itself not dumpable) while it holds a POSIX lock is killed
 //! too: its locks cannot be judged.
