@@ -1953,7 +1953,6 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
 }
 
 #[test]
-#[ignore = "HOLE: the lock watch reads /proc/locks, whose read time is quadratic in its length: a server with 100k POSIX locks on its own files makes each look take seconds"]
 fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
     // The kernel's table of all locks (/proc/locks) takes a time
     // quadratic in its length to read: a server that takes a hundred

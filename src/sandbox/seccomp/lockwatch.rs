@@ -30,7 +30,11 @@
 //! judges new locks first by the numbers let through since the look
 //! before the last, and looks at all of a process's descriptors at once
 //! where one of those does not make a lock real; the other processes'
-//! descriptors are looked at within [`BUDGET`] a look, in turn.
+//! descriptors are looked at within [`BUDGET`] a look, in turn. Beside
+//! the looks, every [`FAST`], a quick look reads the locks the process
+//! holds on the files under those numbers (`/proc/<pid>/fdinfo`), without
+//! the kernel's table of all locks: that table takes a time quadratic in
+//! its length to read, which the server's own locks can make seconds.
 //!
 //! # Security
 //!
@@ -76,7 +80,7 @@ struct Watched {
     fine: HashSet<(u32, u32, u64)>,
     /// The descriptor numbers calls were let through on, with the look
     /// they were let through before: looked at first.
-    recent: HashMap<RawFd, u64>,
+    recent: HashMap<RawFd, (u64, u64)>,
 }
 
 #[derive(Default)]
@@ -85,6 +89,8 @@ struct State {
     last: Option<Instant>,
     /// Looks so far.
     looks: u64,
+    /// Quick looks so far (see [`quick`]).
+    quicks: u64,
     /// Where the next look starts on the processes no number points at.
     next: usize,
 }
@@ -121,11 +127,11 @@ pub(super) fn letting_through(tid: u32, fd: RawFd, own: &Writable) -> Result<(),
             recent: HashMap::new(),
         });
     }
-    let looks = state.looks;
+    let at = (state.looks, state.quicks);
     if let Some(w) = state.procs.iter_mut().find(|w| w.tgid == tgid) {
-        w.recent.insert(fd, looks);
+        w.recent.insert(fd, at);
     }
-    watch.wake.notify_one();
+    watch.wake.notify_all();
     Ok(())
 }
 
@@ -149,6 +155,11 @@ fn start() -> Option<Arc<Watch>> {
     std::thread::Builder::new()
         .name("rootfence-lockwatch".into())
         .spawn(move || run(&w))
+        .ok()?;
+    let w = watch.clone();
+    std::thread::Builder::new()
+        .name("rootfence-lockwatch-quick".into())
+        .spawn(move || run_quick(&w))
         .ok()?;
     Some(watch)
 }
@@ -221,7 +232,7 @@ fn look(state: &mut State, held: &[Held]) {
         // Numbers let through before the look before the last are judged
         // (a lock taken after the kernel's table was read is seen by the
         // next look).
-        w.recent.retain(|_, at| looks.saturating_sub(*at) <= 2);
+        w.recent.retain(|_, (at, _)| looks.saturating_sub(*at) <= 2);
         if pending.is_empty() {
             continue;
         }
@@ -269,15 +280,7 @@ fn look(state: &mut State, held: &[Held]) {
                 }
                 Verdict::Unknown => {}
                 Verdict::Raced(what) => {
-                    // Said first: rootfence may end as soon as the server
-                    // does.
-                    tracing::warn!(
-                        "rootfence killed process {} of the server: it held a lock on {what}, \
-                         which it may only read, taken by putting that file under a descriptor \
-                         number after the sandbox had checked the lock call",
-                        w.tgid
-                    );
-                    kill(&w.pidfd);
+                    end(w, &what);
                     dead.push(i);
                     break;
                 }
@@ -289,6 +292,107 @@ fn look(state: &mut State, held: &[Held]) {
         i += 1;
         !dead.contains(&(i - 1))
     });
+}
+
+/// Every [`FAST`] while a process is watched, without the kernel's table
+/// of all locks (whose read takes a time quadratic in its length, which
+/// the server's own locks can make seconds): [`quick`].
+fn run_quick(watch: &Watch) {
+    let Ok(mut state) = watch.state.lock() else {
+        return;
+    };
+    loop {
+        state = if state.procs.is_empty() {
+            match watch.wake.wait(state) {
+                Ok(s) => s,
+                Err(_) => return,
+            }
+        } else {
+            match watch.wake.wait_timeout(state, FAST) {
+                Ok((s, _)) => s,
+                Err(_) => return,
+            }
+        };
+        quick(&mut state);
+    }
+}
+
+/// A quick look: the POSIX locks the process's table holds on the files
+/// under the numbers calls were let through on since the quick look
+/// before the last (`/proc/<pid>/fdinfo` shows them), judged by that
+/// descriptor, and where it does not make the lock real by all the
+/// process's descriptors.
+fn quick(state: &mut State) {
+    state.quicks += 1;
+    let quicks = state.quicks;
+    let mut dead = Vec::new();
+    for (i, w) in state.procs.iter_mut().enumerate() {
+        let numbers: Vec<RawFd> = w
+            .recent
+            .iter()
+            .filter(|(_, (_, q))| quicks.saturating_sub(*q) <= 2)
+            .map(|(&n, _)| n)
+            .collect();
+        if numbers.is_empty() {
+            continue;
+        }
+        'tables: for tid in tables(w.tgid) {
+            for &n in &numbers {
+                let Ok(info) =
+                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/fdinfo/{n}", w.tgid))
+                else {
+                    continue;
+                };
+                let lines: Vec<&str> = info
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("lock:"))
+                    .collect();
+                for h in parse_locks(&lines.join("\n")) {
+                    let key = (h.major, h.minor, h.ino);
+                    if w.fine.contains(&key) {
+                        continue;
+                    }
+                    let verdict = match copy(w, tid, n, h.ino) {
+                        Some((file, flags)) if locks_for_real(&file, flags, &w.own) => {
+                            Verdict::Real
+                        }
+                        _ => match descriptors(w.tgid) {
+                            Ok(found) => judge(w, &h, &found),
+                            Err(what) => Verdict::Raced(what),
+                        },
+                    };
+                    match verdict {
+                        Verdict::Real => {
+                            w.fine.insert(key);
+                        }
+                        Verdict::Unknown => {}
+                        Verdict::Raced(what) => {
+                            end(w, &what);
+                            dead.push(i);
+                            break 'tables;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut i = 0;
+    state.procs.retain(|_| {
+        i += 1;
+        !dead.contains(&(i - 1))
+    });
+}
+
+/// Kill process `w`, which held a lock on `what` it may only read, and say
+/// so (first: rootfence may end as soon as the server does).
+fn end(w: &Watched, what: &str) {
+    tracing::warn!(
+        "rootfence killed process {} of the server: it held a lock on {what}, \
+         which it may only read, taken by putting that file under a descriptor \
+         number after the sandbox had checked the lock call",
+        w.tgid
+    );
+    kill(&w.pidfd);
 }
 
 /// The descriptors under the numbers calls of `w` were let through on
