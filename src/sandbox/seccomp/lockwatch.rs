@@ -168,6 +168,10 @@ fn run(watch: &Watch) {
     let Ok(mut state) = watch.state.lock() else {
         return;
     };
+    // How long the last read of the kernel's table took: the pause is
+    // never shorter than ten times that (a long table costs no more than
+    // a tenth of a processor).
+    let mut read = Duration::ZERO;
     loop {
         if state.procs.is_empty() {
             state = match watch.wake.wait(state) {
@@ -183,13 +187,16 @@ fn run(watch: &Watch) {
             MEDIUM
         } else {
             SLOW
-        };
+        }
+        .max(read * 10);
         state = match watch.wake.wait_timeout(state, pause) {
             Ok((s, _)) => s,
             Err(_) => return,
         };
         drop(state);
+        let reading = Instant::now();
         let held = posix_locks();
+        read = reading.elapsed();
         state = match watch.state.lock() {
             Ok(s) => s,
             Err(_) => return,
@@ -294,6 +301,10 @@ fn look(state: &mut State, held: &[Held]) {
     });
 }
 
+/// The quick looks that judge a number let through (the kernel runs the
+/// call once the caller's thread runs again: some milliseconds).
+const QUICKS: u64 = 5;
+
 /// Every [`FAST`] while a process is watched, without the kernel's table
 /// of all locks (whose read takes a time quadratic in its length, which
 /// the server's own locks can make seconds): [`quick`].
@@ -302,7 +313,13 @@ fn run_quick(watch: &Watch) {
         return;
     };
     loop {
-        state = if state.procs.is_empty() {
+        // Nothing let through lately: nothing to look at until a call is.
+        let idle = state.procs.iter().all(|w| {
+            w.recent
+                .values()
+                .all(|(_, q)| state.quicks.saturating_sub(*q) >= QUICKS)
+        });
+        state = if idle {
             match watch.wake.wait(state) {
                 Ok(s) => s,
                 Err(_) => return,
@@ -318,8 +335,8 @@ fn run_quick(watch: &Watch) {
 }
 
 /// A quick look: the POSIX locks the process's table holds on the files
-/// under the numbers calls were let through on since the quick look
-/// before the last (`/proc/<pid>/fdinfo` shows them), judged by that
+/// under the numbers calls were let through on in the last [`QUICKS`]
+/// quick looks (`/proc/<pid>/fdinfo` shows them), judged by that
 /// descriptor, and where it does not make the lock real by all the
 /// process's descriptors.
 fn quick(state: &mut State) {
@@ -330,7 +347,7 @@ fn quick(state: &mut State) {
         let numbers: Vec<RawFd> = w
             .recent
             .iter()
-            .filter(|(_, (_, q))| quicks.saturating_sub(*q) <= 2)
+            .filter(|(_, (_, q))| quicks.saturating_sub(*q) <= QUICKS)
             .map(|(&n, _)| n)
             .collect();
         if numbers.is_empty() {
