@@ -44,8 +44,10 @@
 //! file locked. A lock the kernel takes later than two looks after its
 //! call was let through (its thread starved of the processor, or an
 //! `F_SETLKW` waiting for a writer outside) is judged with the other
-//! processes' locks, in turn: the window then grows with the work other
-//! processes of the server give the watch. A process whose
+//! processes' locks, in turn, from the kernel's table of all locks: the
+//! window then grows with the work other processes of the server give the
+//! watch, and with the time that table takes to read (the pause between
+//! reads is at least ten times that). A process whose
 //! descriptors rootfence may not read (a user running rootfence, a server
 //! that made itself not dumpable) while it holds a POSIX lock is killed
 //! too: its locks cannot be judged.
