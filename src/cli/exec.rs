@@ -145,7 +145,7 @@ fn start(
             eprintln!(
                 "rootfence: WARNING: RUNNING {} UNCONFINED, WITHOUT ANY SANDBOX (--unconfined-i-know-this-is-unsafe): it can read, write and connect to everything this user can. The kernel cannot enforce: {}",
                 plan.command.program.display(),
-                sandbox::missing::joined(&missing)
+                sandbox::ladder::joined(&missing)
             );
             sandbox::spawn_unconfined(plan, stdio)
         }

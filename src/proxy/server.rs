@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
 use super::framing::{LineReader, LineSender, line_queue, write_all_lines};
+pub use super::session::LaunchError;
 use super::session::{ExitInfo, ServerEvent, Stop};
 use crate::plan::SandboxPlan;
 
@@ -33,27 +34,6 @@ pub struct ServerProcess {
     /// Sandbox denials as the server's stderr shows them, while it runs
     /// (each the path refused and the rule that would allow it).
     pub denials: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
-}
-
-/// Why a server could not be launched.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LaunchError {
-    /// The sandbox refused or failed to start it.
-    #[error(transparent)]
-    Sandbox(#[from] crate::sandbox::SandboxError),
-    /// A system call on the way failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: &'static str,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// One of the server's standard streams is not a pipe rootfence holds.
-    #[error("the server's {0} is not piped")]
-    NotPiped(&'static str),
 }
 
 /// Launches a server for a plan. The production launcher applies the

@@ -24,101 +24,12 @@
 
 use serde::Serialize;
 
-use super::missing::{NoDomainRung, NoLandlock, NoNamespaces, NoNetns, NoRung};
+pub use super::ladder::{DomainRung, Loss, Rung, domain_rung};
+use super::ladder::{NoDomainRung, NoLandlock, NoNamespaces, NoNetns, NoRung};
 use super::nsprobe::NamespaceSupport;
 use super::probe::Capabilities;
 use super::resources;
 use crate::plan::{LandlockMode, NamespaceMode, SandboxPlan};
-
-/// A rung of the isolation ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rung {
-    /// Landlock, seccomp, and the server's own namespaces with its
-    /// filesystem view.
-    Full,
-    /// Landlock and seccomp, without namespaces.
-    LandlockSeccomp,
-    /// The server's own namespaces with its filesystem view, and seccomp:
-    /// no Landlock.
-    ViewSeccomp,
-}
-
-impl Rung {
-    /// Whether the server runs in its own namespaces.
-    pub fn namespaces(self) -> bool {
-        self != Rung::LandlockSeccomp
-    }
-
-    /// Whether Landlock confines the server.
-    pub fn landlock(self) -> bool {
-        self != Rung::ViewSeccomp
-    }
-}
-
-impl std::fmt::Display for Rung {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Rung::Full => "full (Landlock, seccomp, namespaces with the filesystem view)",
-            Rung::LandlockSeccomp => "Landlock + seccomp (no namespaces)",
-            Rung::ViewSeccomp => {
-                "view + seccomp (namespaces with the filesystem view, no Landlock)"
-            }
-        })
-    }
-}
-
-/// How network by domain (`[network] allow_domains`) keeps a server to
-/// rootfence's proxy and to nothing else (see `sandbox::netns`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DomainRung {
-    /// The server's own network namespace holds only loopback and the
-    /// proxy's listener.
-    NetworkNamespace,
-    /// The server shares rootfence's network: Landlock allows it no TCP
-    /// port, and rootfence's seccomp supervisor connects its TCP sockets
-    /// to the proxy's address only (Landlock ABI 4).
-    SupervisedConnect,
-}
-
-impl std::fmt::Display for DomainRung {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            DomainRung::NetworkNamespace => {
-                "in the server's own network namespace, which holds nothing else"
-            }
-            DomainRung::SupervisedConnect => {
-                "on rootfence's loopback; the server's connect() judged by rootfence"
-            }
-        })
-    }
-}
-
-/// The design network by domain takes on `rung`, where a network namespace
-/// of the server's own can be had (`Ok`) or not (`Err`, why), on a kernel
-/// with Landlock ABI `abi`; or, when neither design holds here, the
-/// refusal (what is missing and the way out).
-///
-/// # Security
-///
-/// The view + seccomp rung has no Landlock to rule on ports: only the
-/// network namespace keeps its server to the proxy there. The supervised
-/// design needs Landlock to refuse every TCP port (ABI 4), since the
-/// supervisor hands `connect()` on other families back to the kernel.
-pub fn domain_rung(
-    rung: Rung,
-    netns: Result<(), NoNetns>,
-    abi: u32,
-) -> Result<DomainRung, NoDomainRung> {
-    match (rung, netns) {
-        (Rung::Full | Rung::ViewSeccomp, Ok(())) => Ok(DomainRung::NetworkNamespace),
-        (Rung::ViewSeccomp, Err(why)) => Err(NoDomainRung::ViewWithoutNetns(why)),
-        (_, _) if abi >= 4 => Ok(DomainRung::SupervisedConnect),
-        (_, Err(netns)) => Err(NoDomainRung::Neither { netns, abi }),
-        (_, Ok(())) => Err(NoDomainRung::BelowAbi4 { abi }),
-    }
-}
 
 /// Network by domain's design for `plan` on a machine with `caps` (the
 /// rung the plan gets there, and `caps.network_namespace`; unprobed counts
@@ -148,7 +59,7 @@ pub fn domain_rung_here(
 /// reported available, which a kernel never does at ABI 0, reads as one
 /// built without it).
 pub fn landlock_missing(caps: &Capabilities) -> NoLandlock {
-    NoLandlock::of(&caps.landlock).unwrap_or(NoLandlock::NotBuilt)
+    caps.landlock.missing().unwrap_or(NoLandlock::NotBuilt)
 }
 
 /// Why there is no Landlock here, and what to do: one sentence.
@@ -202,23 +113,6 @@ pub fn rung(plan: &SandboxPlan, caps: &Capabilities) -> Result<Rung, NoRung> {
             _ => Ok(Rung::ViewSeccomp),
         },
         (false, false) => Err(neither(caps, why_no_ns())),
-    }
-}
-
-/// Something a plan asks for that this machine cannot enforce.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Loss {
-    /// What the plan wants.
-    pub wants: String,
-    /// What is missing, and the way out.
-    pub missing: String,
-    /// Whether rootfence refuses to start because of it (fail closed).
-    pub fatal: bool,
-}
-
-impl std::fmt::Display for Loss {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.wants, self.missing)
     }
 }
 

@@ -18,7 +18,7 @@ use landlock::{
 use rustix::fs::{FileType, Mode, OFlags};
 
 use super::SandboxError;
-use super::missing::Missing;
+use super::ladder::Missing;
 use crate::plan::SandboxPlan;
 use crate::runtime::{PROC_SELF, Rights};
 

@@ -44,10 +44,10 @@ mod handle;
 mod ids;
 mod init;
 mod inotify;
+pub mod ladder;
 mod landlock;
 mod launcher;
 mod machine;
-pub mod missing;
 mod mount;
 mod netns;
 mod nsprobe;
@@ -88,11 +88,11 @@ pub enum SandboxError {
     /// The kernel lacks something the plan needs (fail closed).
     #[error(
         "refusing to start: this machine cannot enforce the sandbox the policy asks for: {}. Run `rootfence doctor` to see what this machine gives; --unconfined-i-know-this-is-unsafe runs the server without any sandbox",
-        missing::joined(.missing)
+        ladder::joined(.missing)
     )]
     CannotEnforce {
         /// What is missing and the way out, one entry per loss.
-        missing: Vec<missing::Missing>,
+        missing: Vec<ladder::Missing>,
     },
     /// A required grant's path does not exist.
     #[error(

@@ -34,8 +34,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::SandboxError;
-use super::coverage::{DomainRung, Rung, domain_rung};
-use super::missing::NoNetns;
+use super::ladder::{DomainRung, NoNetns, Rung, domain_rung};
 use super::protocol::errno;
 use super::seccomp::FilterPolicy;
 use crate::netproxy::{self, Proxy};

@@ -26,6 +26,21 @@ pub enum LandlockStatus {
     },
 }
 
+impl LandlockStatus {
+    /// Why this status gives no Landlock (`None`: it does).
+    pub fn missing(&self) -> Option<super::ladder::NoLandlock> {
+        use super::ladder::NoLandlock;
+        match self {
+            LandlockStatus::NotBuilt => Some(NoLandlock::NotBuilt),
+            LandlockStatus::Disabled => Some(NoLandlock::Disabled),
+            LandlockStatus::Error { message } => Some(NoLandlock::Error {
+                message: message.clone(),
+            }),
+            LandlockStatus::Available { .. } => None,
+        }
+    }
+}
+
 /// What the running kernel offers rootfence.
 #[derive(Debug, Clone, Serialize)]
 pub struct Capabilities {

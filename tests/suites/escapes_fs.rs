@@ -1593,6 +1593,431 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
 }
 
 #[test]
+fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer() {
+    // A POSIX lock belongs to the descriptor table it was taken in, not
+    // to the thread group's first thread. The first thread unshare()s its
+    // descriptors (CLONE_FILES) before the read-only file is opened, then
+    // two other threads, on the table it left, race the lock onto that
+    // file: /proc/<pid>/fd and a copy by the process's pidfd show only the
+    // first thread's table, which holds no descriptor of the file. The
+    // lock must still be found and its process killed.
+    let t = tree();
+    let code = format!(
+        "import ctypes, errno, fcntl, struct, threading, time\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         left = threading.Event()\n\
+         done = threading.Event()\n\
+         result = []\n\
+         def racer():\n\
+         \x20   left.wait()\n\
+         \x20   A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20   B = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20   tries = 0\n\
+         \x20   won = False\n\
+         \x20   while tries < 20000 and not won:\n\
+         \x20       tries += 1\n\
+         \x20       os.dup2(A, T)\n\
+         \x20       k = tries % 200\n\
+         \x20       go = threading.Event()\n\
+         \x20       def flip():\n\
+         \x20           go.wait()\n\
+         \x20           for _ in range(k * 5): pass\n\
+         \x20           os.dup2(B, T)\n\
+         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20       except OSError: pass\n\
+         \x20       th.join()\n\
+         \x20       won = locked()\n\
+         \x20   result.append((won, tries))\n\
+         \x20   done.set()\n\
+         \x20   threading.Event().wait()\n\
+         threading.Thread(target=racer, daemon=True).start()\n\
+         if libc.unshare(0x400) != 0: print('unshare=' + errno.errorcode[ctypes.get_errno()], flush=True); os._exit(0)\n\
+         left.set()\n\
+         done.wait()\n\
+         won, tries = result[0]\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(2)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    // Or the first thread may not leave the table of the others.
+    if out.contains("unshare=") {
+        assert!(out.contains("unshare=EPERM"), "{out}");
+        nothing_held_outside(&seen);
+        return;
+    }
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(
+        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
+        "rootfence does not say it ended the racer, and why: {seen}"
+    );
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
+fn posix_read_lock_raced_by_threads_whose_first_thread_ended_ends_the_racer() {
+    // As above, with the first thread ended (exit, not exit_group) while
+    // the others race: its descriptors in /proc are none, and a copy by
+    // the process's pidfd finds none. The lock must still be found and its
+    // process killed.
+    let t = tree();
+    let code = format!(
+        "import ctypes, errno, fcntl, struct, threading, time\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         left = threading.Event()\n\
+         done = threading.Event()\n\
+         result = []\n\
+         def racer():\n\
+         \x20   left.wait()\n\
+         \x20   A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20   B = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20   tries = 0\n\
+         \x20   won = False\n\
+         \x20   while tries < 20000 and not won:\n\
+         \x20       tries += 1\n\
+         \x20       os.dup2(A, T)\n\
+         \x20       k = tries % 200\n\
+         \x20       go = threading.Event()\n\
+         \x20       def flip():\n\
+         \x20           go.wait()\n\
+         \x20           for _ in range(k * 5): pass\n\
+         \x20           os.dup2(B, T)\n\
+         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20       except OSError: pass\n\
+         \x20       th.join()\n\
+         \x20       won = locked()\n\
+         \x20   print('won=%d' % tries if won else 'never won', flush=True)\n\
+         \x20   time.sleep(2)\n\
+         \x20   print('held', flush=True)\n\
+         \x20   sys.stdin.read()\n\
+         \x20   os._exit(0)\n\
+         threading.Thread(target=racer, daemon=True).start()\n\
+         left.set()\n\
+         libc.syscall(60, 0)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(
+        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
+        "rootfence does not say it ended the racer, and why: {seen}"
+    );
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
+fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon() {
+    // The watch finds a lock's descriptors by looking at each one the
+    // process has: a racer of many threads (on one table) and thousands of
+    // descriptors must not make that look, and so its lock on a file it
+    // may only read, last: it is still ended before a writer outside
+    // looks, 300 ms after it won.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading, time\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         extra = [os.dup(A) for _ in range(3000)]\n\
+         threading.stack_size(256 * 1024)\n\
+         stop = threading.Event()\n\
+         idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(150)]\n\
+         [th.start() for th in idle]\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         won = False\n\
+         while tries < 20000 and not won:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 5): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(seen.contains("killed"), "{seen} {out} {:?}", probe.out.status);
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
+fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
+    // As above, with each idle thread on a descriptor table of its own
+    // (unshare(CLONE_FILES)), each a copy of the thousands of descriptors:
+    // the look must not grow with their number.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading, time\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         extra = [os.dup(A) for _ in range(3000)]\n\
+         threading.stack_size(256 * 1024)\n\
+         stop = threading.Event()\n\
+         import ctypes\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def alone():\n\
+         \x20   libc.unshare(0x400)\n\
+         \x20   stop.wait()\n\
+         idle = [threading.Thread(target=alone, daemon=True) for _ in range(150)]\n\
+         [th.start() for th in idle]\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         won = False\n\
+         while tries < 20000 and not won:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 5): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(seen.contains("killed"), "{seen}");
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
+fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
+    // The watch finds each new lock's descriptors by looking at each
+    // descriptor of its process, one process after another. Processes of
+    // the server with thousands of descriptors that take and release a
+    // lock on their own file over and over keep each look long (each
+    // lock is judged anew once it was gone at a look): a racer watched
+    // after them must still be ended before a writer outside looks, 300 ms
+    // after it won.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading, time\n\
+         me = os.getpid()\n\
+         for i in range(50):\n\
+         \x20   if os.fork() == 0:\n\
+         \x20       D = os.open('{r}/decoy%d' % i, os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20       extra = [os.dup(D) for _ in range(6000)]\n\
+         \x20       ev = threading.Event(); th = threading.Thread(target=ev.wait); th.start()\n\
+         \x20       fcntl.lockf(D, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(D, fcntl.LOCK_UN)\n\
+         \x20       ev.set(); th.join()\n\
+         \x20       while os.getppid() == me:\n\
+         \x20           try:\n\
+         \x20               fcntl.lockf(D, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(D, fcntl.LOCK_UN)\n\
+         \x20           except OSError: pass\n\
+         \x20       os._exit(0)\n\
+         time.sleep(1)\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         won = False\n\
+         start = time.time()\n\
+         while tries < 20000 and not won and time.time() - start < 20:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       time.sleep(0.0005 * (k % 40))\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won %d' % tries, flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(seen.contains("killed"), "{seen}");
+}
+
+#[test]
+fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
+    // The kernel's table of all locks (/proc/locks) takes a time
+    // quadratic in its length to read: a server that takes a hundred
+    // thousand POSIX locks on its own files (a byte each, every other
+    // byte, so that none merge) makes each read take seconds. A racer must
+    // still be ended before a writer outside looks, 300 ms after it won.
+    let t = tree();
+    let code = format!(
+        "import fcntl, struct, threading, time\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         many = [os.open('{r}/many%d' % i, os.O_RDWR | os.O_CREAT, 0o644) for i in range(100)]\n\
+         for f in many:\n\
+         \x20   for b in range(1000): fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)\n\
+         T = 100\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         tries = 0\n\
+         won = False\n\
+         while tries < 20000 and not won:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 5): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   th.join()\n\
+         \x20   won = locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(&seen);
+    assert!(
+        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
+        "rootfence does not say it ended the racer, and why: {seen}"
+    );
+    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+}
+
+#[test]
 fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
     // The twin of the racer: a process with several threads whose POSIX
     // locks are on its own files (opened for writing, and opened only for
@@ -1633,6 +2058,53 @@ fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
 }
 
 #[test]
+fn posix_locks_of_a_server_whose_first_thread_ended_stand() {
+    // The twin of the racer whose first thread ended: a process whose
+    // first thread has exited (exit, not exit_group) and whose other
+    // threads hold POSIX locks on its own files keeps them, and lives.
+    let t = tree();
+    let code = format!(
+        "import ctypes, fcntl, threading, time\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def rest():\n\
+         \x20   stop = threading.Event()\n\
+         \x20   ths = [threading.Thread(target=stop.wait, daemon=True) for _ in range(3)]\n\
+         \x20   [th.start() for th in ths]\n\
+         \x20   time.sleep(0.1)\n\
+         \x20   w = os.open('{r}/w.lock', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         \x20   check('posix_rw', lambda: fcntl.lockf(w, fcntl.LOCK_EX | fcntl.LOCK_NB))\n\
+         \x20   open('{r}/ro.lock', 'w').close()\n\
+         \x20   ro = os.open('{r}/ro.lock', os.O_RDONLY)\n\
+         \x20   check('posix_ro_own', lambda: fcntl.lockf(ro, fcntl.LOCK_SH | fcntl.LOCK_NB))\n\
+         \x20   time.sleep(0.5)\n\
+         \x20   check('alive', lambda: None)\n\
+         \x20   print('held', flush=True)\n\
+         \x20   sys.stdin.read()\n\
+         \x20   os._exit(0)\n\
+         threading.Thread(target=rest).start()\n\
+         libc.syscall(60, 0)",
+        r = t.r.display(),
+    );
+    let outside = "import fcntl, os, sys, errno\n\
+         try:\n\
+         \x20   fcntl.lockf(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print('w=OK')\n\
+         except OSError as e:\n\
+         \x20   print('w=' + errno.errorcode[e.errno])";
+    let w = t.r.join("w.lock");
+    let (probe, seen) = hold_and_look(&t, &code, outside, &[&w]);
+    let probe = probe
+        .allowed("posix_rw")
+        .allowed("posix_ro_own")
+        .allowed("alive");
+    assert!(probe.out.status.success(), "{seen}");
+    assert!(!seen.contains("killed"), "{seen}");
+    assert!(
+        seen.contains("w=EAGAIN") || seen.contains("w=EACCES"),
+        "{seen}"
+    );
+}
+
+#[test]
 fn a_descriptor_table_shared_with_another_process_is_refused() {
     // clone(CLONE_FILES) without CLONE_THREAD makes a second process on
     // the same descriptor table, whose locks would outlive the process
@@ -1660,6 +2132,33 @@ fn a_descriptor_table_shared_with_another_process_is_refused() {
         .allowed("thread")
         .allowed("fork")
         .allowed("spawn");
+}
+
+#[test]
+fn a_second_descriptor_table_in_a_process_of_several_threads_is_refused() {
+    // A thread that unshares its descriptors (unshare(CLONE_FILES),
+    // close_range(CLOSE_RANGE_UNSHARE)) leaves its process with two tables,
+    // and a lock in the one the lock watch does not look at: refused in a
+    // process of several threads; in a process of one thread (nothing left
+    // behind) it goes on.
+    let t = tree();
+    let code = "import ctypes, threading\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         libc.syscall.restype = ctypes.c_long\n\
+         def sc(r):\n\
+         \x20   if r != 0: raise OSError(ctypes.get_errno(), 'call')\n\
+         check('unshare_alone', lambda: sc(libc.unshare(0x400)))\n\
+         check('close_range_alone', lambda: sc(libc.syscall(436, 1000, 1001, 2)))\n\
+         stop = threading.Event()\n\
+         th = threading.Thread(target=stop.wait); th.start()\n\
+         check('unshare_threaded', lambda: sc(libc.unshare(0x400)))\n\
+         check('close_range_threaded', lambda: sc(libc.syscall(436, 1000, 1001, 2)))\n\
+         stop.set(); th.join()";
+    t.py(&[], code)
+        .allowed("unshare_alone")
+        .allowed("close_range_alone")
+        .expect("unshare_threaded", "EPERM")
+        .expect("close_range_threaded", "EPERM");
 }
 
 #[test]

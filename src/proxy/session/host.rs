@@ -18,7 +18,7 @@ use super::batch::{self, BatchId};
 use super::handshake::list_method;
 use super::host_roots::RootsUnknown;
 use super::io::Frame;
-use super::io::{Action, GenId};
+use super::io::{Action, GenId, Unrelayable};
 use super::ledger::{HostState, IdKey, Method, Own, ToHost};
 use super::stateless::Prepared;
 use crate::proxy::canonical::Why;
@@ -89,32 +89,6 @@ fn progress_token(
     };
     let token = message::member(meta, "progressToken")?;
     message::valid_id_key(token).map(|k| IdKey::of(&k))
-}
-
-/// Why rootfence does not relay a host line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(super) enum Unrelayable {
-    /// Longer than `limits.max_message_bytes`.
-    #[error(
-        "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
-    )]
-    TooLong {
-        /// Its length in bytes.
-        len: u64,
-        /// The limit.
-        max: u64,
-    },
-    /// Not read one way by every reader.
-    #[error("rootfence cannot read it unambiguously: {0}")]
-    Unreadable(Why),
-    /// A batch outside protocol 2025-03-26.
-    #[error(
-        "Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {revision})"
-    )]
-    Batch {
-        /// The session's revision, or that none is negotiated yet.
-        revision: String,
-    },
 }
 
 /// The message of an error for a host message rootfence does not relay.

@@ -51,7 +51,7 @@ pub(super) enum RootsUnknown {
     Unreadable,
     /// Its answer was not relayed (too long, or not read one way).
     #[error("{0}")]
-    NotRelayed(super::host::Unrelayable),
+    NotRelayed(super::io::Unrelayable),
     /// It did not answer in time.
     #[error("no answer to roots/list within limits.roots_timeout_ms = {0}")]
     Timeout(u64),

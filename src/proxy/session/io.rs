@@ -9,7 +9,6 @@ use std::time::Duration;
 use crate::plan::SandboxPlan;
 use crate::policy::{Policy, PolicyError};
 use crate::proxy::message::Ident;
-use crate::proxy::server::LaunchError;
 
 /// A server generation's number (1, 2, ...), never reused in a session.
 pub type GenId = u64;
@@ -86,6 +85,27 @@ pub enum ServerEvent {
     Denied(u64, String),
     /// The server process ended.
     Exited(u64, Option<ExitInfo>),
+}
+
+/// Why a server could not be launched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The sandbox refused or failed to start it.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    /// A system call on the way failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// One of the server's standard streams is not a pipe rootfence holds.
+    #[error("the server's {0} is not piped")]
+    NotPiped(&'static str),
 }
 
 /// Events the session reacts to.
@@ -247,6 +267,32 @@ pub enum LaunchFailure {
     /// error.
     #[error("the relaunched server refused initialize")]
     ReplayRefused,
+}
+
+/// Why rootfence does not relay a host line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unrelayable {
+    /// Longer than `limits.max_message_bytes`.
+    #[error(
+        "message of {len} bytes exceeds the limit of {max} bytes (limits.max_message_bytes in the rootfence policy)"
+    )]
+    TooLong {
+        /// Its length in bytes.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Not read one way by every reader.
+    #[error("rootfence cannot read it unambiguously: {0}")]
+    Unreadable(crate::proxy::canonical::Why),
+    /// A batch outside protocol 2025-03-26.
+    #[error(
+        "Invalid Request: JSON-RPC batches are only allowed in protocol revision 2025-03-26 (this session: {revision})"
+    )]
+    Batch {
+        /// The session's revision, or that none is negotiated yet.
+        revision: String,
+    },
 }
 
 #[cfg(test)]

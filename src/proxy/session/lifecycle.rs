@@ -41,11 +41,10 @@ const LOST_GRACE: Duration = Duration::from_millis(100);
 use super::entitlements::{self, Entitlements};
 use super::host_roots::RootsUnknown;
 use super::io::ExitInfo;
-use super::io::{Action, Ending, GenId, Gone, LaunchFailure, ServerEnd, Stop};
+use super::io::{Action, Ending, GenId, Gone, LaunchError, LaunchFailure, ServerEnd, Stop};
 use super::ledger::{HostState, Method, Own};
 use crate::policy::RestartName;
 use crate::proxy::message::{self, code};
-use crate::proxy::server::LaunchError;
 use crate::roots::CanonicalRoot;
 
 /// How a generation is brought up.

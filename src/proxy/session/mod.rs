@@ -58,8 +58,8 @@ use std::time::Instant;
 use serde_json::Value;
 
 pub use io::{
-    Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchFailure, ServerEnd, ServerEvent,
-    Stop,
+    Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchError, LaunchFailure, ServerEnd,
+    ServerEvent, Stop,
 };
 
 use crate::policy::Policy;

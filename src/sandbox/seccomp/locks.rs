@@ -141,7 +141,7 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         return Answer::Done(0, 0);
     }
     match ask {
-        Ask::Posix { .. } => let_through(n.pid, own),
+        Ask::Posix { .. } => let_through(n.pid, target, own),
         Ask::Flock(op) => {
             let wait = op & libc::LOCK_NB == 0;
             lock_now_or_wait(listener, n.id, file, wait, move |f| {
@@ -216,15 +216,15 @@ fn by_proc(pid: u32, fd: RawFd, own: &Writable) -> Answer {
     match flags {
         None => Answer::Done(0, -libc::EBADF),
         Some(f) if f & libc::O_ACCMODE == libc::O_RDONLY => Answer::Done(0, 0),
-        Some(_) => let_through(pid, own),
+        Some(_) => let_through(pid, fd, own),
     }
 }
 
 /// The kernel runs the call (a POSIX lock, or any lock judged by `/proc`),
 /// with the caller's process watched if it has more threads than the one
 /// waiting here.
-fn let_through(pid: u32, own: &Writable) -> Answer {
-    match super::lockwatch::letting_through(pid, own) {
+fn let_through(pid: u32, fd: RawFd, own: &Writable) -> Answer {
+    match super::lockwatch::letting_through(pid, fd, own) {
         Ok(()) => Answer::Continue,
         Err(e) => Answer::Done(0, -e),
     }

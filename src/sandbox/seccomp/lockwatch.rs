@@ -17,20 +17,42 @@
 //! kernel's table of locks (`/proc/locks`) is read at once, then less and
 //! less often, and each POSIX lock the process holds is judged by the
 //! process's own descriptors of the file, as the supervisor judges a call.
-//! A lock that none of them makes real (each opened only for reading, on
-//! a file the server may not write, or a device) was taken by the race:
-//! the process is killed, which releases it, and rootfence says so.
+//! A process keeps one descriptor table (the filter refuses a thread
+//! without `CLONE_FILES`, and the supervisor unsharing the table in a
+//! process of several threads), looked at through each of its threads
+//! (its first one may have ended). A lock that none of them makes real
+//! (each opened only for reading, on a file the server may not write, or
+//! a device) was taken by the race: the process is killed, which releases
+//! it, and rootfence says so.
+//!
+//! A raced lock stays on the file under the number its call was let
+//! through on (closing that descriptor would release it), so each look
+//! judges new locks first by the numbers let through since the look
+//! before the last, and looks at all of a process's descriptors at once
+//! where one of those does not make a lock real; the other processes'
+//! descriptors are looked at within [`BUDGET`] a look, in turn. Beside
+//! the looks, every [`FAST`], a quick look reads the locks the process
+//! holds on the files under those numbers (`/proc/<pid>/fdinfo`), without
+//! the kernel's table of all locks: that table takes a time quadratic in
+//! its length to read, which the server's own locks can make seconds.
 //!
 //! # Security
 //!
 //! The window is bounded, not closed: from the raced call to the next
 //! look (a few milliseconds after the call was let through, at most
 //! [`SLOW`] for a call the racer holds back), a writer outside may find the
-//! file locked. A process whose descriptors rootfence may not read (a user
-//! running rootfence, a server that made itself not dumpable) while it
-//! holds a POSIX lock is killed too: its locks cannot be judged.
+//! file locked. A lock the kernel takes later than two looks after its
+//! call was let through (its thread starved of the processor, or an
+//! `F_SETLKW` waiting for a writer outside) is judged with the other
+//! processes' locks, in turn, from the kernel's table of all locks: the
+//! window then grows with the work other processes of the server give the
+//! watch, and with the time that table takes to read (the pause between
+//! reads is at least ten times that). A process whose
+//! descriptors rootfence may not read (a user running rootfence, a server
+//! that made itself not dumpable) while it holds a POSIX lock is killed
+//! too: its locks cannot be judged.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
@@ -42,6 +64,8 @@ use super::writable::{Writable, locks_for_real};
 /// The pause between looks while a call was let through in the last
 /// [`FAST_FOR`].
 const FAST: Duration = Duration::from_millis(2);
+/// `pidfd_open()`'s flag for a thread's own pidfd (Linux 6.9).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
 /// See [`FAST`].
 const FAST_FOR: Duration = Duration::from_millis(50);
 /// The pause between looks within a second of the last call let through.
@@ -56,12 +80,21 @@ struct Watched {
     own: Writable,
     /// Files (device, inode) whose lock was judged real, while it lasts.
     fine: HashSet<(u32, u32, u64)>,
+    /// The descriptor numbers calls were let through on, with the look
+    /// they were let through before: looked at first.
+    recent: HashMap<RawFd, (u64, u64)>,
 }
 
 #[derive(Default)]
 struct State {
     procs: Vec<Watched>,
     last: Option<Instant>,
+    /// Looks so far.
+    looks: u64,
+    /// Quick looks so far (see [`quick`]).
+    quicks: u64,
+    /// Where the next look starts on the processes no number points at.
+    next: usize,
 }
 
 #[derive(Default)]
@@ -73,9 +106,9 @@ struct Watch {
 static WATCH: OnceLock<Option<Arc<Watch>>> = OnceLock::new();
 
 /// Before the supervisor lets the kernel run a POSIX lock call of thread
-/// `tid`: watch its process if it has more than one thread. `Err` (an
-/// errno to answer instead) where it cannot be watched.
-pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
+/// `tid` on descriptor `fd`: watch its process if it has more than one
+/// thread. `Err` (an errno to answer instead) where it cannot be watched.
+pub(super) fn letting_through(tid: u32, fd: RawFd, own: &Writable) -> Result<(), i32> {
     let (tgid, threads) = status(tid).ok_or(libc::ESRCH)?;
     if threads <= 1 {
         return Ok(());
@@ -93,10 +126,29 @@ pub(super) fn letting_through(tid: u32, own: &Writable) -> Result<(), i32> {
             pidfd,
             own: own.clone(),
             fine: HashSet::new(),
+            recent: HashMap::new(),
         });
     }
-    watch.wake.notify_one();
+    let at = (state.looks, state.quicks);
+    if let Some(w) = state.procs.iter_mut().find(|w| w.tgid == tgid) {
+        w.recent.insert(fd, at);
+    }
+    watch.wake.notify_all();
     Ok(())
+}
+
+/// `unshare(CLONE_FILES)` (or `close_range(CLOSE_RANGE_UNSHARE)`) by
+/// thread `tid`: a process keeps one descriptor table, which the watch
+/// looks at, so the call goes on only in a process of one thread (whose
+/// table is its own already: the call leaves nothing behind, and no thread
+/// can start while its only one waits here).
+pub(super) fn own_table(tid: u32) -> super::notif::Answer {
+    use super::notif::Answer;
+    match status(tid) {
+        Some((_, 1)) => Answer::Continue,
+        Some(_) => Answer::Done(0, -libc::EPERM),
+        None => Answer::Done(0, -libc::ESRCH),
+    }
 }
 
 fn start() -> Option<Arc<Watch>> {
@@ -106,6 +158,11 @@ fn start() -> Option<Arc<Watch>> {
         .name("rootfence-lockwatch".into())
         .spawn(move || run(&w))
         .ok()?;
+    let w = watch.clone();
+    std::thread::Builder::new()
+        .name("rootfence-lockwatch-quick".into())
+        .spawn(move || run_quick(&w))
+        .ok()?;
     Some(watch)
 }
 
@@ -113,6 +170,10 @@ fn run(watch: &Watch) {
     let Ok(mut state) = watch.state.lock() else {
         return;
     };
+    // How long the last read of the kernel's table took: the pause is
+    // never shorter than ten times that (a long table costs no more than
+    // a tenth of a processor).
+    let mut read = Duration::ZERO;
     loop {
         if state.procs.is_empty() {
             state = match watch.wake.wait(state) {
@@ -128,13 +189,16 @@ fn run(watch: &Watch) {
             MEDIUM
         } else {
             SLOW
-        };
+        }
+        .max(read * 10);
         state = match watch.wake.wait_timeout(state, pause) {
             Ok((s, _)) => s,
             Err(_) => return,
         };
         drop(state);
+        let reading = Instant::now();
         let held = posix_locks();
+        read = reading.elapsed();
         state = match watch.state.lock() {
             Ok(s) => s,
             Err(_) => return,
@@ -143,37 +207,245 @@ fn run(watch: &Watch) {
     }
 }
 
+/// The time a look spends on the descriptors of processes that no number
+/// a call was let through on points at a lock of theirs; the others wait
+/// for the next look.
+const BUDGET: Duration = Duration::from_millis(10);
+
 /// One look: judge each POSIX lock a watched process holds.
+///
+/// A raced lock is on the file under the number its call was let through
+/// on (closing that descriptor would release it): the locks of the
+/// numbers let through lately are judged first, by those descriptors. A
+/// lock none of them makes real has its process's descriptors looked at
+/// at once; other locks (taken while no one watched, or whose number was
+/// let through before) within [`BUDGET`], so that no process of the
+/// server, however many descriptors it has, keeps the look from a racer.
 fn look(state: &mut State, held: &[Held]) {
+    let started = Instant::now();
+    state.looks += 1;
+    let looks = state.looks;
     state.procs.retain(|w| alive(&w.pidfd));
-    state.procs.retain_mut(|w| {
+    let count = state.procs.len();
+    // Processes with locks not judged yet: those a number points at first.
+    let mut urgent = Vec::new();
+    let mut other = Vec::new();
+    for (i, w) in state.procs.iter_mut().enumerate() {
         let mine: Vec<&Held> = held.iter().filter(|h| h.pid == w.tgid).collect();
         w.fine
             .retain(|f| mine.iter().any(|h| (h.major, h.minor, h.ino) == *f));
-        for h in mine {
-            let key = (h.major, h.minor, h.ino);
-            if w.fine.contains(&key) {
-                continue;
-            }
-            match judge(w, h) {
+        let pending: Vec<&Held> = mine
+            .into_iter()
+            .filter(|h| !w.fine.contains(&(h.major, h.minor, h.ino)))
+            .collect();
+        // Numbers let through before the look before the last are judged
+        // (a lock taken after the kernel's table was read is seen by the
+        // next look).
+        w.recent.retain(|_, (at, _)| looks.saturating_sub(*at) <= 2);
+        if pending.is_empty() {
+            continue;
+        }
+        let found = by_numbers(w);
+        let mut left = false;
+        let mut suspect = false;
+        for h in pending {
+            match judge(w, h, &found) {
                 Verdict::Real => {
-                    w.fine.insert(key);
+                    w.fine.insert((h.major, h.minor, h.ino));
+                }
+                Verdict::Raced(_) => suspect = true,
+                Verdict::Unknown => left = true,
+            }
+        }
+        if suspect {
+            urgent.push(i);
+        } else if left {
+            other.push(i);
+        }
+    }
+    // The others in turn, from where the last look stopped.
+    let from = state.next.min(count);
+    other.sort_by_key(|&i| (i < from, i));
+    let mut dead = Vec::new();
+    for (k, &i) in urgent.iter().chain(other.iter()).enumerate() {
+        if k >= urgent.len() && started.elapsed() > BUDGET {
+            state.next = i;
+            break;
+        }
+        let w = &mut state.procs[i];
+        let mine: Vec<&Held> = held
+            .iter()
+            .filter(|h| h.pid == w.tgid && !w.fine.contains(&(h.major, h.minor, h.ino)))
+            .collect();
+        let found = descriptors(w.tgid);
+        for h in mine {
+            let verdict = match &found {
+                Ok(found) => judge(w, h, found),
+                Err(what) => Verdict::Raced(what.clone()),
+            };
+            match verdict {
+                Verdict::Real => {
+                    w.fine.insert((h.major, h.minor, h.ino));
                 }
                 Verdict::Unknown => {}
                 Verdict::Raced(what) => {
-                    kill(&w.pidfd);
-                    tracing::warn!(
-                        "rootfence killed process {} of the server: it held a lock on {what}, \
-                         which it may only read, taken by putting that file under a descriptor \
-                         number after the sandbox had checked the lock call",
-                        w.tgid
-                    );
-                    return false;
+                    end(w, &what);
+                    dead.push(i);
+                    break;
                 }
             }
         }
-        true
+    }
+    let mut i = 0;
+    state.procs.retain(|_| {
+        i += 1;
+        !dead.contains(&(i - 1))
     });
+}
+
+/// The quick looks that judge a number let through (the kernel runs the
+/// call once the caller's thread runs again: some milliseconds).
+const QUICKS: u64 = 5;
+
+/// Every [`FAST`] while a process is watched, without the kernel's table
+/// of all locks (whose read takes a time quadratic in its length, which
+/// the server's own locks can make seconds): [`quick`].
+fn run_quick(watch: &Watch) {
+    let Ok(mut state) = watch.state.lock() else {
+        return;
+    };
+    loop {
+        // Nothing let through lately: nothing to look at until a call is.
+        let idle = state.procs.iter().all(|w| {
+            w.recent
+                .values()
+                .all(|(_, q)| state.quicks.saturating_sub(*q) >= QUICKS)
+        });
+        state = if idle {
+            match watch.wake.wait(state) {
+                Ok(s) => s,
+                Err(_) => return,
+            }
+        } else {
+            match watch.wake.wait_timeout(state, FAST) {
+                Ok((s, _)) => s,
+                Err(_) => return,
+            }
+        };
+        quick(&mut state);
+    }
+}
+
+/// A quick look: the POSIX locks the process's table holds on the files
+/// under the numbers calls were let through on in the last [`QUICKS`]
+/// quick looks (`/proc/<pid>/fdinfo` shows them), judged by that
+/// descriptor, and where it does not make the lock real by all the
+/// process's descriptors.
+fn quick(state: &mut State) {
+    state.quicks += 1;
+    let quicks = state.quicks;
+    let mut dead = Vec::new();
+    for (i, w) in state.procs.iter_mut().enumerate() {
+        let numbers: Vec<RawFd> = w
+            .recent
+            .iter()
+            .filter(|(_, (_, q))| quicks.saturating_sub(*q) <= QUICKS)
+            .map(|(&n, _)| n)
+            .collect();
+        if numbers.is_empty() {
+            continue;
+        }
+        'tables: for tid in tables(w.tgid) {
+            for &n in &numbers {
+                let Ok(info) =
+                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/fdinfo/{n}", w.tgid))
+                else {
+                    continue;
+                };
+                let lines: Vec<&str> = info
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("lock:"))
+                    .collect();
+                for h in parse_locks(&lines.join("\n")) {
+                    let key = (h.major, h.minor, h.ino);
+                    if w.fine.contains(&key) {
+                        continue;
+                    }
+                    let verdict = match copy(w, tid, n, h.ino) {
+                        Some((file, flags)) if locks_for_real(&file, flags, &w.own) => {
+                            Verdict::Real
+                        }
+                        _ => match descriptors(w.tgid) {
+                            Ok(found) => judge(w, &h, &found),
+                            Err(what) => Verdict::Raced(what),
+                        },
+                    };
+                    match verdict {
+                        Verdict::Real => {
+                            w.fine.insert(key);
+                        }
+                        Verdict::Unknown => {}
+                        Verdict::Raced(what) => {
+                            end(w, &what);
+                            dead.push(i);
+                            break 'tables;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut i = 0;
+    state.procs.retain(|_| {
+        i += 1;
+        !dead.contains(&(i - 1))
+    });
+}
+
+/// Kill process `w`, which held a lock on `what` it may only read, and say
+/// so (first: rootfence may end as soon as the server does).
+fn end(w: &Watched, what: &str) {
+    tracing::warn!(
+        "rootfence killed process {} of the server: it held a lock on {what}, \
+         which it may only read, taken by putting that file under a descriptor \
+         number after the sandbox had checked the lock call",
+        w.tgid
+    );
+    kill(&w.pidfd);
+}
+
+/// The descriptors under the numbers calls of `w` were let through on
+/// lately, in each of its threads' tables.
+fn by_numbers(w: &Watched) -> Found {
+    let mut found = Found::new();
+    if w.recent.is_empty() {
+        return found;
+    }
+    for tid in tables(w.tgid) {
+        for &n in w.recent.keys() {
+            if let Ok(m) = std::fs::metadata(format!("/proc/{}/task/{tid}/fd/{n}", w.tgid)) {
+                found.entry(m.ino()).or_default().push((tid, n, m.dev()));
+            }
+        }
+    }
+    found
+}
+
+/// A thread of each descriptor table of process `tgid`.
+fn tables(tgid: u32) -> Vec<u32> {
+    let mut tables: Vec<u32> = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+        return tables;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !ended(tgid, tid) && !tables.iter().any(|&other| same_table(other, tid)) {
+            tables.push(tid);
+        }
+    }
+    tables
 }
 
 /// A POSIX lock in the kernel's table.
@@ -226,53 +498,98 @@ enum Verdict {
     Unknown,
 }
 
-fn judge(w: &Watched, h: &Held) -> Verdict {
-    let dir = format!("/proc/{}/fd", w.tgid);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return Verdict::Raced(format!(
-                "a file rootfence may not look at (the descriptors of process {})",
-                w.tgid
-            ));
-        }
-        Err(_) => return Verdict::Unknown,
+/// The descriptors of a process, by inode: (thread, number, device).
+type Found = std::collections::HashMap<u64, Vec<(u32, RawFd, u64)>>;
+
+/// The descriptors of process `tgid`, in every thread's table (a lock
+/// belongs to the table it was taken in, which need not be the first
+/// thread's: that thread may have unshared its own, or ended), each table
+/// looked at once. `Err` (what to say) where rootfence may not look.
+fn descriptors(tgid: u32) -> Result<Found, String> {
+    let mut found = Found::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+        return Ok(found);
     };
+    // A thread of each table looked at.
+    let mut tables: Vec<u32> = Vec::new();
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if tables.iter().any(|&other| same_table(other, tid)) {
+            continue;
+        }
+        let entries = match std::fs::read_dir(format!("/proc/{tgid}/task/{tid}/fd")) {
+            Ok(e) => e,
+            // A thread ended, not yet reaped (the first one, whose
+            // process goes on), shows no descriptors.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && ended(tgid, tid) => continue,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(format!(
+                    "a file rootfence may not look at (the descriptors of process {tgid})"
+                ));
+            }
+            // Ended since.
+            Err(_) => continue,
+        };
+        tables.push(tid);
+        for e in entries.flatten() {
+            let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
+                continue;
+            };
+            if let Ok(m) = std::fs::metadata(e.path()) {
+                found.entry(m.ino()).or_default().push((tid, n, m.dev()));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether thread `tid` of `tgid` has ended (a zombie, or dead).
+fn ended(tgid: u32, tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).map_or(true, |s| {
+        // After the command's closing parenthesis: the state.
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|c| c == 'Z' || c == 'X')
+    })
+}
+
+/// Whether threads `a` and `b` share one descriptor table (kcmp); not
+/// known (no kcmp) is not.
+fn same_table(a: u32, b: u32) -> bool {
+    const KCMP_FILES: libc::c_long = 2;
+    // SAFETY: kcmp with integer arguments; the result is checked.
+    unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            a as libc::pid_t,
+            b as libc::pid_t,
+            KCMP_FILES,
+            0,
+            0,
+        ) == 0
+    }
+}
+
+fn judge(w: &Watched, h: &Held, found: &Found) -> Verdict {
     // Its descriptors of the lock's file: by device and inode, or by inode
     // where the file's device is shown otherwise (a file of an overlay).
     let (mut same, mut by_ino) = (Vec::new(), Vec::new());
-    for e in entries.flatten() {
-        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
-            continue;
-        };
-        let Ok(m) = std::fs::metadata(e.path()) else {
-            continue;
-        };
-        if m.ino() != h.ino {
-            continue;
-        }
-        let dev = m.dev();
+    for &(tid, n, dev) in found.get(&h.ino).into_iter().flatten() {
         if libc::major(dev) == h.major && libc::minor(dev) == h.minor {
-            same.push(n);
+            same.push((tid, n));
         } else {
-            by_ino.push(n);
+            by_ino.push((tid, n));
         }
     }
     let candidates = if same.is_empty() { by_ino } else { same };
     let mut what = None;
-    for n in candidates {
-        // SAFETY: pidfd_getfd with integer arguments; the result is checked.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, w.pidfd.as_raw_fd(), n, 0) };
-        if fd < 0 {
-            // Gone since, or not for rootfence to copy: its open mode.
-            if opened_for_writing(w.tgid, n) {
-                return Verdict::Real;
-            }
+    for (tid, n) in candidates {
+        let Some((file, flags)) = copy(w, tid, n, h.ino) else {
             continue;
-        }
-        // SAFETY: a new descriptor we own.
-        let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        if locks_for_real(&file, &w.own) {
+        };
+        if locks_for_real(&file, flags, &w.own) {
             return Verdict::Real;
         }
         what = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
@@ -285,16 +602,57 @@ fn judge(w: &Watched, h: &Held) -> Verdict {
     }
 }
 
-/// Whether `/proc` shows descriptor `fd` of `pid` opened for writing.
-fn opened_for_writing(pid: u32, fd: RawFd) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| i32::from_str_radix(v.trim(), 8).ok())
-        })
-        .is_some_and(|f| f & libc::O_ACCMODE != libc::O_RDONLY)
+/// A copy of descriptor `n` of thread `tid`, with its open mode: the
+/// descriptor itself (pidfd_getfd, by the thread's pidfd), or where the
+/// kernel gives none (before Linux 6.9, a thread not the first), an
+/// `O_PATH` descriptor of its file with the open mode `/proc` shows, both
+/// of the inode `ino`. `None` if it is gone.
+fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
+    let thread = if tid == w.tgid {
+        None
+    } else {
+        // SAFETY: pidfd_open with integer arguments; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::pid_t, PIDFD_THREAD) };
+        // SAFETY: a new descriptor we own.
+        let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        // Still a thread of the process: the pidfd is not of a thread
+        // that reused the number.
+        fd.filter(|_| status(tid).is_some_and(|(tgid, _)| tgid == w.tgid))
+    };
+    if tid == w.tgid || thread.is_some() {
+        let pidfd = thread.as_ref().unwrap_or(&w.pidfd);
+        // SAFETY: pidfd_getfd with integer arguments; the result is checked.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), n, 0) };
+        if fd >= 0 {
+            // SAFETY: a new descriptor we own.
+            let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+            let flags = rustix::fs::fcntl_getfl(&file).ok()?.bits() as i32;
+            return (rustix::fs::fstat(&file).ok()?.st_ino == ino).then_some((file, flags));
+        }
+    }
+    let link = format!("/proc/{}/task/{tid}/fd/{n}", w.tgid);
+    let file = rustix::fs::open(
+        link.as_str(),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    if rustix::fs::fstat(&file).ok()?.st_ino != ino {
+        return None;
+    }
+    let flags = fdinfo_flags(w.tgid, tid, n, ino)?;
+    Some((file, flags))
+}
+
+/// The open mode `/proc` shows for descriptor `fd` of thread `tid` of
+/// `pid`, if the descriptor is still of the inode `ino`.
+fn fdinfo_flags(pid: u32, tid: u32, fd: RawFd, ino: u64) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/fdinfo/{fd}")).ok()?;
+    let field = |name: &str| s.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    if field("ino:")?.parse::<u64>().ok()? != ino {
+        return None;
+    }
+    i32::from_str_radix(field("flags:")?, 8).ok()
 }
 
 /// The process of thread `tid`, and how many threads it has.

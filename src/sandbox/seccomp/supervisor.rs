@@ -193,6 +193,9 @@ fn answer(
         Action::Supervise if nr == libc::SYS_flock || nr == libc::SYS_fcntl => {
             locks::answer(shared, n, &rules.writable)
         }
+        Action::Supervise if nr == libc::SYS_unshare || nr == libc::SYS_close_range => {
+            super::lockwatch::own_table(n.pid)
+        }
         Action::Supervise if nr == libc::SYS_connect => {
             match supervised_connect(listener, n, rules) {
                 Connect::Connected => Answer::Done(0, 0),

@@ -84,6 +84,8 @@ const NEW_NAMESPACES: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWNET) as u32;
 const CLONE_NEWTIME: u32 = 0x80;
+/// `close_range()`'s flag that unshares the descriptor table first.
+const CLOSE_RANGE_UNSHARE: u32 = 2;
 const SOCK_TYPE_MASK: u32 = 0xf;
 const IPPROTO_TCP: u32 = 6;
 const NETLINK_ROUTE: u32 = 0;
@@ -356,7 +358,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         calls!(Allow, "descriptors", "read and write what the server holds";
             libc::SYS_read, libc::SYS_write, libc::SYS_readv, libc::SYS_writev,
             libc::SYS_pread64, libc::SYS_pwrite64, libc::SYS_preadv, libc::SYS_pwritev,
-            libc::SYS_preadv2, libc::SYS_pwritev2, libc::SYS_close, libc::SYS_close_range,
+            libc::SYS_preadv2, libc::SYS_pwritev2, libc::SYS_close,
             libc::SYS_lseek, libc::SYS_dup, libc::SYS_dup3, libc::SYS_pipe2,
             libc::SYS_sendfile, libc::SYS_copy_file_range, libc::SYS_splice, libc::SYS_tee,
             libc::SYS_vmsplice, libc::SYS_fadvise64, libc::SYS_readahead,
@@ -644,7 +646,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
     t.push(one(
         libc::SYS_clone,
         "clone",
-        "threads and processes; no new namespaces (a kernel surface no server needs), no descriptor table shared by two processes (a lock the supervisor let through is watched in its process)",
+        "threads and processes; no new namespaces (a kernel surface no server needs), no descriptor table shared by two processes, nor two in one process (a lock the supervisor let through is watched in its process's one table)",
         args(
             vec![
                 when(vec![Cond::AnySet(0, NEW_NAMESPACES)], EPERM),
@@ -655,19 +657,46 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
                     ],
                     EPERM,
                 ),
+                when(
+                    vec![
+                        Cond::AnySet(0, libc::CLONE_THREAD as u32),
+                        Cond::NoneSet(0, libc::CLONE_FILES as u32),
+                    ],
+                    EPERM,
+                ),
+            ],
+            Action::Allow,
+        ),
+    ));
+    // A thread that unshares its descriptors leaves its process with two
+    // tables: with locks supervised, only where it is the process's only
+    // thread (the supervisor looks; then nothing is left behind).
+    let own_table = if p.locks {
+        Action::Supervise
+    } else {
+        Action::Allow
+    };
+    t.push(one(
+        libc::SYS_unshare,
+        "unshare",
+        "unsharing its own descriptors (in a process of one thread) or directory; no new namespaces",
+        args(
+            vec![
+                when(
+                    vec![Cond::AnySet(0, NEW_NAMESPACES | CLONE_NEWTIME)],
+                    EPERM,
+                ),
+                when(vec![Cond::AnySet(0, libc::CLONE_FILES as u32)], own_table),
             ],
             Action::Allow,
         ),
     ));
     t.push(one(
-        libc::SYS_unshare,
-        "unshare",
-        "unsharing its own descriptors or directory; no new namespaces",
+        libc::SYS_close_range,
+        "close_range",
+        "closing its own descriptors; unsharing them (CLOSE_RANGE_UNSHARE) as unshare()",
         args(
-            vec![when(
-                vec![Cond::AnySet(0, NEW_NAMESPACES | CLONE_NEWTIME)],
-                EPERM,
-            )],
+            vec![when(vec![Cond::AnySet(2, CLOSE_RANGE_UNSHARE)], own_table)],
             Action::Allow,
         ),
     ));

@@ -462,3 +462,36 @@ fn every_call_is_in_one_named_group_or_listed_with_its_rule() {
         );
     }
 }
+
+#[test]
+fn a_process_keeps_one_descriptor_table_where_locks_are_supervised() {
+    let mut p = strict();
+    p.locks = true;
+    let clone = |flags: i32| act(&p, libc::SYS_clone, [flags as u64, 0, 0, 0, 0, 0]);
+    let thread = libc::CLONE_VM | libc::CLONE_SIGHAND | libc::CLONE_THREAD;
+    assert_eq!(clone(thread | libc::CLONE_FILES), Action::Allow);
+    assert_eq!(clone(thread), Action::Errno(libc::EPERM));
+    assert_eq!(
+        clone(libc::CLONE_FILES | libc::SIGCHLD),
+        Action::Errno(libc::EPERM)
+    );
+    assert_eq!(clone(libc::SIGCHLD), Action::Allow);
+    // Unsharing the table: the supervisor looks at the process's threads.
+    let unshare = |flags: i32| act(&p, libc::SYS_unshare, [flags as u64, 0, 0, 0, 0, 0]);
+    assert_eq!(unshare(libc::CLONE_FILES), Action::Supervise);
+    assert_eq!(unshare(libc::CLONE_FS), Action::Allow);
+    let close_range = |flags: u64| act(&p, libc::SYS_close_range, [3, 10, flags, 0, 0, 0]);
+    assert_eq!(close_range(2), Action::Supervise);
+    assert_eq!(close_range(0), Action::Allow);
+    assert_eq!(close_range(4), Action::Allow);
+    // Without the lock supervision, nothing to look at.
+    p.locks = false;
+    assert_eq!(
+        act(
+            &p,
+            libc::SYS_unshare,
+            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
+        ),
+        Action::Allow
+    );
+}

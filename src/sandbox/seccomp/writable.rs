@@ -59,12 +59,10 @@ pub(super) fn fd_flags(f: &OwnedFd) -> Result<i32, i32> {
     Ok(r)
 }
 
-/// Whether a lock on `f` (rootfence's copy of a descriptor) is real: what
+/// Whether a lock on `f` (rootfence's copy of a descriptor, or an `O_PATH`
+/// descriptor of its file), opened with `flags`, is real: what
 /// [`super::locks`] locks for real, and not as nothing.
-pub(super) fn locks_for_real(f: &OwnedFd, own: &Writable) -> bool {
-    let Ok(flags) = fd_flags(f) else {
-        return false;
-    };
+pub(super) fn locks_for_real(f: &OwnedFd, flags: i32, own: &Writable) -> bool {
     flags & libc::O_PATH == 0
         && !is_device(f)
         && (flags & libc::O_ACCMODE != libc::O_RDONLY || own.holds(f))

@@ -1,9 +1,12 @@
 //! What this machine lacks for a rung of the isolation ladder
 //! ([`NoRung`]) or for a design of network by domain ([`NoDomainRung`]):
 //! each says the layer that is missing, why, and the way out, in the
-//! words `rootfence doctor`, `explain` and a refused launch print.
+//! words `rootfence doctor`, `explain` and a refused launch print; and
+//! the ladder itself: its rungs ([`Rung`]), the designs of network by
+//! domain ([`DomainRung`]), and what a plan would lose ([`Loss`]). A leaf:
+//! the probes, the coverage and the launch all speak of the ladder so.
 
-use super::probe::LandlockStatus;
+use serde::Serialize;
 
 /// Why this kernel gives no Landlock.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,20 +26,6 @@ pub enum NoLandlock {
         /// The OS error, as the probe read it.
         message: String,
     },
-}
-
-impl NoLandlock {
-    /// Why `status` gives no Landlock (`None`: it does).
-    pub fn of(status: &LandlockStatus) -> Option<NoLandlock> {
-        match status {
-            LandlockStatus::NotBuilt => Some(NoLandlock::NotBuilt),
-            LandlockStatus::Disabled => Some(NoLandlock::Disabled),
-            LandlockStatus::Error { message } => Some(NoLandlock::Error {
-                message: message.clone(),
-            }),
-            LandlockStatus::Available { .. } => None,
-        }
-    }
 }
 
 /// Why the server cannot get namespaces of its own here.
@@ -159,7 +148,7 @@ pub enum Missing {
     /// A fatal loss ([`super::coverage::losses`]): what the plan wants and
     /// what is missing.
     #[error("{0}")]
-    Loss(super::coverage::Loss),
+    Loss(Loss),
     /// The Landlock ABI here is one the crate does not know as supported.
     #[error("filesystem confinement: Landlock is not available on this kernel")]
     LandlockAbi,
@@ -175,6 +164,113 @@ pub(crate) fn joined(missing: &[Missing]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A rung of the isolation ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rung {
+    /// Landlock, seccomp, and the server's own namespaces with its
+    /// filesystem view.
+    Full,
+    /// Landlock and seccomp, without namespaces.
+    LandlockSeccomp,
+    /// The server's own namespaces with its filesystem view, and seccomp:
+    /// no Landlock.
+    ViewSeccomp,
+}
+
+impl Rung {
+    /// Whether the server runs in its own namespaces.
+    pub fn namespaces(self) -> bool {
+        self != Rung::LandlockSeccomp
+    }
+
+    /// Whether Landlock confines the server.
+    pub fn landlock(self) -> bool {
+        self != Rung::ViewSeccomp
+    }
+}
+
+impl std::fmt::Display for Rung {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rung::Full => "full (Landlock, seccomp, namespaces with the filesystem view)",
+            Rung::LandlockSeccomp => "Landlock + seccomp (no namespaces)",
+            Rung::ViewSeccomp => {
+                "view + seccomp (namespaces with the filesystem view, no Landlock)"
+            }
+        })
+    }
+}
+
+/// How network by domain (`[network] allow_domains`) keeps a server to
+/// rootfence's proxy and to nothing else (see `sandbox::netns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DomainRung {
+    /// The server's own network namespace holds only loopback and the
+    /// proxy's listener.
+    NetworkNamespace,
+    /// The server shares rootfence's network: Landlock allows it no TCP
+    /// port, and rootfence's seccomp supervisor connects its TCP sockets
+    /// to the proxy's address only (Landlock ABI 4).
+    SupervisedConnect,
+}
+
+impl std::fmt::Display for DomainRung {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DomainRung::NetworkNamespace => {
+                "in the server's own network namespace, which holds nothing else"
+            }
+            DomainRung::SupervisedConnect => {
+                "on rootfence's loopback; the server's connect() judged by rootfence"
+            }
+        })
+    }
+}
+
+/// The design network by domain takes on `rung`, where a network namespace
+/// of the server's own can be had (`Ok`) or not (`Err`, why), on a kernel
+/// with Landlock ABI `abi`; or, when neither design holds here, the
+/// refusal (what is missing and the way out).
+///
+/// # Security
+///
+/// The view + seccomp rung has no Landlock to rule on ports: only the
+/// network namespace keeps its server to the proxy there. The supervised
+/// design needs Landlock to refuse every TCP port (ABI 4), since the
+/// supervisor hands `connect()` on other families back to the kernel.
+pub fn domain_rung(
+    rung: Rung,
+    netns: Result<(), NoNetns>,
+    abi: u32,
+) -> Result<DomainRung, NoDomainRung> {
+    match (rung, netns) {
+        (Rung::Full | Rung::ViewSeccomp, Ok(())) => Ok(DomainRung::NetworkNamespace),
+        (Rung::ViewSeccomp, Err(why)) => Err(NoDomainRung::ViewWithoutNetns(why)),
+        (_, _) if abi >= 4 => Ok(DomainRung::SupervisedConnect),
+        (_, Err(netns)) => Err(NoDomainRung::Neither { netns, abi }),
+        (_, Ok(())) => Err(NoDomainRung::BelowAbi4 { abi }),
+    }
+}
+
+/// Something a plan asks for that this machine cannot enforce.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Loss {
+    /// What the plan wants.
+    pub wants: String,
+    /// What is missing, and the way out.
+    pub missing: String,
+    /// Whether rootfence refuses to start because of it (fail closed).
+    pub fatal: bool,
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.wants, self.missing)
+    }
 }
 
 #[cfg(test)]
