@@ -1,5 +1,5 @@
-"""What the popular servers of tests/popular_servers.rs touch outside their
-root: each is run unfenced, as its README configures it, by the Python SDK
+"""What the popular servers of tests/servers/popular_servers.rs touch outside
+their root: each is run unfenced, as its README configures it, by the Python SDK
 host (tests/peers/host.py) through one real tool call, under
 
     strace -f -e trace=%file,execve -o LOG

@@ -19,7 +19,8 @@
 #                       AppArmor user-namespace restriction, a kernel
 #                       without Landlock, user namespaces refused); built
 #                       from envfilter.c with gcc
-#   user/               the home of the user tests/popular_servers.rs plays:
+#   user/               the home of the user tests/servers/popular_servers.rs
+#                       plays:
 #                       popular servers installed as their READMEs say
 #                       (popular/), and the same user's bun, pnpm, deno,
 #                       pipx and cargo with a server run by each
@@ -130,7 +131,8 @@ echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
 
 # ---- A user's home with popular MCP servers installed as their READMEs say
 #
-# user/ is the home directory of the user tests/popular_servers.rs plays:
+# user/ is the home directory of the user tests/servers/popular_servers.rs
+# plays:
 # uv from its standalone installer (~/.local/bin/{uv,uvx}), the machine's
 # pyenv Python on the PATH (its shims), and each server installed the way
 # its README tells users to:
@@ -403,7 +405,7 @@ if id -u rootfence-test > /dev/null 2>&1; then
     echo "tests/peers: unprivileged test user: rootfence-test ($(id -u rootfence-test))"
 fi
 
-# bubblewrap, to run rootfence inside another sandbox (tests/environments.rs).
+# bubblewrap, to run rootfence inside another sandbox (tests/sandbox/environments.rs).
 if ! command -v bwrap > /dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap > /dev/null \
