@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "tests" / "peers"
-HOME = PEERS / "user"
+HOME = Path((PEERS / "user-home").read_text().strip())
 OFFLINE = {
     "UV_OFFLINE": "1",
     "UV_PYTHON_DOWNLOADS": "never",

@@ -22,7 +22,8 @@ way. Each run has a fresh root and home (at the same paths for
 `remembered`); one warm-up run per configuration and mode is not counted.
 
 The configurations marked "(pyenv)" are the user of
-tests/servers/popular_servers.rs (tests/peers/user): uv from its standalone installer in ~/.local/bin, the
+tests/servers/popular_servers.rs (its home where tests/peers/user-home
+says): uv from its standalone installer in ~/.local/bin, the
 machine's pyenv Python on the PATH through its shims, the caches in that
 home; they time spawn to the answer of the first `tools/list` (no tool
 call), direct and fenced only. A launch that fails says why in its cell.
@@ -91,7 +92,7 @@ FM = PEERS / "fastmcp"
 THOUGHT = {"thought": "one step", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
-USER = PEERS / "user"
+USER = Path((PEERS / "user-home").read_text().strip())
 
 
 def user_path():

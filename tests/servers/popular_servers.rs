@@ -16,15 +16,16 @@
 //! - `vscode`: the same with a VS Code `mcp.json`, the host declaring DIR
 //!   (the workspace folder).
 //!
-//! The user (tests/peers/user, made by `tests/peers/install.sh`): uv from
-//! its standalone installer in `~/.local/bin`, the machine's pyenv Python on
-//! the PATH through its shims, `uv tool install`-ed and `uvx`-cached Python
+//! The user (its home made by `tests/peers/install.sh` outside the checkout,
+//! `rootfence-tests/user` in the home of whoever runs the tests): uv from its
+//! standalone installer in `~/.local/bin`, the machine's pyenv Python on the
+//! PATH through its shims, `uv tool install`-ed and `uvx`-cached Python
 //! servers, `npx -y` servers in `~/.npm`, a pipx-installed server, node
-//! projects under `~/src` laid out as cloned, and a FastMCP script run by
-//! `uv run --with fastmcp` (what `fastmcp install claude-desktop` writes).
-//! Every directory a case uses lies in that home (`~/work/...`), as users'
-//! projects do. The unfenced runs get uv's, npm's and pnpm's offline
-//! settings so that nothing reaches for the network.
+//! projects under `~/src` laid out as cloned, and a FastMCP script run by `uv
+//! run --with fastmcp` (what `fastmcp install claude-desktop` writes). Every
+//! directory a case uses lies in that home (`~/work/...`), as users' projects
+//! do. The unfenced runs get uv's, npm's and pnpm's offline settings so that
+//! nothing reaches for the network.
 //!
 //! The same user also runs a server through each other package runner,
 //! each installed from the npm registry, PyPI or crates.io into the home:
@@ -108,11 +109,18 @@ struct User {
     path: String,
 }
 
+/// The user's home is outside the checkout (`tests/peers/user-home` says
+/// where), so that the cases' projects lie where users' do wherever the
+/// checkout is: obsidian-mcp refuses a vault under /tmp or under a hidden
+/// directory.
 fn user() -> User {
-    let home = peer::installed("user/.rootfence-stamp")
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let at = std::fs::read_to_string(peer::installed("user-home")).unwrap();
+    let home = PathBuf::from(at.trim());
+    assert!(
+        home.join(".rootfence-stamp").exists(),
+        "{} is not made: run tests/peers/install.sh (scripts/test.sh does)",
+        home.display()
+    );
     let path = std::fs::read_to_string(home.join(".rootfence-path"))
         .unwrap()
         .trim()
