@@ -1,5 +1,5 @@
-"""What the popular servers of tests/popular_servers.rs touch outside their
-root: each is run unfenced, as its README configures it, by the Python SDK
+"""What the popular servers of tests/servers/popular_servers.rs touch outside
+their root: each is run unfenced, as its README configures it, by the Python SDK
 host (tests/peers/host.py) through one real tool call, under
 
     strace -f -e trace=%file,execve -o LOG
@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO / "tests" / "peers"
-HOME = PEERS / "user"
+HOME = Path((PEERS / "user-home").read_text().strip())
 OFFLINE = {
     "UV_OFFLINE": "1",
     "UV_PYTHON_DOWNLOADS": "never",

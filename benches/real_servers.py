@@ -1,5 +1,5 @@
-"""Time to the first tool call of the real servers tests/real_servers.rs
-launches, direct and through `rootfence run`.
+"""Time to the first tool call of the real servers
+tests/servers/real_servers.rs launches, direct and through `rootfence run`.
 
 For each configuration, from the moment the host (the Python SDK's
 ClientSession) spawns the command to the answer of its first tool call
@@ -21,8 +21,9 @@ The direct runs get the variables rootfence's runtime profiles set
 way. Each run has a fresh root and home (at the same paths for
 `remembered`); one warm-up run per configuration and mode is not counted.
 
-The configurations marked "(pyenv)" are the user of tests/popular_servers.rs
-(tests/peers/user): uv from its standalone installer in ~/.local/bin, the
+The configurations marked "(pyenv)" are the user of
+tests/servers/popular_servers.rs (its home where tests/peers/user-home
+says): uv from its standalone installer in ~/.local/bin, the
 machine's pyenv Python on the PATH through its shims, the caches in that
 home; they time spawn to the answer of the first `tools/list` (no tool
 call), direct and fenced only. A launch that fails says why in its cell.
@@ -91,7 +92,7 @@ FM = PEERS / "fastmcp"
 THOUGHT = {"thought": "one step", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False}
 
 
-USER = PEERS / "user"
+USER = Path((PEERS / "user-home").read_text().strip())
 
 
 def user_path():
@@ -101,7 +102,8 @@ def user_path():
 def configurations():
     """name -> (server(root), env, tool, args(root), policy, needs_root[, user]).
 
-    `user`: run as the user of tests/popular_servers.rs (its home and PATH);
+    `user`: run as the user of tests/servers/popular_servers.rs (its home
+    and PATH);
     a tool of None times `tools/list`."""
     return {
         "filesystem npx": (lambda r: npx(FS, r), NPM, "read_text_file", lambda r: {"path": r + "/hello.txt"}, None, True),

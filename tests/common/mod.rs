@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The scriptable MCP server of `examples/mcp_fake_server.rs` (built with
 /// the tests: `cargo test` builds the examples).
@@ -35,14 +36,15 @@ pub fn rootfence() -> String {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_rootfence").to_string())
 }
 
-/// The cases of a suite file (`include!`d, as `"suites/NAME.rs"`), run by
-/// the unprivileged test user ([`Tree::unprivileged`]) with the server's
-/// own namespaces (module `with_namespaces`) and without (module
-/// `without_namespaces`). The names the file uses from the including
-/// file's root (`common`, and `net_support` where it has it) are in scope.
+/// The cases of a suite file (`include!`d, as `"../suites/NAME.rs"` from
+/// the file naming it), run by the unprivileged test user
+/// ([`Tree::unprivileged`]) with the server's own namespaces (module
+/// `with_namespaces`) and without (module `without_namespaces`). The names
+/// the file uses from the module the macro is called in (`common`, and
+/// `net_support` where it has it) are in scope.
 #[allow(unused_macros)]
 macro_rules! as_the_test_user {
-    ($suite:literal) => {
+    ($suite:expr) => {
         mod with_namespaces {
             #[allow(unused_imports)]
             use super::*;
@@ -65,6 +67,21 @@ macro_rules! as_the_test_user {
             include!($suite);
         }
     };
+}
+
+/// A number no other call in this process returns: for names that tests
+/// running side by side in one binary (a suite in several modes) must not
+/// share.
+pub fn sequence() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Digits no other call returns, in this process or in another running
+/// now (the process id, then a [`sequence`] number): a marker on a command
+/// line that only one test's processes carry.
+pub fn unique() -> String {
+    format!("{:07}{:04}", std::process::id(), sequence())
 }
 
 /// The unprivileged user the tests run rootfence as when they run as root

@@ -19,11 +19,16 @@
 #                       AppArmor user-namespace restriction, a kernel
 #                       without Landlock, user namespaces refused); built
 #                       from envfilter.c with gcc
-#   user/               the home of the user tests/popular_servers.rs plays:
-#                       popular servers installed as their READMEs say
-#                       (popular/), and the same user's bun, pnpm, deno,
-#                       pipx and cargo with a server run by each
-#                       (launchers/); where each keeps things is below
+#   ~/rootfence-tests/user
+#                       the home of the user tests/servers/popular_servers.rs
+#                       plays: popular servers installed as their READMEs
+#                       say (popular/), and the same user's bun, pnpm,
+#                       deno, pipx and cargo with a server run by each
+#                       (launchers/); where each keeps things is below.
+#                       Outside the checkout, so that the cases' projects
+#                       lie where users' do wherever the checkout is (a
+#                       server may refuse a directory under /tmp, or under
+#                       a hidden one); its path is written to user-home
 #   ~/.cache/rootfence-tests/cargo-tools
 #                       rust-mcp-filesystem, `cargo install`-ed once per
 #                       machine (outside the checkout: a fresh clone reuses it)
@@ -130,7 +135,7 @@ echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
 
 # ---- A user's home with popular MCP servers installed as their READMEs say
 #
-# user/ is the home directory of the user tests/popular_servers.rs plays:
+# $home is the home directory of the user tests/servers/popular_servers.rs plays:
 # uv from its standalone installer (~/.local/bin/{uv,uvx}), the machine's
 # pyenv Python on the PATH (its shims), and each server installed the way
 # its README tells users to:
@@ -156,7 +161,13 @@ echo "tests/peers: uvx cache: $uv_cache (mcp-server-time, mcp-server-git)"
 # every npm package. Every path is the one a
 # user's home has, so the tests see the defaults (no UV_CACHE_DIR, no
 # npm_config_cache).
-home="$here/user"
+#
+# The home is one per machine, shared by its checkouts (a fresh clone
+# reuses it, as the cargo tools below): in the user's own home rather than
+# the checkout, which may lie under /tmp (obsidian-mcp refuses a vault
+# there, as it does one under /var or under any hidden directory, so not
+# ~/.cache either).
+home="$HOME/rootfence-tests/user"
 pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 if [ ! -x "$pyenv_root/shims/python3" ]; then
     echo "tests/peers: pyenv is required (its shims/python3 is not in $pyenv_root): install pyenv and a Python 3.10+ with it, or set PYENV_ROOT" >&2
@@ -326,8 +337,8 @@ if ! stamp_ok "$home/.rootfence-launchers-stamp" "$l_want"; then
         || { echo "tests/peers: $bunx_home is not private (mode 0700): bunx would not use it" >&2; exit 1; }
 
     # pnpm dlx and deno: run once as the tests do (stdin /dev/null ends
-    # the server), in the home. This home lies in tests/peers, whose
-    # package.json deno would take for the project's (and run the server
+    # the server), in the home. A package.json in a directory above the
+    # home would be taken by deno for the project's (and the server run
     # from its node_modules): DENO_NO_PACKAGE_JSON keeps deno to its cache,
     # as in a user's real home.
     (cd "$home" && as_user pnpm dlx @modelcontextprotocol/server-filesystem@2026.8.31 "$home" \
@@ -390,8 +401,9 @@ if ! cmp -s "$cargo_tools/bin/rust-mcp-filesystem" "$home/.cargo/bin/rust-mcp-fi
     cp "$cargo_tools/bin/rust-mcp-filesystem" "$home/.cargo/bin/"
 fi
 
-# The user's PATH, for the tests.
+# The user's PATH, and where the home is, for the tests.
 echo "$user_path" > "$home/.rootfence-path"
+echo "$home" > "$here/user-home"
 echo "tests/peers: a user's home with popular servers: $home (PATH=$user_path)"
 
 # The unprivileged user the escape suites run rootfence as.
@@ -403,7 +415,7 @@ if id -u rootfence-test > /dev/null 2>&1; then
     echo "tests/peers: unprivileged test user: rootfence-test ($(id -u rootfence-test))"
 fi
 
-# bubblewrap, to run rootfence inside another sandbox (tests/environments.rs).
+# bubblewrap, to run rootfence inside another sandbox (tests/sandbox/environments.rs).
 if ! command -v bwrap > /dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap > /dev/null \

@@ -1,7 +1,7 @@
-// The cases of the `escapes_fs` suites, included by tests/escapes_fs.rs (the
-// server in its own namespaces), tests/escapes_fs_no_ns.rs (without),
-// tests/escapes_fs_user.rs (both, run by an unprivileged user) and
-// tests/escapes_fs_no_landlock.rs (the view + seccomp rung).
+// The cases of the `escapes_fs` suites, included by tests/escapes/main.rs
+// in each mode: `fs` (the server in its own namespaces), `fs_no_ns`
+// (without), `fs_user` (both, run by an unprivileged user) and
+// `fs_no_landlock` (the view + seccomp rung).
 
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
-// The cases of the `escapes_net` suites, included by tests/escapes_net.rs (the
-// server in its own namespaces), tests/escapes_net_no_ns.rs (without),
-// tests/escapes_net_user.rs (both, run by an unprivileged user) and
-// tests/escapes_net_no_landlock.rs (the view + seccomp rung).
+// The cases of the `escapes_net` suites, included by tests/escapes/main.rs
+// in each mode: `net` (the server in its own namespaces), `net_no_ns`
+// (without), `net_user` (both, run by an unprivileged user) and
+// `net_no_landlock` (the view + seccomp rung).
 
 
 use std::io::ErrorKind;
@@ -624,7 +624,11 @@ struct HostIpc {
 
 impl HostIpc {
     fn new() -> HostIpc {
-        let key = 0x5f00_0000 | (std::process::id() as i32 & 0xffff);
+        // Keys of its own (three in a row): the same case runs side by
+        // side in other modes of this binary, and in other processes.
+        let pid = std::process::id() as i32 & 0xffff;
+        let n = common::sequence() as i32 & 0x3f;
+        let key = 0x5f00_0000 | pid << 8 | n << 2;
         // SAFETY: System V calls with valid arguments; the segment is
         // attached, written and detached here.
         unsafe {

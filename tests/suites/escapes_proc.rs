@@ -1,7 +1,7 @@
-// The cases of the `escapes_proc` suites, included by tests/escapes_proc.rs (the
-// server in its own namespaces), tests/escapes_proc_no_ns.rs (without),
-// tests/escapes_proc_user.rs (both, run by an unprivileged user) and
-// tests/escapes_proc_no_landlock.rs (the view + seccomp rung).
+// The cases of the `escapes_proc` suites, included by tests/escapes/main.rs
+// in each mode: `proc` (the server in its own namespaces), `proc_no_ns`
+// (without), `proc_user` (both, run by an unprivileged user) and
+// `proc_no_landlock` (the view + seccomp rung).
 
 
 use std::io::Read;
@@ -689,7 +689,7 @@ fn missing_required_runtime_path_fails_closed() {
 fn processes_left_behind_by_the_server_are_killed_with_it() {
     // A background job of the server: gone once rootfence has returned.
     let t = tree();
-    let marker = format!("{}.{}", 30, std::process::id());
+    let marker = format!("30.{}", common::unique());
     let out = t.run(
         &[],
         &[
@@ -709,7 +709,7 @@ fn a_daemon_that_double_forks_and_leaves_the_session_dies_with_the_server() {
     // the root; after rootfence returns it must be gone and the file must
     // stop growing.
     let t = tree();
-    let marker = format!("rootfence-daemon-{}", std::process::id());
+    let marker = format!("rootfence-daemon-{}", common::unique());
     let log = t.r.join("daemon.log");
     let code = format!(
         "import os, sys, time\n\
@@ -742,7 +742,7 @@ fn a_daemon_cannot_keep_the_terminal_after_rootfence_returns() {
     // terminal only through rootfence's descriptors: once rootfence
     // returns it is gone, and nothing it wrote late reaches the terminal.
     let t = tree();
-    let marker = format!("rootfence-prompt-{}", std::process::id());
+    let marker = format!("rootfence-prompt-{}", common::unique());
     let launcher = r#"
 import os, pty, subprocess, sys, time
 m, s = pty.openpty()

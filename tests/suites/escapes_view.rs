@@ -1,6 +1,6 @@
-// The cases of the `escapes_view` suites, included by tests/escapes_view.rs
-// (run by root) and tests/escapes_view_user.rs (run by an unprivileged
-// user): what only the server's own filesystem view closes.
+// The cases of the `escapes_view` suites, included by tests/escapes/main.rs
+// as `view` (run by root) and `view_user` (run by an unprivileged user):
+// what only the server's own filesystem view closes.
 
 use common::{SECRET, content, python};
 

@@ -1,4 +1,4 @@
-// The cases of `rootfence learn`, included by tests/learn.rs in each mode
+// The cases of `rootfence learn`, included by tests/cli/learn.rs in each mode
 // (run by root and by the unprivileged test user, with the server's own
 // namespaces and without): what it proposes comes from what the sandbox
 // refused the server, never from what the server printed.

@@ -1,7 +1,7 @@
-// The cases of the `net_domains` suites (included by tests/net_domains.rs,
-// with the server's own namespaces, tests/net_domains_no_ns.rs, without,
-// tests/net_domains_no_landlock.rs, on the view + seccomp rung, and
-// tests/net_domains_user.rs, as an unprivileged user; the clients
+// The cases of the `net_domains` suites (included by tests/net/main.rs in
+// each mode: `domains`, with the server's own namespaces, `domains_no_ns`,
+// without, `domains_no_landlock`, on the view + seccomp rung, and
+// `domains_user`, as an unprivileged user; the clients
 // installed in tests/peers, which that user cannot reach, are in
 // net_domains_peers.rs): network by domain, against a local site (plain HTTP and TLS on
 // 127.0.0.2, names pinned by the policy) and listeners on this machine,

@@ -1,7 +1,7 @@
 // The cases of the `net_domains` suites that use the HTTP clients
 // installed in tests/peers (undici for node, requests and httpx in the
-// Python servers' virtual environment): included by tests/net_domains.rs,
-// tests/net_domains_no_ns.rs and tests/net_domains_no_landlock.rs after
+// Python servers' virtual environment): included by tests/net/main.rs in
+// the modes `domains`, `domains_no_ns` and `domains_no_landlock`, after
 // suites/net_domains.rs.
 
 /// A node script printing `name=OK` or `name=<error code>` for a fetch of

@@ -4,8 +4,9 @@
 //! Grouped as systemd's `@system-service` groups are; every entry carries
 //! its reason. A call not listed here is refused with `ENOSYS`. The list was
 //! made from what node, python (pip, uv), git, shells and native servers
-//! call doing their normal work (`tests/allowlist.rs` runs them under it
-//! and checks nothing they need is refused), and from what they must not:
+//! call doing their normal work (`tests/sandbox/allowlist.rs` runs them
+//! under it and checks nothing they need is refused), and from what they
+//! must not:
 //! the explicit refusals at the end say why for the calls a reader would
 //! look for.
 

@@ -1,5 +1,5 @@
 //! Each known race of the session as a scenario, with no process and no
-//! sleep: the same races `tests/run_races.rs` plays with the real binary,
+//! sleep: the same races `tests/run/races.rs` plays with the real binary,
 //! and the ones read from the code.
 
 use std::collections::BTreeSet;
