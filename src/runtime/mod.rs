@@ -23,6 +23,7 @@ mod exe;
 mod gitconfig;
 mod launchers;
 mod layout;
+mod listings;
 mod narrow;
 mod project;
 mod rules;

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use super::exe::{self, base_name};
 use super::layout::{self, Install, VersionManager};
+use super::listings::{self, Listing, Program};
 use super::wide::{in_system_tree, shared, too_wide};
 use super::{Collect, Rights, Rule};
 
@@ -106,7 +107,9 @@ pub fn program(
 /// The toolchain rule: the programs in each `PATH` directory, where they
 /// lead, and the toolchain installs their layout shows.
 pub fn collect(c: &mut Collect) {
+    let state = listings::state_dir(c.env);
     let mut seen = Vec::new();
+    let mut interps = std::collections::HashSet::new();
     let mut managers = Vec::new();
     let mut rustup = false;
     let mut asdf_used = false;
@@ -139,7 +142,7 @@ pub fn collect(c: &mut Collect) {
                 c.add(p, rights, Rule::Toolchain, format!("{of}: {why}"), true);
             }
         }
-        let listing = programs_in(&real);
+        let listing = listings::listing(&real, state.as_deref(), programs_in);
         if listing.truncated {
             c.note(format!(
                 "PATH directory {shown}: only its first {MAX_ENTRIES} entries looked at; programs past them not granted"
@@ -176,7 +179,7 @@ pub fn collect(c: &mut Collect) {
             if shims && granted {
                 continue;
             }
-            leads_to(c, p, granted, &mut seen);
+            leads_to(c, p, granted, &mut seen, &mut interps);
         }
     }
     if rustup && let Some(home) = layout::rustup_home(c.env) {
@@ -196,26 +199,9 @@ pub fn collect(c: &mut Collect) {
     }
 }
 
-/// A program in a `PATH` directory: the entry, and the file it is (the
-/// entry itself, or where its links lead).
-struct Program {
-    path: PathBuf,
-    target: PathBuf,
-}
-
-/// What a `PATH` directory holds.
-struct Listing {
-    /// Its programs: executable files, and links to them.
-    programs: Vec<Program>,
-    /// Whether it holds nothing but programs and symbolic links (no other
-    /// file, no directory), so that granting it grants programs only.
-    only_programs: bool,
-    /// Whether it held more than [`MAX_ENTRIES`] entries.
-    truncated: bool,
-}
-
-/// The programs of a `PATH` directory: one listing, and a `stat` of each
-/// entry (through its links; a file's relative to the directory).
+/// The programs of a `PATH` directory: one listing, a `stat` of each
+/// entry (through its links; a file's relative to the directory), and the
+/// `#!` line of each program.
 fn programs_in(dir: &Path) -> Listing {
     let mut out = Listing {
         programs: Vec::new(),
@@ -244,7 +230,11 @@ fn programs_in(dir: &Path) -> Listing {
             if let Ok(t) = crate::canon::canonicalize(&path)
                 && exe::is_executable(&t)
             {
-                out.programs.push(Program { path, target: t });
+                out.programs.push(Program {
+                    interp: exe::shebang(&t).map(|(i, _)| i),
+                    path,
+                    target: t,
+                });
             }
         } else if ft.is_file()
             && entry
@@ -252,6 +242,7 @@ fn programs_in(dir: &Path) -> Listing {
                 .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
         {
             out.programs.push(Program {
+                interp: exe::shebang(&path).map(|(i, _)| i),
                 target: path.clone(),
                 path,
             });
@@ -267,7 +258,13 @@ fn programs_in(dir: &Path) -> Listing {
 /// install of each (`~/.local/bin/x` → `~/.local/share/pipx/venvs/x/bin/x`
 /// → that virtual environment, and the Python it was made from).
 /// `granted`: the program is a file of a directory already granted.
-fn leads_to(c: &mut Collect, p: &Program, granted: bool, seen: &mut Vec<PathBuf>) {
+fn leads_to(
+    c: &mut Collect,
+    p: &Program,
+    granted: bool,
+    seen: &mut Vec<PathBuf>,
+    interps: &mut std::collections::HashSet<String>,
+) {
     if !granted && !in_system_tree(&p.target) {
         if let Some(dir) = p.target.parent() {
             installed(c, dir, seen);
@@ -277,16 +274,18 @@ fn leads_to(c: &mut Collect, p: &Program, granted: bool, seen: &mut Vec<PathBuf>
             c.add(&p.target, Rights::RX, Rule::Toolchain, why, true);
         }
     }
-    // `#!/usr/bin/env x` finds x on PATH, granted there.
-    if let Some((interp, _)) = exe::shebang(&p.target)
+    // `#!/usr/bin/env x` finds x on PATH, granted there. An interpreter
+    // many programs name is looked at once (what it grants is the same).
+    if let Some(interp) = &p.interp
         && interp.starts_with('/')
-        && let Ok(real) = crate::canon::canonicalize(&interp)
+        && interps.insert(interp.clone())
+        && let Ok(real) = crate::canon::canonicalize(interp)
         && real.is_file()
         && !in_system_tree(&real)
     {
         // A venv's python links to the Python it was made from: the venv
         // is where the `#!` line names it, not where it resolves.
-        if let Some(bin) = Path::new(&interp).parent() {
+        if let Some(bin) = Path::new(interp).parent() {
             installed(c, bin, seen);
         }
         if !c.covered(&real, Rights::RX) {

@@ -281,7 +281,7 @@ fn look(state: &mut State, held: &[Held]) {
         for h in mine {
             let verdict = match &found {
                 Ok(found) => judge(w, h, found),
-                Err(what) => Verdict::Raced(what.clone()),
+                Err(closed) => Verdict::Raced(closed.to_string()),
             };
             match verdict {
                 Verdict::Real => {
@@ -377,7 +377,7 @@ fn quick(state: &mut State) {
                         }
                         _ => match descriptors(w.tgid) {
                             Ok(found) => judge(w, &h, &found),
-                            Err(what) => Verdict::Raced(what),
+                            Err(closed) => Verdict::Raced(closed.to_string()),
                         },
                     };
                     match verdict {
@@ -504,8 +504,8 @@ type Found = std::collections::HashMap<u64, Vec<(u32, RawFd, u64)>>;
 /// The descriptors of process `tgid`, in every thread's table (a lock
 /// belongs to the table it was taken in, which need not be the first
 /// thread's: that thread may have unshared its own, or ended), each table
-/// looked at once. `Err` (what to say) where rootfence may not look.
-fn descriptors(tgid: u32) -> Result<Found, String> {
+/// looked at once. `Err` where rootfence may not look.
+fn descriptors(tgid: u32) -> Result<Found, Closed> {
     let mut found = Found::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
         return Ok(found);
@@ -525,9 +525,7 @@ fn descriptors(tgid: u32) -> Result<Found, String> {
             // process goes on), shows no descriptors.
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied && ended(tgid, tid) => continue,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return Err(format!(
-                    "a file rootfence may not look at (the descriptors of process {tgid})"
-                ));
+                return Err(Closed { tgid });
             }
             // Ended since.
             Err(_) => continue,
@@ -543,6 +541,14 @@ fn descriptors(tgid: u32) -> Result<Found, String> {
         }
     }
     Ok(found)
+}
+
+/// The descriptors of a process are closed to rootfence (a user running
+/// rootfence, a server that made itself not dumpable).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("a file rootfence may not look at (the descriptors of process {tgid})")]
+struct Closed {
+    tgid: u32,
 }
 
 /// Whether thread `tid` of `tgid` has ended (a zombie, or dead).
