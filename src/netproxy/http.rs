@@ -663,8 +663,10 @@ mod tests {
         }
 
         /// A request line built from a host and port reads back as them.
+        /// (No label begins with `x`: an `xn--` label must be valid
+        /// punycode, which a random one is not.)
         #[test]
-        fn connect_targets_round_trip(host in "[a-z][a-z0-9-]{0,10}(\\.[a-z][a-z0-9-]{0,10}){0,3}", port in 1u16..) {
+        fn connect_targets_round_trip(host in "[a-wyz][a-z0-9-]{0,10}(\\.[a-wyz][a-z0-9-]{0,10}){0,3}", port in 1u16..) {
             let s = format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n");
             let r = parse_request(s.as_bytes()).unwrap();
             proptest::prop_assert_eq!(r.target(), &name(&host, port));
