@@ -84,6 +84,17 @@ pub fn unique() -> String {
     format!("{:07}{:04}", std::process::id(), sequence())
 }
 
+/// Held by the tests that give the sandbox a deadline of milliseconds
+/// (a raced lock ended before a writer outside looks): one at a time in a
+/// binary, so that two of them, each loading the machine on purpose, do
+/// not measure each other. (A test that panicked leaves it usable.)
+pub fn one_timed_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TIMED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The unprivileged user the tests run rootfence as when they run as root
 /// (`tests/peers/install.sh` creates it).
 pub const TEST_USER: &str = "rootfence-test";

@@ -1524,8 +1524,51 @@ fn lock_variants_on_a_file_it_may_only_read_hold_nothing_outside() {
     nothing_held_outside(&seen);
 }
 
+/// Python (after [`common::PRELUDE`]) for the racer tests: `locked()`
+/// asks from a child (another lock owner, `F_GETLK`) whether `<ro>/file`
+/// is locked; `race(A, B, T)` puts `A` (a writable descriptor) under the
+/// number `T` and asks for a read lock on `T` while a second thread puts
+/// `B` (a read-only descriptor of `<ro>/file`) under it, until `locked()`
+/// or 20000 tries, and returns `(won, tries)`.
+fn racing(t: &common::Tree) -> String {
+    format!(
+        "import fcntl, struct, threading, time\n\
+         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
+         def locked():\n\
+         \x20   rd, wr = os.pipe()\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
+         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
+         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
+         \x20       os._exit(0)\n\
+         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
+         \x20   return v == b'1'\n\
+         def race(A, B, T):\n\
+         \x20   tries = 0\n\
+         \x20   won = False\n\
+         \x20   while tries < 20000 and not won:\n\
+         \x20       tries += 1\n\
+         \x20       os.dup2(A, T)\n\
+         \x20       k = tries % 200\n\
+         \x20       go = threading.Event()\n\
+         \x20       def flip():\n\
+         \x20           go.wait()\n\
+         \x20           for _ in range(k * 5): pass\n\
+         \x20           os.dup2(B, T)\n\
+         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20       except OSError: pass\n\
+         \x20       th.join()\n\
+         \x20       won = locked()\n\
+         \x20   return won, tries\n",
+        ro = t.ro.display(),
+    )
+}
+
 #[test]
 fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
+    let _timed = common::one_timed_test_at_a_time();
     // F_SETLK is judged on the descriptor the number names when the
     // supervisor looks, then CONTINUEd: the kernel takes the number again.
     // A second thread dup2()s a read-only descriptor of a read-granted
@@ -1538,38 +1581,13 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
     // a child (another lock owner, F_GETLK); once it wins, it waits for
     // its end (and would then print 'held', with the lock held).
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import fcntl, struct, threading, time\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
-         tries = 0\n\
-         won = False\n\
-         while tries < 20000 and not won:\n\
-         \x20   tries += 1\n\
-         \x20   os.dup2(A, T)\n\
-         \x20   k = tries % 200\n\
-         \x20   go = threading.Event()\n\
-         \x20   def flip():\n\
-         \x20       go.wait()\n\
-         \x20       for _ in range(k * 5): pass\n\
-         \x20       os.dup2(B, T)\n\
-         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20   except OSError: pass\n\
-         \x20   th.join()\n\
-         \x20   won = locked()\n\
+         won, tries = race(A, B, T)\n\
          if won:\n\
          \x20   print('won=%d' % tries, flush=True)\n\
          \x20   time.sleep(10)\n\
@@ -1594,6 +1612,7 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
 
 #[test]
 fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer() {
+    let _timed = common::one_timed_test_at_a_time();
     // A POSIX lock belongs to the descriptor table it was taken in, not
     // to the thread group's first thread. The first thread unshare()s its
     // descriptors (CLONE_FILES) before the read-only file is opened, then
@@ -1602,21 +1621,11 @@ fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer()
     // first thread's table, which holds no descriptor of the file. The
     // lock must still be found and its process killed.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import ctypes, errno, fcntl, struct, threading, time\n\
          libc = ctypes.CDLL(None, use_errno=True)\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
          left = threading.Event()\n\
          done = threading.Event()\n\
          result = []\n\
@@ -1624,22 +1633,7 @@ fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer()
          \x20   left.wait()\n\
          \x20   A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          \x20   B = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20   tries = 0\n\
-         \x20   won = False\n\
-         \x20   while tries < 20000 and not won:\n\
-         \x20       tries += 1\n\
-         \x20       os.dup2(A, T)\n\
-         \x20       k = tries % 200\n\
-         \x20       go = threading.Event()\n\
-         \x20       def flip():\n\
-         \x20           go.wait()\n\
-         \x20           for _ in range(k * 5): pass\n\
-         \x20           os.dup2(B, T)\n\
-         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20       except OSError: pass\n\
-         \x20       th.join()\n\
-         \x20       won = locked()\n\
+         \x20   won, tries = race(A, B, T)\n\
          \x20   result.append((won, tries))\n\
          \x20   done.set()\n\
          \x20   threading.Event().wait()\n\
@@ -1678,26 +1672,17 @@ fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer()
 
 #[test]
 fn posix_read_lock_raced_by_threads_whose_first_thread_ended_ends_the_racer() {
+    let _timed = common::one_timed_test_at_a_time();
     // As above, with the first thread ended (exit, not exit_group) while
     // the others race: its descriptors in /proc are none, and a copy by
     // the process's pidfd finds none. The lock must still be found and its
     // process killed.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import ctypes, errno, fcntl, struct, threading, time\n\
          libc = ctypes.CDLL(None, use_errno=True)\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
          left = threading.Event()\n\
          done = threading.Event()\n\
          result = []\n\
@@ -1705,22 +1690,7 @@ fn posix_read_lock_raced_by_threads_whose_first_thread_ended_ends_the_racer() {
          \x20   left.wait()\n\
          \x20   A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          \x20   B = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20   tries = 0\n\
-         \x20   won = False\n\
-         \x20   while tries < 20000 and not won:\n\
-         \x20       tries += 1\n\
-         \x20       os.dup2(A, T)\n\
-         \x20       k = tries % 200\n\
-         \x20       go = threading.Event()\n\
-         \x20       def flip():\n\
-         \x20           go.wait()\n\
-         \x20           for _ in range(k * 5): pass\n\
-         \x20           os.dup2(B, T)\n\
-         \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20       except OSError: pass\n\
-         \x20       th.join()\n\
-         \x20       won = locked()\n\
+         \x20   won, tries = race(A, B, T)\n\
          \x20   print('won=%d' % tries if won else 'never won', flush=True)\n\
          \x20   time.sleep(2)\n\
          \x20   print('held', flush=True)\n\
@@ -1748,13 +1718,15 @@ fn posix_read_lock_raced_by_threads_whose_first_thread_ended_ends_the_racer() {
 
 #[test]
 fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
     // The watch finds a lock's descriptors by looking at each one the
     // process has: a racer of many threads (on one table) and thousands of
     // descriptors must not make that look, and so its lock on a file it
     // may only read, last: it is still ended before a writer outside
     // looks, 300 ms after it won.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import fcntl, struct, threading, time\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
@@ -1764,33 +1736,7 @@ fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon()
          idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(150)]\n\
          [th.start() for th in idle]\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
-         tries = 0\n\
-         won = False\n\
-         while tries < 20000 and not won:\n\
-         \x20   tries += 1\n\
-         \x20   os.dup2(A, T)\n\
-         \x20   k = tries % 200\n\
-         \x20   go = threading.Event()\n\
-         \x20   def flip():\n\
-         \x20       go.wait()\n\
-         \x20       for _ in range(k * 5): pass\n\
-         \x20       os.dup2(B, T)\n\
-         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20   except OSError: pass\n\
-         \x20   th.join()\n\
-         \x20   won = locked()\n\
+         won, tries = race(A, B, T)\n\
          if won:\n\
          \x20   print('won=%d' % tries, flush=True)\n\
          \x20   time.sleep(0.3)\n\
@@ -1812,11 +1758,13 @@ fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon()
 
 #[test]
 fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
     // As above, with each idle thread on a descriptor table of its own
     // (unshare(CLONE_FILES)), each a copy of the thousands of descriptors:
     // the look must not grow with their number.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import fcntl, struct, threading, time\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
@@ -1831,33 +1779,7 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
          idle = [threading.Thread(target=alone, daemon=True) for _ in range(150)]\n\
          [th.start() for th in idle]\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
-         tries = 0\n\
-         won = False\n\
-         while tries < 20000 and not won:\n\
-         \x20   tries += 1\n\
-         \x20   os.dup2(A, T)\n\
-         \x20   k = tries % 200\n\
-         \x20   go = threading.Event()\n\
-         \x20   def flip():\n\
-         \x20       go.wait()\n\
-         \x20       for _ in range(k * 5): pass\n\
-         \x20       os.dup2(B, T)\n\
-         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20   except OSError: pass\n\
-         \x20   th.join()\n\
-         \x20   won = locked()\n\
+         won, tries = race(A, B, T)\n\
          if won:\n\
          \x20   print('won=%d' % tries, flush=True)\n\
          \x20   time.sleep(0.3)\n\
@@ -1879,6 +1801,7 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
 
 #[test]
 fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
     // The watch finds each new lock's descriptors by looking at each
     // descriptor of its process, one process after another. Processes of
     // the server with thousands of descriptors that take and release a
@@ -1887,7 +1810,8 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
     // after them must still be ended before a writer outside looks, 300 ms
     // after it won.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import fcntl, struct, threading, time\n\
          me = os.getpid()\n\
          for i in range(50):\n\
@@ -1906,17 +1830,6 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
          tries = 0\n\
          won = False\n\
          start = time.time()\n\
@@ -1955,13 +1868,15 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
 #[test]
 #[ignore = "HOLE: the watch's look at the kernel's table of locks (/proc/locks) is paced by how long a read of it takes, which a server lengthens at will (a hundred thousand locks on its own files make a read take seconds): a lock the kernel grants late (a loaded machine, a racer that starves its own thread) is then held for seconds, and every other server's watch on the machine slows too"]
 fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
     // The kernel's table of all locks (/proc/locks) takes a time
     // quadratic in its length to read: a server that takes a hundred
     // thousand POSIX locks on its own files (a byte each, every other
     // byte, so that none merge) makes each read take seconds. A racer must
     // still be ended before a writer outside looks, 300 ms after it won.
     let t = tree();
-    let code = format!(
+    let code = racing(&t)
+        + &format!(
         "import fcntl, struct, threading, time\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
@@ -1969,33 +1884,7 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
          for f in many:\n\
          \x20   for b in range(1000): fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)\n\
          T = 100\n\
-         RD = struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0)\n\
-         def locked():\n\
-         \x20   rd, wr = os.pipe()\n\
-         \x20   pid = os.fork()\n\
-         \x20   if pid == 0:\n\
-         \x20       f = os.open('{ro}/file', os.O_RDONLY)\n\
-         \x20       got = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))\n\
-         \x20       os.write(wr, b'1' if struct.unpack('hhqqi', got)[0] != fcntl.F_UNLCK else b'0')\n\
-         \x20       os._exit(0)\n\
-         \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
-         \x20   return v == b'1'\n\
-         tries = 0\n\
-         won = False\n\
-         while tries < 20000 and not won:\n\
-         \x20   tries += 1\n\
-         \x20   os.dup2(A, T)\n\
-         \x20   k = tries % 200\n\
-         \x20   go = threading.Event()\n\
-         \x20   def flip():\n\
-         \x20       go.wait()\n\
-         \x20       for _ in range(k * 5): pass\n\
-         \x20       os.dup2(B, T)\n\
-         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
-         \x20   except OSError: pass\n\
-         \x20   th.join()\n\
-         \x20   won = locked()\n\
+         won, tries = race(A, B, T)\n\
          if won:\n\
          \x20   print('won=%d' % tries, flush=True)\n\
          \x20   time.sleep(0.3)\n\
