@@ -37,15 +37,23 @@ pub(super) fn explain(args: &LaunchArgs, json: bool) -> ExitCode {
             }
         }
     } else {
-        print!("{}", render(&plan));
-        println!("\nisolation on this machine:");
+        // One write: stdout is line-buffered, and the plan is long.
+        let mut out = render(&plan);
+        out.push_str("\nisolation on this machine:\n");
         let caps = sandbox::probe_remembered();
         for line in isolation_lines(&plan, &caps) {
-            println!("  {line}");
+            let _ = writeln!(out, "  {line}");
         }
-        println!("\nsystem calls (seccomp; a call not listed is refused with ENOSYS):");
+        out.push_str("\nsystem calls (seccomp; a call not listed is refused with ENOSYS):\n");
         for line in syscall_lines(&plan, &caps, true) {
-            println!("  {line}");
+            let _ = writeln!(out, "  {line}");
+        }
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = std::io::Write::write_all(&mut stdout, out.as_bytes())
+            .and_then(|()| std::io::Write::flush(&mut stdout))
+        {
+            eprintln!("rootfence: cannot print the plan: {e}");
+            return ExitCode::FAILURE;
         }
     }
     for r in &plan.refused {
