@@ -1524,6 +1524,46 @@ fn lock_variants_on_a_file_it_may_only_read_hold_nothing_outside() {
     nothing_held_outside(&seen);
 }
 
+/// What rootfence says of a racer it ended: that it killed it, or also
+/// why (the file it may only read).
+#[derive(Clone, Copy, PartialEq)]
+enum Says {
+    Killed,
+    Why,
+}
+
+/// How the racer's `rootfence exec` must have ended.
+#[derive(Clone, Copy, PartialEq)]
+enum Exit {
+    Killed,
+    Any,
+}
+
+/// The racer won (else the test proves nothing), nothing outside waits for
+/// a lock on `<ro>/file`, and rootfence ended it and said so.
+fn the_racer_was_ended(t: &common::Tree, probe: &Probe, seen: &str, says: Says, exit: Exit) {
+    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
+    assert!(
+        !out.contains("never won"),
+        "the race was never won, so this proves nothing: {out}"
+    );
+    nothing_held_outside(seen);
+    assert!(
+        seen.contains("killed"),
+        "rootfence does not say it ended the racer: {seen} {out} {:?}",
+        probe.out.status
+    );
+    if says == Says::Why {
+        assert!(
+            seen.contains(&format!("{}/file", t.ro.display())),
+            "rootfence does not say why it ended the racer: {seen}"
+        );
+    }
+    if exit == Exit::Killed {
+        assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    }
+}
+
 /// Python (after [`common::PRELUDE`]) for the racer tests: `locked()`
 /// asks from a child (another lock owner, `F_GETLK`) whether `<ro>/file`
 /// is locked; `race(A, B, T)` puts `A` (a writable descriptor) under the
@@ -1597,17 +1637,7 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(
-        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
-        "rootfence does not say it ended the racer, and why: {seen}"
-    );
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 
 #[test]
@@ -1658,16 +1688,7 @@ fn posix_read_lock_raced_by_threads_whose_table_the_leader_left_ends_the_racer()
         nothing_held_outside(&seen);
         return;
     }
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(
-        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
-        "rootfence does not say it ended the racer, and why: {seen}"
-    );
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 
 #[test]
@@ -1703,17 +1724,7 @@ fn posix_read_lock_raced_by_threads_whose_first_thread_ended_ends_the_racer() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(
-        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
-        "rootfence does not say it ended the racer, and why: {seen}"
-    );
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 
 #[test]
@@ -1746,14 +1757,7 @@ fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon()
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(seen.contains("killed"), "{seen} {out} {:?}", probe.out.status);
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Killed);
 }
 
 #[test]
@@ -1789,14 +1793,7 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(seen.contains("killed"), "{seen}");
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Killed);
 }
 
 #[test]
@@ -1856,13 +1853,7 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(seen.contains("killed"), "{seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Any);
 }
 
 #[test]
@@ -1894,17 +1885,7 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
-    let out = String::from_utf8_lossy(&probe.out.stdout).into_owned();
-    assert!(
-        !out.contains("never won"),
-        "the race was never won, so this proves nothing: {out}"
-    );
-    nothing_held_outside(&seen);
-    assert!(
-        seen.contains("killed") && seen.contains(&format!("{}/file", t.ro.display())),
-        "rootfence does not say it ended the racer, and why: {seen}"
-    );
-    assert!(!probe.out.status.success(), "the racer lived on: {seen}");
+    the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 
 #[test]
