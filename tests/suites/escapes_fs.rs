@@ -1888,6 +1888,31 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
     the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 
+/// A threaded server's POSIX locks on its own files (`code` checks
+/// `posix_rw` on `<r>/w.lock`, `posix_ro_own`, `alive`) are real: it
+/// lives, rootfence kills nothing, and a process outside finds
+/// `<r>/w.lock` held.
+fn its_own_locks_stand(t: &common::Tree, code: &str) {
+    let outside = "import fcntl, os, sys, errno\n\
+         try:\n\
+         \x20   fcntl.lockf(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print('w=OK')\n\
+         except OSError as e:\n\
+         \x20   print('w=' + errno.errorcode[e.errno])";
+    let w = t.r.join("w.lock");
+    let (probe, seen) = hold_and_look(t, code, outside, &[&w]);
+    let probe = probe
+        .allowed("posix_rw")
+        .allowed("posix_ro_own")
+        .allowed("alive");
+    assert!(probe.out.status.success(), "{seen}");
+    assert!(!seen.contains("killed"), "{seen}");
+    // The lock is real: the process outside finds it held.
+    assert!(
+        seen.contains("w=EAGAIN") || seen.contains("w=EACCES"),
+        "{seen}"
+    );
+}
+
 #[test]
 fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
     // The twin of the racer: a process with several threads whose POSIX
@@ -1908,24 +1933,7 @@ fn posix_locks_of_a_threaded_server_on_its_own_files_stand() {
          check('alive', lambda: None)",
         r = t.r.display(),
     );
-    let outside = "import fcntl, os, sys, errno\n\
-         try:\n\
-         \x20   fcntl.lockf(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print('w=OK')\n\
-         except OSError as e:\n\
-         \x20   print('w=' + errno.errorcode[e.errno])";
-    let w = t.r.join("w.lock");
-    let (probe, seen) = hold_and_look(&t, &code, outside, &[&w]);
-    let probe = probe
-        .allowed("posix_rw")
-        .allowed("posix_ro_own")
-        .allowed("alive");
-    assert!(probe.out.status.success(), "{seen}");
-    assert!(!seen.contains("killed"), "{seen}");
-    // The lock is real: the process outside finds it held.
-    assert!(
-        seen.contains("w=EAGAIN") || seen.contains("w=EACCES"),
-        "{seen}"
-    );
+    its_own_locks_stand(&t, &code);
 }
 
 #[test]
@@ -1956,23 +1964,7 @@ fn posix_locks_of_a_server_whose_first_thread_ended_stand() {
          libc.syscall(60, 0)",
         r = t.r.display(),
     );
-    let outside = "import fcntl, os, sys, errno\n\
-         try:\n\
-         \x20   fcntl.lockf(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB); print('w=OK')\n\
-         except OSError as e:\n\
-         \x20   print('w=' + errno.errorcode[e.errno])";
-    let w = t.r.join("w.lock");
-    let (probe, seen) = hold_and_look(&t, &code, outside, &[&w]);
-    let probe = probe
-        .allowed("posix_rw")
-        .allowed("posix_ro_own")
-        .allowed("alive");
-    assert!(probe.out.status.success(), "{seen}");
-    assert!(!seen.contains("killed"), "{seen}");
-    assert!(
-        seen.contains("w=EAGAIN") || seen.contains("w=EACCES"),
-        "{seen}"
-    );
+    its_own_locks_stand(&t, &code);
 }
 
 #[test]
