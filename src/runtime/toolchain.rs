@@ -276,11 +276,13 @@ fn leads_to(
     }
     // `#!/usr/bin/env x` finds x on PATH, granted there. An interpreter
     // many programs name is looked at once (what it grants is the same).
+    // Only an executable file can be one (the kernel runs it): a `#!`
+    // line naming any other file grants nothing.
     if let Some(interp) = &p.interp
         && interp.starts_with('/')
         && interps.insert(interp.clone())
         && let Ok(real) = crate::canon::canonicalize(interp)
-        && real.is_file()
+        && exe::is_executable(&real)
         && !in_system_tree(&real)
     {
         // A venv's python links to the Python it was made from: the venv
@@ -552,6 +554,33 @@ mod tests {
             .iter()
             .map(|n| format!("{} {} ({})", n.rights, n.path.display(), n.why))
             .collect()
+    }
+
+    #[test]
+    fn a_hash_bang_line_naming_a_data_file_grants_nothing() {
+        // A program in a PATH directory whose #! line names a file that is
+        // no interpreter (a document, not executable): that file is not
+        // granted. An executable interpreter named so is.
+        let (_t, home) = tmp();
+        let bin = home.join("work/bin");
+        file(&home.join("Documents/taxes.txt"), "private\n", 0o644);
+        exec(
+            &bin.join("reads-taxes"),
+            &format!("#!{}\n", home.join("Documents/taxes.txt").display()),
+        );
+        exec(&home.join("tools/interp"), "#!/bin/sh\n");
+        exec(
+            &bin.join("runs-interp"),
+            &format!("#!{}\n", home.join("tools/interp").display()),
+        );
+        let needs = toolchain(&env(&home, &[bin.clone()]));
+        let l = list(&needs);
+        assert!(!reaches(&needs, &home.join("Documents/taxes.txt")), "{l:?}");
+        assert_eq!(
+            granted(&needs, &home.join("tools/interp")),
+            Some(Rights::RX),
+            "{l:?}"
+        );
     }
 
     #[test]
