@@ -573,7 +573,7 @@ mod tests {
             &bin.join("runs-interp"),
             &format!("#!{}\n", home.join("tools/interp").display()),
         );
-        let needs = toolchain(&env(&home, &[bin.clone()]));
+        let needs = toolchain(&env(&home, std::slice::from_ref(&bin)));
         let l = list(&needs);
         assert!(!reaches(&needs, &home.join("Documents/taxes.txt")), "{l:?}");
         assert_eq!(
