@@ -546,7 +546,7 @@ fn network_rows(h: Here) -> Vec<Coverage> {
         "locks on files it may only read (flock, record locks), which would make the user's own programs wait",
         if h.seccomp { Partly } else { No },
         if h.seccomp {
-            "rootfence's supervisor: a lock on a file opened only for reading succeeds and locks nothing; on one opened for writing it takes flock and open-file-description locks itself, on the descriptor it checked; POSIX record locks there are the kernel's, run after the check, and a process of several threads is watched from then on: one holding a lock on a file it may only read (a second thread swapped descriptors in between) is killed, within milliseconds, or within seconds where the kernel grants the lock late and the machine's table of locks is long"
+            "rootfence's supervisor: a lock on a file opened only for reading succeeds and locks nothing; on one opened for writing it takes flock and open-file-description locks itself, on the descriptor it checked; POSIX record locks there are the kernel's, run after the check, and a process of several threads is watched from then on: one holding a lock on a file it may only read (a second thread swapped descriptors in between) is killed, found under the call's own number within milliseconds of the call, and at most 100 ms after a lock the kernel grants late"
         } else {
             "seccomp is not available"
         },

@@ -1857,7 +1857,6 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
 }
 
 #[test]
-#[ignore = "HOLE: the watch's look at the kernel's table of locks (/proc/locks) is paced by how long a read of it takes, which a server lengthens at will (a hundred thousand locks on its own files make a read take seconds): a lock the kernel grants late (a loaded machine, a racer that starves its own thread) is then held for seconds, and every other server's watch on the machine slows too"]
 fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
     let _timed = common::one_timed_test_at_a_time();
     // The kernel's table of all locks (/proc/locks) takes a time
@@ -1885,6 +1884,75 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
         r = t.r.display(),
     );
     let (probe, seen) = while_it_holds(&t, &code);
+    the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
+}
+
+#[test]
+fn posix_read_lock_raced_and_granted_seconds_later_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
+    // A raced F_SETLKW waits while a writer outside holds the file: the
+    // kernel grants the read lock on the read-only file seconds after the
+    // call was let through, when that writer lets go (a loaded machine, or
+    // a racer that starves its own thread, delays a grant the same way).
+    // The watch must still look under the call's number then, and end the
+    // racer before a writer outside looks again, 300 ms later.
+    let t = tree();
+    let mut holder = std::process::Command::new(common::python())
+        .args([
+            "-c",
+            "import fcntl, os, sys, time\n\
+             f = os.open(sys.argv[1], os.O_RDWR)\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('holding', flush=True)\n\
+             time.sleep(float(sys.argv[2]))",
+        ])
+        .arg(t.ro.join("file"))
+        .arg("3")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("a writer outside");
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().expect("its stdout")),
+        &mut said,
+    )
+    .expect("the writer outside holds its lock");
+    assert_eq!(said.trim(), "holding");
+    let code = racing(&t)
+        + &format!(
+        "import fcntl, struct, threading, time\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         T = 100\n\
+         start = time.time()\n\
+         won = False\n\
+         tries = 0\n\
+         while not won and tries < 20000 and time.time() - start < 2:\n\
+         \x20   tries += 1\n\
+         \x20   os.dup2(A, T)\n\
+         \x20   k = tries % 200\n\
+         \x20   go = threading.Event()\n\
+         \x20   def flip():\n\
+         \x20       go.wait()\n\
+         \x20       for _ in range(k * 5): pass\n\
+         \x20       os.dup2(B, T)\n\
+         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
+         \x20   called = time.time()\n\
+         \x20   try: fcntl.fcntl(T, fcntl.F_SETLKW, RD)\n\
+         \x20   except OSError: pass\n\
+         \x20   waited = time.time() - called\n\
+         \x20   th.join()\n\
+         \x20   won = waited > 0.3 and locked()\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    let _ = holder.wait();
     the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
 }
 

@@ -13,44 +13,42 @@
 //! read onto the number, and the kernel takes a read lock there, which
 //! makes a writer outside wait.
 //!
-//! So once such a call was let through, the process is watched: the
-//! kernel's table of locks (`/proc/locks`) is read at once, then less and
-//! less often, and each POSIX lock the process holds is judged by the
-//! process's own descriptors of the file, as the supervisor judges a call.
-//! A process keeps one descriptor table (the filter refuses a thread
-//! without `CLONE_FILES`, and the supervisor unsharing the table in a
-//! process of several threads), looked at through each of its threads
-//! (its first one may have ended). A lock that none of them makes real
-//! (each opened only for reading, on a file the server may not write, or
-//! a device) was taken by the race: the process is killed, which releases
-//! it, and rootfence says so.
+//! So once such a call was let through, its process is watched, and the
+//! call's number with it. A lock the call takes stays under that number
+//! for as long as it is held: the kernel takes it on the open file the
+//! number names when it runs the call (and drops it if the number names
+//! another by the time the lock is had), and closing or replacing any
+//! descriptor of the file releases every POSIX lock the process holds on
+//! it. So the locks `/proc/<pid>/task/<tid>/fdinfo/<number>` shows are
+//! all the call can have taken, and each is judged by its own open file,
+//! as the supervisor judges a call. A number is looked at until its
+//! thread is seen to have finished the call (it made another lock call,
+//! or ended), then once more: at most one number per thread of the
+//! server, and no table of other processes' locks is read. A lock that is
+//! not real (taken through a descriptor opened only for reading, on a
+//! file the server may not write, or a device), and that no other
+//! descriptor of the process makes real, was taken by the race: the
+//! process is killed, which releases it, and rootfence says so.
 //!
-//! A raced lock stays on the file under the number its call was let
-//! through on (closing that descriptor would release it), so each look
-//! judges new locks first by the numbers let through since the look
-//! before the last, and looks at all of a process's descriptors at once
-//! where one of those does not make a lock real; the other processes'
-//! descriptors are looked at within [`BUDGET`] a look, in turn. Beside
-//! the looks, every [`FAST`], a quick look reads the locks the process
-//! holds on the files under those numbers (`/proc/<pid>/fdinfo`), without
-//! the kernel's table of all locks: that table takes a time quadratic in
-//! its length to read, which the server's own locks can make seconds.
+//! A process keeps one descriptor table (the filter refuses a thread
+//! without `CLONE_FILES`, and unsharing the table in a process of several
+//! threads), looked at through the thread that made the call, or another
+//! if that one ended.
 //!
 //! # Security
 //!
-//! The window is bounded, not closed: from the raced call to the next
-//! look (a few milliseconds after the call was let through, at most
-//! [`SLOW`] for a call the racer holds back), a writer outside may find the
-//! file locked. A lock the kernel takes later than two looks after its
-//! call was let through (its thread starved of the processor, or an
-//! `F_SETLKW` waiting for a writer outside) is judged with the other
-//! processes' locks, in turn, from the kernel's table of all locks: the
-//! window then grows with the work other processes of the server give the
-//! watch, and with the time that table takes to read (the pause between
-//! reads is at least ten times that). A process whose
-//! descriptors rootfence may not read (a user running rootfence, a server
-//! that made itself not dumpable) while it holds a POSIX lock is killed
-//! too: its locks cannot be judged.
+//! The window is bounded, not closed: from the moment the kernel grants a
+//! raced lock to the next look, a writer outside may find the file
+//! locked. Looks come every [`FAST`] while calls are let through, then
+//! every [`MEDIUM`], at most [`SLOW`] apart; a look reads one `fdinfo`
+//! file per thread with a lock call unfinished, and the pause after it is
+//! at least twice its length, so only a server of thousands of threads,
+//! each in a lock call, lengthens the window past [`SLOW`]. Nothing
+//! another process of the machine does lengthens it. A process whose
+//! descriptors rootfence may not read (a server that made itself not
+//! dumpable) cannot have a POSIX lock let through while it has several
+//! threads (`ENOLCK`), and is killed if it becomes so while a call of its
+//! is watched: its locks cannot be judged.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -64,37 +62,48 @@ use super::writable::{Writable, locks_for_real};
 /// The pause between looks while a call was let through in the last
 /// [`FAST_FOR`].
 const FAST: Duration = Duration::from_millis(2);
-/// `pidfd_open()`'s flag for a thread's own pidfd (Linux 6.9).
-const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
 /// See [`FAST`].
 const FAST_FOR: Duration = Duration::from_millis(50);
 /// The pause between looks within a second of the last call let through.
 const MEDIUM: Duration = Duration::from_millis(20);
-/// The longest pause between looks while a process is watched.
-pub const SLOW: Duration = Duration::from_millis(100);
+/// The longest pause between looks while a call is watched.
+const SLOW: Duration = Duration::from_millis(100);
+/// `pidfd_open()`'s flag for a thread's own pidfd (Linux 6.9).
+const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+
+/// A lock's file: device (major, minor) and inode.
+type Key = (u32, u32, u64);
 
 /// A watched process.
 struct Watched {
     tgid: u32,
-    pidfd: OwnedFd,
-    own: Writable,
-    /// Files (device, inode) whose lock was judged real, while it lasts.
-    fine: HashSet<(u32, u32, u64)>,
-    /// The descriptor numbers calls were let through on, with the look
-    /// they were let through before: looked at first.
-    recent: HashMap<RawFd, (u64, u64)>,
+    pidfd: Arc<OwnedFd>,
+    own: Arc<Writable>,
+    /// Files whose lock under a watched number was judged real at the last
+    /// look.
+    fine: HashSet<Key>,
+    /// Each thread's last call let through, not seen finished: its number.
+    calls: HashMap<u32, RawFd>,
+    /// Calls seen finished since the last look (thread, number): looked
+    /// at once more.
+    settle: Vec<(u32, RawFd)>,
+}
+
+impl Watched {
+    /// Thread `tid`'s last call let through has finished (a thread makes
+    /// one call at a time): its number is looked at once more.
+    fn finished(&mut self, tid: u32) {
+        if let Some(n) = self.calls.remove(&tid) {
+            self.settle.push((tid, n));
+        }
+    }
 }
 
 #[derive(Default)]
 struct State {
     procs: Vec<Watched>,
+    /// When the last call was let through.
     last: Option<Instant>,
-    /// Looks so far.
-    looks: u64,
-    /// Quick looks so far (see [`quick`]).
-    quicks: u64,
-    /// Where the next look starts on the processes no number points at.
-    next: usize,
 }
 
 #[derive(Default)]
@@ -105,34 +114,79 @@ struct Watch {
 
 static WATCH: OnceLock<Option<Arc<Watch>>> = OnceLock::new();
 
-/// Before the supervisor lets the kernel run a POSIX lock call of thread
-/// `tid` on descriptor `fd`: watch its process if it has more than one
-/// thread. `Err` (an errno to answer instead) where it cannot be watched.
-pub(super) fn letting_through(tid: u32, fd: RawFd, own: &Writable) -> Result<(), i32> {
-    let (tgid, threads) = status(tid).ok_or(libc::ESRCH)?;
+/// The thread whose lock call the supervisor judges, with its process's
+/// thread count taken before the descriptor is looked at.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Caller {
+    /// The calling thread.
+    pub tid: u32,
+    tgid: u32,
+    threads: u32,
+}
+
+impl Caller {
+    /// Thread `tid` as it waits on the supervisor, before its descriptor
+    /// is looked at. `None` if it is gone.
+    ///
+    /// # Security
+    ///
+    /// A process of one thread then has no other thread to race the call:
+    /// none can start while its only one waits on the supervisor. Counted
+    /// after the look, a second thread that put another file under the
+    /// number and ended would not count.
+    pub(super) fn of(tid: u32) -> Option<Caller> {
+        let (tgid, threads) = status(tid)?;
+        Some(Caller { tid, tgid, threads })
+    }
+}
+
+/// Before the supervisor lets the kernel run a POSIX lock call of
+/// `caller` on descriptor `fd`: watch the call if its process had more
+/// than one thread. `Err` (an errno to answer instead) where it cannot be
+/// watched.
+pub(super) fn letting_through(caller: &Caller, fd: RawFd, own: &Writable) -> Result<(), i32> {
+    let Caller { tid, tgid, threads } = *caller;
     if threads <= 1 {
+        // Nothing can race this call; it tells that the thread's last one
+        // has finished.
+        if let Some(Some(watch)) = WATCH.get()
+            && let Ok(mut state) = watch.state.lock()
+            && let Some(w) = state.procs.iter_mut().find(|w| w.tgid == tgid)
+        {
+            w.finished(tid);
+        }
         return Ok(());
+    }
+    // The locks under the number must be readable to be judged.
+    if let Err(e) = std::fs::File::open(fdinfo(tgid, tid, fd))
+        && e.kind() == io::ErrorKind::PermissionDenied
+    {
+        return Err(libc::ENOLCK);
     }
     let watch = WATCH.get_or_init(start).as_ref().ok_or(libc::ENOLCK)?;
     let mut state = watch.state.lock().map_err(|_| libc::ENOLCK)?;
     state.last = Some(Instant::now());
     state.procs.retain(|w| alive(&w.pidfd));
-    if !state.procs.iter().any(|w| w.tgid == tgid) {
-        // The caller waits on the supervisor: its process is alive, so the
-        // pidfd opened now is of that process.
-        let pidfd = pidfd_open(tgid).ok_or(libc::ESRCH)?;
-        state.procs.push(Watched {
-            tgid,
-            pidfd,
-            own: own.clone(),
-            fine: HashSet::new(),
-            recent: HashMap::new(),
-        });
-    }
-    let at = (state.looks, state.quicks);
-    if let Some(w) = state.procs.iter_mut().find(|w| w.tgid == tgid) {
-        w.recent.insert(fd, at);
-    }
+    let i = match state.procs.iter().position(|w| w.tgid == tgid) {
+        Some(i) => i,
+        None => {
+            // The caller waits on the supervisor: its process is alive, so
+            // the pidfd opened now is of that process.
+            let pidfd = pidfd_open(tgid).ok_or(libc::ESRCH)?;
+            state.procs.push(Watched {
+                tgid,
+                pidfd: Arc::new(pidfd),
+                own: Arc::new(own.clone()),
+                fine: HashSet::new(),
+                calls: HashMap::new(),
+                settle: Vec::new(),
+            });
+            state.procs.len() - 1
+        }
+    };
+    let w = &mut state.procs[i];
+    w.finished(tid);
+    w.calls.insert(tid, fd);
     watch.wake.notify_all();
     Ok(())
 }
@@ -158,11 +212,6 @@ fn start() -> Option<Arc<Watch>> {
         .name("rootfence-lockwatch".into())
         .spawn(move || run(&w))
         .ok()?;
-    let w = watch.clone();
-    std::thread::Builder::new()
-        .name("rootfence-lockwatch-quick".into())
-        .spawn(move || run_quick(&w))
-        .ok()?;
     Some(watch)
 }
 
@@ -170,10 +219,10 @@ fn run(watch: &Watch) {
     let Ok(mut state) = watch.state.lock() else {
         return;
     };
-    // How long the last read of the kernel's table took: the pause is
-    // never shorter than ten times that (a long table costs no more than
-    // a tenth of a processor).
-    let mut read = Duration::ZERO;
+    // How long the last look took: the pause after it is never shorter
+    // than twice that (the watch costs at most a third of a processor).
+    let mut took = Duration::ZERO;
+    let mut looked = Instant::now();
     loop {
         if state.procs.is_empty() {
             state = match watch.wake.wait(state) {
@@ -190,299 +239,209 @@ fn run(watch: &Watch) {
         } else {
             SLOW
         }
-        .max(read * 10);
-        state = match watch.wake.wait_timeout(state, pause) {
-            Ok((s, _)) => s,
-            Err(_) => return,
-        };
+        .max(took * 2);
+        let due = looked + pause;
+        let now = Instant::now();
+        if now < due {
+            state = match watch.wake.wait_timeout(state, due - now) {
+                Ok((s, _)) => s,
+                Err(_) => return,
+            };
+            continue;
+        }
+        looked = now;
+        let jobs = jobs(&mut state);
         drop(state);
-        let reading = Instant::now();
-        let held = posix_locks();
-        read = reading.elapsed();
+        let seen: Vec<Seen> = jobs.iter().map(look).collect();
         state = match watch.state.lock() {
             Ok(s) => s,
             Err(_) => return,
         };
-        look(&mut state, &held);
+        apply(&mut state, &jobs, seen);
+        took = looked.elapsed();
     }
 }
 
-/// The time a look spends on the descriptors of processes that no number
-/// a call was let through on points at a lock of theirs; the others wait
-/// for the next look.
-const BUDGET: Duration = Duration::from_millis(10);
+/// A look's work on one process, taken from the state so that calls are
+/// let through while it is done.
+struct Job {
+    tgid: u32,
+    pidfd: Arc<OwnedFd>,
+    own: Arc<Writable>,
+    fine: HashSet<Key>,
+    /// (thread, number) of the calls watched.
+    numbers: Vec<(u32, RawFd)>,
+}
 
-/// One look: judge each POSIX lock a watched process holds.
-///
-/// A raced lock is on the file under the number its call was let through
-/// on (closing that descriptor would release it): the locks of the
-/// numbers let through lately are judged first, by those descriptors. A
-/// lock none of them makes real has its process's descriptors looked at
-/// at once; other locks (taken while no one watched, or whose number was
-/// let through before) within [`BUDGET`], so that no process of the
-/// server, however many descriptors it has, keeps the look from a racer.
-fn look(state: &mut State, held: &[Held]) {
-    let started = Instant::now();
-    state.looks += 1;
-    let looks = state.looks;
+/// What a look found in one process.
+#[derive(Default)]
+struct Seen {
+    /// Files whose lock under a watched number is real.
+    fine: HashSet<Key>,
+    /// Threads seen ended: their calls have finished.
+    ended: Vec<u32>,
+    /// Killed: it held a lock that is not real.
+    killed: bool,
+}
+
+fn jobs(state: &mut State) -> Vec<Job> {
     state.procs.retain(|w| alive(&w.pidfd));
-    let count = state.procs.len();
-    // Processes with locks not judged yet: those a number points at first.
-    let mut urgent = Vec::new();
-    let mut other = Vec::new();
-    for (i, w) in state.procs.iter_mut().enumerate() {
-        let mine: Vec<&Held> = held.iter().filter(|h| h.pid == w.tgid).collect();
-        w.fine
-            .retain(|f| mine.iter().any(|h| (h.major, h.minor, h.ino) == *f));
-        let pending: Vec<&Held> = mine
-            .into_iter()
-            .filter(|h| !w.fine.contains(&(h.major, h.minor, h.ino)))
-            .collect();
-        // Numbers let through before the look before the last are judged
-        // (a lock taken after the kernel's table was read is seen by the
-        // next look).
-        w.recent.retain(|_, (at, _)| looks.saturating_sub(*at) <= 2);
-        if pending.is_empty() {
+    state
+        .procs
+        .iter_mut()
+        .map(|w| {
+            let mut numbers: Vec<(u32, RawFd)> = w.calls.iter().map(|(&t, &n)| (t, n)).collect();
+            numbers.append(&mut w.settle);
+            Job {
+                tgid: w.tgid,
+                pidfd: w.pidfd.clone(),
+                own: w.own.clone(),
+                fine: w.fine.clone(),
+                numbers,
+            }
+        })
+        .collect()
+}
+
+fn apply(state: &mut State, jobs: &[Job], seen: Vec<Seen>) {
+    for (job, seen) in jobs.iter().zip(seen) {
+        let Some(i) = state.procs.iter().position(|w| w.tgid == job.tgid) else {
+            continue;
+        };
+        if seen.killed {
+            state.procs.remove(i);
             continue;
         }
-        let found = by_numbers(w);
-        let mut left = false;
-        let mut suspect = false;
-        for h in pending {
-            match judge(w, h, &found) {
-                Verdict::Real => {
-                    w.fine.insert((h.major, h.minor, h.ino));
-                }
-                Verdict::Raced(_) => suspect = true,
-                Verdict::Unknown => left = true,
-            }
-        }
-        if suspect {
-            urgent.push(i);
-        } else if left {
-            other.push(i);
+        let w = &mut state.procs[i];
+        w.fine = seen.fine;
+        for tid in seen.ended {
+            w.finished(tid);
         }
     }
-    // The others in turn, from where the last look stopped.
-    let from = state.next.min(count);
-    other.sort_by_key(|&i| (i < from, i));
-    let mut dead = Vec::new();
-    for (k, &i) in urgent.iter().chain(other.iter()).enumerate() {
-        if k >= urgent.len() && started.elapsed() > BUDGET {
-            state.next = i;
-            break;
-        }
-        let w = &mut state.procs[i];
-        let mine: Vec<&Held> = held
-            .iter()
-            .filter(|h| h.pid == w.tgid && !w.fine.contains(&(h.major, h.minor, h.ino)))
-            .collect();
-        let found = descriptors(w.tgid);
-        for h in mine {
-            let verdict = match &found {
-                Ok(found) => judge(w, h, found),
-                Err(closed) => Verdict::Raced(closed.to_string()),
+    // A process with no call watched needs no look (its next call let
+    // through watches it again).
+    state
+        .procs
+        .retain(|w| !w.calls.is_empty() || !w.settle.is_empty());
+}
+
+/// One look at a process: the locks under each watched number, each
+/// judged by the open file it was taken through, and where that does not
+/// make it real, by all the process's descriptors of the file.
+fn look(job: &Job) -> Seen {
+    let mut seen = Seen::default();
+    let mut all: Option<Result<Found, Closed>> = None;
+    for &(tid, n) in &job.numbers {
+        let (view, text) = match read(job.tgid, tid, n) {
+            Ok(text) => (tid, text),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                end(job, &Closed { tgid: job.tgid }.to_string());
+                seen.killed = true;
+                return seen;
+            }
+            Err(_) if ended(job.tgid, tid) => {
+                // Its call has finished; the number is in the table the
+                // process's other threads share.
+                seen.ended.push(tid);
+                let Some(other) = a_live_thread(job.tgid) else {
+                    continue;
+                };
+                match read(job.tgid, other, n) {
+                    Ok(text) => (other, text),
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                        end(job, &Closed { tgid: job.tgid }.to_string());
+                        seen.killed = true;
+                        return seen;
+                    }
+                    Err(_) => continue,
+                }
+            }
+            // The number is closed: no lock stays under it.
+            Err(_) => continue,
+        };
+        for h in fdinfo_locks(&text) {
+            let key = (h.major, h.minor, h.ino);
+            if job.fine.contains(&key) || seen.fine.contains(&key) {
+                seen.fine.insert(key);
+                continue;
+            }
+            let verdict = match copy(job.tgid, &job.pidfd, view, n, h.ino) {
+                Some((file, flags)) if locks_for_real(&file, flags, &job.own) => Verdict::Real,
+                _ => match all.get_or_insert_with(|| descriptors(job.tgid)) {
+                    Ok(found) => judge(job, &h, found),
+                    Err(closed) => Verdict::Raced(closed.to_string()),
+                },
             };
             match verdict {
                 Verdict::Real => {
-                    w.fine.insert((h.major, h.minor, h.ino));
+                    seen.fine.insert(key);
                 }
                 Verdict::Unknown => {}
                 Verdict::Raced(what) => {
-                    end(w, &what);
-                    dead.push(i);
-                    break;
+                    end(job, &what);
+                    seen.killed = true;
+                    return seen;
                 }
             }
         }
     }
-    let mut i = 0;
-    state.procs.retain(|_| {
-        i += 1;
-        !dead.contains(&(i - 1))
-    });
+    seen
 }
 
-/// The quick looks that judge a number let through (the kernel runs the
-/// call once the caller's thread runs again: some milliseconds).
-const QUICKS: u64 = 5;
-
-/// Every [`FAST`] while a process is watched, without the kernel's table
-/// of all locks (whose read takes a time quadratic in its length, which
-/// the server's own locks can make seconds): [`quick`].
-fn run_quick(watch: &Watch) {
-    let Ok(mut state) = watch.state.lock() else {
-        return;
-    };
-    loop {
-        // Nothing let through lately: nothing to look at until a call is.
-        let idle = state.procs.iter().all(|w| {
-            w.recent
-                .values()
-                .all(|(_, q)| state.quicks.saturating_sub(*q) >= QUICKS)
-        });
-        state = if idle {
-            match watch.wake.wait(state) {
-                Ok(s) => s,
-                Err(_) => return,
-            }
-        } else {
-            match watch.wake.wait_timeout(state, FAST) {
-                Ok((s, _)) => s,
-                Err(_) => return,
-            }
-        };
-        quick(&mut state);
-    }
-}
-
-/// A quick look: the POSIX locks the process's table holds on the files
-/// under the numbers calls were let through on in the last [`QUICKS`]
-/// quick looks (`/proc/<pid>/fdinfo` shows them), judged by that
-/// descriptor, and where it does not make the lock real by all the
-/// process's descriptors.
-fn quick(state: &mut State) {
-    state.quicks += 1;
-    let quicks = state.quicks;
-    let mut dead = Vec::new();
-    for (i, w) in state.procs.iter_mut().enumerate() {
-        let numbers: Vec<RawFd> = w
-            .recent
-            .iter()
-            .filter(|(_, (_, q))| quicks.saturating_sub(*q) <= QUICKS)
-            .map(|(&n, _)| n)
-            .collect();
-        if numbers.is_empty() {
-            continue;
-        }
-        'tables: for tid in tables(w.tgid) {
-            for &n in &numbers {
-                let Ok(info) =
-                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/fdinfo/{n}", w.tgid))
-                else {
-                    continue;
-                };
-                let lines: Vec<&str> = info
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("lock:"))
-                    .collect();
-                for h in parse_locks(&lines.join("\n")) {
-                    let key = (h.major, h.minor, h.ino);
-                    if w.fine.contains(&key) {
-                        continue;
-                    }
-                    let verdict = match copy(w, tid, n, h.ino) {
-                        Some((file, flags)) if locks_for_real(&file, flags, &w.own) => {
-                            Verdict::Real
-                        }
-                        _ => match descriptors(w.tgid) {
-                            Ok(found) => judge(w, &h, &found),
-                            Err(closed) => Verdict::Raced(closed.to_string()),
-                        },
-                    };
-                    match verdict {
-                        Verdict::Real => {
-                            w.fine.insert(key);
-                        }
-                        Verdict::Unknown => {}
-                        Verdict::Raced(what) => {
-                            end(w, &what);
-                            dead.push(i);
-                            break 'tables;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let mut i = 0;
-    state.procs.retain(|_| {
-        i += 1;
-        !dead.contains(&(i - 1))
-    });
-}
-
-/// Kill process `w`, which held a lock on `what` it may only read, and say
-/// so (first: rootfence may end as soon as the server does).
-fn end(w: &Watched, what: &str) {
+/// Kill the process of `job`, which held a lock on `what` it may only
+/// read, and say so (first: rootfence may end as soon as the server does).
+fn end(job: &Job, what: &str) {
     tracing::warn!(
         "rootfence killed process {} of the server: it held a lock on {what}, \
          which it may only read, taken by putting that file under a descriptor \
          number after the sandbox had checked the lock call",
-        w.tgid
+        job.tgid
     );
-    kill(&w.pidfd);
+    kill(&job.pidfd);
 }
 
-/// The descriptors under the numbers calls of `w` were let through on
-/// lately, in each of its threads' tables.
-fn by_numbers(w: &Watched) -> Found {
-    let mut found = Found::new();
-    if w.recent.is_empty() {
-        return found;
-    }
-    for tid in tables(w.tgid) {
-        for &n in w.recent.keys() {
-            if let Ok(m) = std::fs::metadata(format!("/proc/{}/task/{tid}/fd/{n}", w.tgid)) {
-                found.entry(m.ino()).or_default().push((tid, n, m.dev()));
-            }
-        }
-    }
-    found
+fn fdinfo(tgid: u32, tid: u32, n: RawFd) -> String {
+    format!("/proc/{tgid}/task/{tid}/fdinfo/{n}")
 }
 
-/// A thread of each descriptor table of process `tgid`.
-fn tables(tgid: u32) -> Vec<u32> {
-    let mut tables: Vec<u32> = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
-        return tables;
-    };
-    for t in tasks.flatten() {
-        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if !ended(tgid, tid) && !tables.iter().any(|&other| same_table(other, tid)) {
-            tables.push(tid);
-        }
-    }
-    tables
+/// What `/proc` shows of descriptor `n` in thread `tid`'s table.
+fn read(tgid: u32, tid: u32, n: RawFd) -> io::Result<String> {
+    std::fs::read_to_string(fdinfo(tgid, tid, n))
 }
 
-/// A POSIX lock in the kernel's table.
+/// A thread of process `tgid` that has not ended.
+fn a_live_thread(tgid: u32) -> Option<u32> {
+    std::fs::read_dir(format!("/proc/{tgid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|t| t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .find(|&tid| !ended(tgid, tid))
+}
+
+/// A lock `/proc` shows on a descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Held {
-    pid: u32,
     major: u32,
     minor: u32,
     ino: u64,
 }
 
-/// The POSIX locks held now (`/proc/locks`; waiters are left out).
-fn posix_locks() -> Vec<Held> {
-    std::fs::read_to_string("/proc/locks")
-        .map(|s| parse_locks(&s))
-        .unwrap_or_default()
-}
-
-/// Lines such as `1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF`.
-fn parse_locks(text: &str) -> Vec<Held> {
+/// The locks an `fdinfo` file shows (`lock:` lines such as
+/// `lock:\t1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF`): POSIX locks,
+/// and open-file-description locks and `flock()`s (let through where the
+/// supervisor judged the call by `/proc`); waiters are left out.
+fn fdinfo_locks(text: &str) -> Vec<Held> {
     text.lines()
         .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.get(1) != Some(&"POSIX") {
+            let f: Vec<&str> = l.strip_prefix("lock:")?.split_whitespace().collect();
+            if !matches!(f.get(1), Some(&("POSIX" | "OFDLCK" | "FLOCK"))) {
                 return None;
             }
-            let pid = f.get(4)?.parse().ok()?;
             let mut id = f.get(5)?.split(':');
             let major = u32::from_str_radix(id.next()?, 16).ok()?;
             let minor = u32::from_str_radix(id.next()?, 16).ok()?;
             let ino = id.next()?.parse().ok()?;
-            Some(Held {
-                pid,
-                major,
-                minor,
-                ino,
-            })
+            Some(Held { major, minor, ino })
         })
         .collect()
 }
@@ -578,7 +537,7 @@ fn same_table(a: u32, b: u32) -> bool {
     }
 }
 
-fn judge(w: &Watched, h: &Held, found: &Found) -> Verdict {
+fn judge(job: &Job, h: &Held, found: &Found) -> Verdict {
     // Its descriptors of the lock's file: by device and inode, or by inode
     // where the file's device is shown otherwise (a file of an overlay).
     let (mut same, mut by_ino) = (Vec::new(), Vec::new());
@@ -592,10 +551,10 @@ fn judge(w: &Watched, h: &Held, found: &Found) -> Verdict {
     let candidates = if same.is_empty() { by_ino } else { same };
     let mut what = None;
     for (tid, n) in candidates {
-        let Some((file, flags)) = copy(w, tid, n, h.ino) else {
+        let Some((file, flags)) = copy(job.tgid, &job.pidfd, tid, n, h.ino) else {
             continue;
         };
-        if locks_for_real(&file, flags, &w.own) {
+        if locks_for_real(&file, flags, &job.own) {
             return Verdict::Real;
         }
         what = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
@@ -613,8 +572,8 @@ fn judge(w: &Watched, h: &Held, found: &Found) -> Verdict {
 /// kernel gives none (before Linux 6.9, a thread not the first), an
 /// `O_PATH` descriptor of its file with the open mode `/proc` shows, both
 /// of the inode `ino`. `None` if it is gone.
-fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
-    let thread = if tid == w.tgid {
+fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
+    let thread = if tid == tgid {
         None
     } else {
         // SAFETY: pidfd_open with integer arguments; the result is checked.
@@ -623,10 +582,10 @@ fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
         let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
         // Still a thread of the process: the pidfd is not of a thread
         // that reused the number.
-        fd.filter(|_| status(tid).is_some_and(|(tgid, _)| tgid == w.tgid))
+        fd.filter(|_| status(tid).is_some_and(|(of, _)| of == tgid))
     };
-    if tid == w.tgid || thread.is_some() {
-        let pidfd = thread.as_ref().unwrap_or(&w.pidfd);
+    if tid == tgid || thread.is_some() {
+        let pidfd = thread.as_ref().unwrap_or(pidfd);
         // SAFETY: pidfd_getfd with integer arguments; the result is checked.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), n, 0) };
         if fd >= 0 {
@@ -636,7 +595,7 @@ fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
             return (rustix::fs::fstat(&file).ok()?.st_ino == ino).then_some((file, flags));
         }
     }
-    let link = format!("/proc/{}/task/{tid}/fd/{n}", w.tgid);
+    let link = format!("/proc/{tgid}/task/{tid}/fd/{n}");
     let file = rustix::fs::open(
         link.as_str(),
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
@@ -646,7 +605,7 @@ fn copy(w: &Watched, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
     if rustix::fs::fstat(&file).ok()?.st_ino != ino {
         return None;
     }
-    let flags = fdinfo_flags(w.tgid, tid, n, ino)?;
+    let flags = fdinfo_flags(tgid, tid, n, ino)?;
     Some((file, flags))
 }
 
@@ -716,28 +675,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_kernels_table_is_read_for_posix_holders_only() {
-        let text = "1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF\n\
-                    1: -> POSIX  ADVISORY  WRITE 99 fd:01:5678 0 EOF\n\
-                    2: FLOCK  ADVISORY  WRITE 77 00:2f:12 0 EOF\n\
-                    3: OFDLCK ADVISORY  READ -1 08:02:9 0 EOF\n\
-                    4: POSIX  ADVISORY  WRITE 42 00:2f:123456789 10 20\n";
+    fn fdinfo_shows_the_locks_taken_through_the_descriptor() {
+        let text = "pos:\t0\nflags:\t0100000\nmnt_id:\t29\nino:\t5678\n\
+                    lock:\t1: POSIX  ADVISORY  READ 1234 fd:01:5678 0 EOF\n\
+                    lock:\t1: -> POSIX  ADVISORY  WRITE 99 fd:01:5678 0 EOF\n\
+                    lock:\t2: FLOCK  ADVISORY  WRITE 77 00:2f:12 0 EOF\n\
+                    lock:\t3: OFDLCK ADVISORY  READ -1 08:02:9 0 EOF\n\
+                    lock:\t4: LEASE  ACTIVE    READ 42 00:2f:123456789 0 EOF\n\
+                    1: POSIX  ADVISORY  WRITE 42 00:2f:7 10 20\n";
+        let key = |major, minor, ino| Held { major, minor, ino };
         assert_eq!(
-            parse_locks(text),
-            vec![
-                Held {
-                    pid: 1234,
-                    major: 0xfd,
-                    minor: 1,
-                    ino: 5678
-                },
-                Held {
-                    pid: 42,
-                    major: 0,
-                    minor: 0x2f,
-                    ino: 123_456_789
-                },
-            ]
+            fdinfo_locks(text),
+            vec![key(0xfd, 1, 5678), key(0, 0x2f, 12), key(8, 2, 9)]
         );
     }
 }
