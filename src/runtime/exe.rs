@@ -120,6 +120,93 @@ pub fn elf_interpreter(p: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The library directories an ELF executable names relative to itself
+/// (`$ORIGIN` in its `DT_RUNPATH` or `DT_RPATH`), joined to its directory;
+/// empty for a file that is not a 64-bit little-endian ELF, or names none.
+/// Entries not relative to `$ORIGIN` are left out: a system directory is
+/// the system rule's, any other is the program's word, not the user's.
+pub fn elf_origin_dirs(p: &Path) -> Vec<PathBuf> {
+    let Some(dir) = p.parent() else {
+        return Vec::new();
+    };
+    elf_search_paths(p)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|list| list.split(':'))
+        .filter_map(|entry| {
+            let rest = entry
+                .strip_prefix("$ORIGIN")
+                .or_else(|| entry.strip_prefix("${ORIGIN}"))?;
+            Some(dir.join(rest.trim_start_matches('/')))
+        })
+        .collect()
+}
+
+/// The `DT_RUNPATH` and `DT_RPATH` strings of an ELF file.
+fn elf_search_paths(p: &Path) -> Option<Vec<String>> {
+    use std::os::unix::fs::FileExt;
+    const PT_LOAD: u32 = 1;
+    const PT_DYNAMIC: u32 = 2;
+    const DT_STRTAB: u64 = 5;
+    const DT_RPATH: u64 = 15;
+    const DT_RUNPATH: u64 = 29;
+    let f = std::fs::File::open(p).ok()?;
+    let mut hdr = [0u8; 64];
+    f.read_exact_at(&mut hdr, 0).ok()?;
+    if hdr.get(..4)? != b"\x7fELF" || *hdr.get(4)? != 2 || *hdr.get(5)? != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u64_at = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+    let phoff = u64_at(&hdr, 0x20)?;
+    let phentsize = usize::from(u16_at(&hdr, 0x36)?);
+    let phnum = usize::from(u16_at(&hdr, 0x38)?);
+    if phentsize < 56 || phnum > 256 {
+        return None;
+    }
+    let mut phdrs = vec![0u8; phentsize.checked_mul(phnum)?];
+    f.read_exact_at(&mut phdrs, phoff).ok()?;
+    // (file offset, address, size in the file) of each loaded segment.
+    let mut loads = Vec::new();
+    let mut dynamic = None;
+    for ph in phdrs.chunks_exact(phentsize) {
+        let p_type = u32::from_le_bytes(ph.get(..4)?.try_into().ok()?);
+        let (off, addr, size) = (u64_at(ph, 8)?, u64_at(ph, 16)?, u64_at(ph, 32)?);
+        match p_type {
+            PT_LOAD => loads.push((off, addr, size)),
+            PT_DYNAMIC => dynamic = Some((off, size)),
+            _ => {}
+        }
+    }
+    let (off, size) = dynamic?;
+    let size = usize::try_from(size).ok()?.min(64 * 1024);
+    let mut raw = vec![0u8; size];
+    f.read_exact_at(&mut raw, off).ok()?;
+    let (mut strtab, mut wanted) = (None, Vec::new());
+    for entry in raw.chunks_exact(16) {
+        let (tag, val) = (u64_at(entry, 0)?, u64_at(entry, 8)?);
+        match tag {
+            0 => break,
+            DT_STRTAB => strtab = Some(val),
+            DT_RPATH | DT_RUNPATH => wanted.push(val),
+            _ => {}
+        }
+    }
+    // The string table by its address, where a loaded segment holds it.
+    let strtab = strtab?;
+    let base = loads.iter().find_map(|&(off, addr, size)| {
+        (strtab >= addr && strtab - addr < size).then(|| off + (strtab - addr))
+    })?;
+    let mut found = Vec::new();
+    for at in wanted {
+        let mut s = vec![0u8; 4096];
+        let n = f.read_at(&mut s, base.checked_add(at)?).ok()?;
+        let s = s.get(..n)?.split(|&b| b == 0).next()?;
+        found.push(String::from_utf8_lossy(s).into_owned());
+    }
+    Some(found)
+}
+
 /// The last component of a path, lossily as text.
 pub fn base_name(p: &Path) -> String {
     p.file_name()
@@ -172,4 +259,22 @@ fn holds_python(bin: &Path) -> bool {
                 && is_executable(&e.path())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_names_no_library_directory_beside_itself_unless_its_elf_says_origin() {
+        // The system's programs name none; a file that is not ELF neither.
+        assert_eq!(
+            elf_origin_dirs(Path::new("/bin/cat")),
+            Vec::<PathBuf>::new()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("x");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        assert_eq!(elf_origin_dirs(&script), Vec::<PathBuf>::new());
+    }
 }

@@ -54,7 +54,7 @@ impl Rule {
                 "system: /usr, /bin, /lib*, the /etc files of the loader, DNS, TLS, time and locale, /dev/null and randomness, CPU and memory information: read (libraries and tools also executed)"
             }
             Rule::Program => {
-                "program: the server's executable, its #! interpreter and the install tree of each (the directory above their bin/, a virtual environment with the Python it was made from): read and execute"
+                "program: the server's executable and its #! interpreter; for a native program, the toolchain install its bin/ belongs to where the install's own layout shows one, and the shared libraries it names beside itself ($ORIGIN) within its own install, never the tree around it; for a script, its project (above its bin/); a virtual environment with the Python it was made from: read and execute"
             }
             Rule::Toolchain => {
                 "toolchain: from your PATH and what its directories hold: the programs in each PATH directory (the directory itself when it holds nothing else), where their links lead and the interpreters their #! lines name; an install tree only where its own layout shows a toolchain (a virtual environment with the Python it was made from; a Python, node, Ruby, Rust, Go or Java install; pyenv's or rbenv's commands, versions and hooks behind their shims; rustup's toolchains and settings behind its proxies; asdf's tree), never the project, sources or data around a program: read and execute"

@@ -2,11 +2,15 @@
 //! interpreter and their install trees, and the programs on the user's
 //! `PATH`.
 //!
-//! The program rule grants the server's own executable with the install
-//! tree above its `bin/` (`~/.pyenv/shims/python3` → `~/.pyenv`), unless
-//! that directory is too wide ([`super::wide::too_wide`]: `~/.local` holds
-//! `~/.local/share`), in which case the `bin/` and its sibling `lib/` are
-//! granted instead.
+//! The program rule grants the server's own executable and its `#!`
+//! interpreter. For a native program (the executable, or the interpreter)
+//! it grants the toolchain install its `bin/` belongs to only where the
+//! install's own layout shows one ([`super::layout`]), and the shared
+//! libraries the program names beside itself (`$ORIGIN` in its ELF),
+//! within its own install: `~/go/bin/x` runs without reading `~/go/src`.
+//! A script's tree is its project's: the directory above its `bin/`,
+//! unless that is too wide ([`super::wide::too_wide`]: `~/.local` holds
+//! `~/.local/share`), in which case the `lib/` beside it.
 //!
 //! The toolchain rule reads only the user's `PATH` and what its
 //! directories hold. A `PATH` directory is where the user finds programs,
@@ -49,15 +53,10 @@ pub fn program(
         "the server executable",
         false,
     );
-    // A native program's install tree: above its bin/, or its own
-    // directory (libraries beside it). A script's is its project's.
+    // A native program's toolchain install and the libraries it names
+    // beside itself; a script's tree is its project's.
     if interpreter.is_none() {
-        tree_of(
-            c,
-            program,
-            Rule::Program,
-            "install tree of the server executable",
-        );
+        native(c, program, Rule::Program);
     } else if let Some(dir) = program.parent() {
         above_bin(c, dir, Rule::Program, &c.shown(program));
     }
@@ -88,12 +87,7 @@ pub fn program(
             "the script's interpreter",
             false,
         );
-        tree_of(
-            c,
-            &real,
-            Rule::Program,
-            "install tree of the script's interpreter",
-        );
+        native(c, &real, Rule::Program);
         exes.push(real);
     }
     for e in exes {
@@ -129,7 +123,7 @@ pub fn collect(c: &mut Collect) {
         }
         // The install the directory itself belongs to (a venv's bin/, a
         // node install's bin/), and a version manager's shims.
-        installed(c, &real, &mut seen);
+        installed(c, &real, &mut seen, Rule::Toolchain);
         let manager = VersionManager::of_path_dir(&real);
         let shims = manager.is_some() && base_name(&real) == "shims";
         if let Some(m) = manager
@@ -267,7 +261,7 @@ fn leads_to(
 ) {
     if !granted && !in_system_tree(&p.target) {
         if let Some(dir) = p.target.parent() {
-            installed(c, dir, seen);
+            installed(c, dir, seen, Rule::Toolchain);
         }
         if !c.covered(&p.target, Rights::RX) {
             let why = format!("{} is on PATH", c.shown(&p.path));
@@ -288,14 +282,14 @@ fn leads_to(
         // A venv's python links to the Python it was made from: the venv
         // is where the `#!` line names it, not where it resolves.
         if let Some(bin) = Path::new(interp).parent() {
-            installed(c, bin, seen);
+            installed(c, bin, seen, Rule::Toolchain);
         }
         if !c.covered(&real, Rights::RX) {
             let why = format!("the interpreter of {}", c.shown(&p.path));
             c.add(&real, Rights::RX, Rule::Toolchain, why, true);
         }
         if let Some(dir) = real.parent() {
-            installed(c, dir, seen);
+            installed(c, dir, seen, Rule::Toolchain);
         }
     }
 }
@@ -305,7 +299,7 @@ fn leads_to(
 /// where it is too wide (`~/.local`) or holds a project, the library
 /// directories that make it one; for a virtual environment, also the
 /// Python it was made from, when that is an install too.
-fn installed(c: &mut Collect, bin: &Path, seen: &mut Vec<PathBuf>) {
+fn installed(c: &mut Collect, bin: &Path, seen: &mut Vec<PathBuf>, rule: Rule) {
     let Some(prefix) = bin.parent() else { return };
     if in_system_tree(prefix) || seen.iter().any(|s| s == prefix) {
         return;
@@ -315,11 +309,11 @@ fn installed(c: &mut Collect, bin: &Path, seen: &mut Vec<PathBuf>) {
         Some(Install::Venv(venv)) => {
             if !too_wide(&venv, c.env) && !c.covered(&venv, Rights::RX) {
                 let why = format!("virtual environment {}", c.shown(&venv));
-                c.add(&venv, Rights::RX, Rule::Toolchain, why, true);
+                c.add(&venv, Rights::RX, rule, why, true);
             }
             // The Python it was made from, when that is an install too.
             if let Some(home) = exe::venv_home(&venv) {
-                installed(c, &home, seen);
+                installed(c, &home, seen, rule);
             }
         }
         Some(Install::Prefix {
@@ -334,17 +328,11 @@ fn installed(c: &mut Collect, bin: &Path, seen: &mut Vec<PathBuf>) {
             }
             let shown = c.shown(&dir);
             if !project && !too_wide(&dir, c.env) {
-                c.add(
-                    &dir,
-                    Rights::RX,
-                    Rule::Toolchain,
-                    format!("{kind} {shown}"),
-                    true,
-                );
+                c.add(&dir, Rights::RX, rule, format!("{kind} {shown}"), true);
             } else if !shared(&dir, c.env) {
                 for part in parts {
                     let why = format!("libraries of the {kind} {shown}");
-                    c.add(part, Rights::RX, Rule::Toolchain, why, true);
+                    c.add(part, Rights::RX, rule, why, true);
                 }
             }
         }
@@ -395,19 +383,63 @@ fn above_bin(c: &mut Collect, dir: &Path, rule: Rule, of: &str) -> bool {
     false
 }
 
-/// The install tree of an executable file: the tree above its `bin/`, or
-/// its directory when that is not too wide.
-fn tree_of(c: &mut Collect, file: &Path, rule: Rule, why: &str) {
+/// What a native program (the server's, or a script's interpreter)
+/// brings: the toolchain install its `bin/` belongs to, where the
+/// install's own layout shows one ([`layout::install_of`]), and the
+/// shared libraries its ELF names beside itself (`$ORIGIN`, as
+/// relocatable releases ship them), within its own install. Never the
+/// tree around it: `~/go/bin/x` does not read GOPATH's sources.
+fn native(c: &mut Collect, file: &Path, rule: Rule) {
     let Some(dir) = file.parent() else { return };
     if in_system_tree(dir) {
         return;
     }
-    let of = c.shown(file);
-    if above_bin(c, dir, rule, &of) {
+    installed(c, dir, &mut Vec::new(), rule);
+    // Its own install: above its bin/, or its directory.
+    let home = if matches!(base_name(dir).as_str(), "bin" | "sbin") {
+        dir.parent()
+    } else {
+        Some(dir)
+    };
+    let Some(home) = home.and_then(|h| crate::canon::canonicalize(h).ok()) else {
         return;
+    };
+    let of = c.shown(file);
+    for lib in exe::elf_origin_dirs(file) {
+        let Ok(lib) = crate::canon::canonicalize(&lib) else {
+            continue;
+        };
+        if lib.starts_with(&home) && !in_system_tree(&lib) {
+            libraries_in(c, &lib, &home, rule, &of);
+        }
     }
-    if !too_wide(dir, c.env) {
-        c.add(dir, Rights::RX, rule, why.to_string(), true);
+}
+
+/// The shared objects (`*.so`, `*.so.*`) in `dir` that resolve within
+/// `home`, each granted alone: the directory may hold more than its
+/// program's libraries.
+fn libraries_in(c: &mut Collect, dir: &Path, home: &Path, rule: Rule, of: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten().take(MAX_ENTRIES) {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.ends_with(".so") || name.contains(".so.")) {
+            continue;
+        }
+        let Ok(real) = crate::canon::canonicalize(e.path()) else {
+            continue;
+        };
+        if real.starts_with(home) && real.is_file() {
+            c.add(
+                real,
+                Rights::RX,
+                rule,
+                format!("a library {of} names beside itself"),
+                true,
+            );
+        }
     }
 }
 

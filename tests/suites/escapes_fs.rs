@@ -612,6 +612,83 @@ fn a_path_directory_grants_its_programs_not_what_lies_beside_them() {
 }
 
 #[test]
+fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_it() {
+    // The server's command names a program; what lies around it is not the
+    // user's word. A native program in ~/go/bin runs, and does not read
+    // GOPATH's sources beside it; a program built with its libraries
+    // beside it ($ORIGIN/../lib, as relocatable releases ship) loads them
+    // and runs, and does not read the notes in its directory.
+    let t = tree();
+    let h = &t.home;
+    let put = |rel: &str, text: &str| {
+        let p = h.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let secret_go = put("go/src/x/secret.go", SECRET);
+    let cat = h.join("go/bin/cat");
+    std::fs::create_dir_all(cat.parent().unwrap()).unwrap();
+    std::fs::copy("/bin/cat", &cat).unwrap();
+    let app = h.join("apps/tool");
+    let lib_c = put("apps/src/hello.c", "const char *hello(void) { return \"hello-from-lib\"; }\n");
+    let main_c = put(
+        "apps/src/main.c",
+        "#include <stdio.h>\n\
+         const char *hello(void);\n\
+         int main(int argc, char **argv) {\n\
+           printf(\"%s\\n\", hello()); fflush(stdout);\n\
+           FILE *f = fopen(argv[1], \"r\");\n\
+           if (!f) { perror(\"open\"); return 3; }\n\
+           char b[256]; size_t n = fread(b, 1, 255, f); b[n] = 0;\n\
+           printf(\"read=%s\\n\", b); return 0;\n\
+         }\n",
+    );
+    std::fs::create_dir_all(app.join("lib")).unwrap();
+    std::fs::create_dir_all(app.join("bin")).unwrap();
+    let cc = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("cc").args(args).output().expect("cc (tests/peers/install.sh needs it too)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let so = app.join("lib/libhello.so");
+    cc(&["-shared".as_ref(), "-fPIC".as_ref(), "-o".as_ref(), so.as_os_str(), lib_c.as_os_str()]);
+    let tool = app.join("bin/tool");
+    let libdir = format!("-L{}", app.join("lib").display());
+    cc(&[
+        "-o".as_ref(),
+        tool.as_os_str(),
+        main_c.as_os_str(),
+        libdir.as_ref(),
+        "-lhello".as_ref(),
+        "-Wl,-rpath,$ORIGIN/../lib".as_ref(),
+    ]);
+    let notes = put("apps/tool/notes.txt", SECRET);
+    let inside = t.r.join("inside");
+    let run = |argv: &[&std::path::Path]| {
+        let argv: Vec<&str> = argv.iter().map(|p| p.to_str().unwrap()).collect();
+        let out = t.run(&[], &argv);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    // The allowed twins: each program runs and reads in the root.
+    let (code, said) = run(&[&cat, &inside]);
+    assert_eq!(code, Some(0), "{said}");
+    let (code, said) = run(&[&tool, &inside]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("hello-from-lib") && said.contains("read="), "{said}");
+    // What lies around them is not read.
+    let (code, said) = run(&[&cat, &secret_go]);
+    assert_ne!(code, Some(0), "{said}");
+    assert!(!said.contains(SECRET), "GOPATH's sources read: {said}");
+    let (code, said) = run(&[&tool, &notes]);
+    assert!(said.contains("hello-from-lib"), "{said}");
+    assert_eq!(code, Some(3), "{said}");
+    assert!(!said.contains(SECRET), "the notes beside the program read: {said}");
+}
+
+#[test]
 fn etc_cannot_be_written_and_shadow_not_read() {
     let t = tree();
     t.py(
