@@ -467,7 +467,7 @@ pub fn build(
     let (enforced, protected) = control_files(policy, enforced, &mut refused, &mut warnings);
     let exec_in_roots = policy.raw.runtime.exec_in_roots;
     let mut grants = root_grants(&enforced, exec_in_roots);
-    let private_layers = runtime_grants(policy, &command, &mut grants, &mut warnings);
+    let private_layers = runtime_grants(policy, &command, env, &mut grants, &mut warnings);
     grants.extend(policy_grants(policy));
     let grants = combine(grants);
 
@@ -571,16 +571,51 @@ fn root_grants(enforced: &[CanonicalRoot], exec_in_roots: bool) -> Vec<Grant> {
         .collect()
 }
 
-/// The grants of the runtime's general rules (added to `grants`), and the
-/// private layers among them.
+/// The grants of the runtime's general rules (added to `grants`, which
+/// hold the roots' own), and the private layers among them.
+///
+/// # Security
+///
+/// A need found in a directory's contents (a `PATH` directory's links and
+/// `#!` lines) is not granted where the server may write that directory
+/// (in a root it may write, or under a `[runtime] write` path): what it
+/// holds there is the server's word, put there at an earlier launch.
 fn runtime_grants(
     policy: &Policy,
     command: &CommandSpec,
+    env: &HostEnv,
     grants: &mut Vec<Grant>,
     warnings: &mut Vec<String>,
 ) -> Vec<PrivateLayer> {
     let mut private_layers = Vec::new();
+    // Where the server may write, and what says so.
+    let mut writable: Vec<(PathBuf, String)> = grants
+        .iter()
+        .filter(|g| g.rights.write)
+        .flat_map(|g| {
+            g.reasons.iter().filter_map(|r| match r {
+                GrantReason::Root { uri } => Some((g.path.clone(), format!("root {uri}"))),
+                _ => None,
+            })
+        })
+        .collect();
+    for e in policy.extra.iter().filter(|e| e.kind == ExtraKind::Write) {
+        let path = crate::canon::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone());
+        writable.push((path, format!("a [runtime] write path ({})", e.origin)));
+    }
     for n in &command.needs {
+        if let Some(from) = &n.from
+            && let Some((_, what)) = writable.iter().find(|(w, _)| from.starts_with(w))
+        {
+            let note = format!(
+                "PATH directory {} grants nothing: it lies in {what}, which the server may write, so the links and #! lines there are the server's word",
+                crate::runtime::shown(from, env.home.as_deref())
+            );
+            if !warnings.contains(&note) {
+                warnings.push(note);
+            }
+            continue;
+        }
         if let Some((rule, _)) = deny_conflict(&n.path, &policy.deny) {
             // Discovery narrows grants around denied paths; this is the
             // last line, never expected to be reached.

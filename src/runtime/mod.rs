@@ -131,6 +131,12 @@ pub struct RuntimeNeed {
     /// See [`RuntimeNeed::private`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub private_env: Option<String>,
+    /// The directory whose contents the rule read to find it (a `PATH`
+    /// directory: a link there, a `#!` line): where the server may write
+    /// that directory, the need is not granted (see
+    /// [`crate::plan::build`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<PathBuf>,
 }
 
 /// A command resolved for launching, with everything the rules grant it.
@@ -197,6 +203,7 @@ impl RuntimeNeed {
             optional: false,
             private: false,
             private_env: None,
+            from: None,
         }
     }
 }
@@ -228,6 +235,8 @@ struct Collect<'a> {
     env: &'a HostEnv,
     needs: Vec<RuntimeNeed>,
     notes: Vec<String>,
+    /// The directory whose contents the grants being added come from.
+    from: Option<PathBuf>,
 }
 
 impl Collect<'_> {
@@ -272,6 +281,7 @@ impl Collect<'_> {
             optional,
             private: private.is_some(),
             private_env: private.flatten(),
+            from: self.from.clone(),
         });
     }
 
@@ -325,6 +335,7 @@ pub fn discover(
         env,
         needs: Vec::new(),
         notes: Vec::new(),
+        from: None,
     };
     system::collect(&mut c);
     toolchain::program(&mut c, &found, &program, interpreter.as_ref());

@@ -105,12 +105,16 @@ pub fn collect(c: &mut Collect) {
     let mut seen = Vec::new();
     let mut interps = std::collections::HashSet::new();
     let mut managers = Vec::new();
-    let mut rustup = false;
-    let mut asdf_used = false;
+    // Where rustup and asdf were found (the first PATH directory naming
+    // each).
+    let mut rustup = None;
+    let mut asdf_used = None;
     for dir in exe::path_dirs(c.env) {
         let Ok(real) = crate::canon::canonicalize(&dir) else {
             continue;
         };
+        // What follows comes from this directory's contents.
+        c.from = Some(real.clone());
         if !real.is_dir() || in_system_tree(&real) {
             continue;
         }
@@ -165,8 +169,12 @@ pub fn collect(c: &mut Collect) {
         let dir_granted = c.covered(&real, Rights::RX);
         for p in &listing.programs {
             let named = |n: &str| base_name(&p.path) == n || base_name(&p.target) == n;
-            rustup |= named("rustup");
-            asdf_used |= named("asdf");
+            if named("rustup") {
+                rustup.get_or_insert_with(|| real.clone());
+            }
+            if named("asdf") {
+                asdf_used.get_or_insert_with(|| real.clone());
+            }
             let granted = dir_granted && p.target.parent() == Some(real.as_path());
             // A version manager's shims are each the same script, which
             // runs the manager its needs above grant: none is opened.
@@ -176,7 +184,10 @@ pub fn collect(c: &mut Collect) {
             leads_to(c, p, granted, &mut seen, &mut interps);
         }
     }
-    if rustup && let Some(home) = layout::rustup_home(c.env) {
+    c.from = rustup;
+    if c.from.is_some()
+        && let Some(home) = layout::rustup_home(c.env)
+    {
         for (p, exec, why) in layout::rustup_needs(&home) {
             let rights = if exec { Rights::RX } else { Rights::R };
             c.add(
@@ -188,9 +199,11 @@ pub fn collect(c: &mut Collect) {
             );
         }
     }
-    if asdf_used {
+    c.from = asdf_used;
+    if c.from.is_some() {
         asdf(c);
     }
+    c.from = None;
 }
 
 /// The programs of a `PATH` directory: one listing, a `stat` of each
@@ -524,6 +537,7 @@ mod tests {
             env,
             needs: Vec::new(),
             notes: Vec::new(),
+            from: None,
         };
         collect(&mut c);
         c.needs

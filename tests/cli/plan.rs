@@ -280,3 +280,51 @@ fn plan_serializes_to_json_without_handles() {
     assert_eq!(v["grants"][0]["rights"]["write"], true);
     assert!(v["grants"][0].get("handle").is_none());
 }
+
+#[test]
+fn needs_found_in_a_directory_the_server_may_write_are_not_granted() {
+    // A PATH directory's links and #! lines, where that directory lies in
+    // a root the server may write or under a [runtime] write path, are
+    // what the server put there: what they name is not granted. The same
+    // found in a read-only root's directory, or outside, is.
+    let fx = fixture();
+    let writable = fx.home.join("other");
+    let pol = policy(
+        &format!("[runtime]\nwrite = [\"{}\"]\n", writable.display()),
+        &fx.home,
+    );
+    let inputs = vec![RootInput::command_line(
+        fx.work.to_str().unwrap(),
+        Access::ReadWrite,
+    )];
+    let (ok, refused) = resolve_all(&inputs, &pol.root_rules(None));
+    let elsewhere = fx.home.parent().unwrap().join("elsewhere");
+    let from = |dir: PathBuf, target: &Path| RuntimeNeed {
+        from: Some(dir),
+        ..RuntimeNeed::new(target, Rights::RX, Rule::Toolchain, "on PATH")
+    };
+    let (a, b, c) = (
+        elsewhere.join("a"),
+        elsewhere.join("b"),
+        elsewhere.join("c"),
+    );
+    let needs = vec![
+        from(fx.work.join("sub"), &a),
+        from(writable.join("bin"), &b),
+        from(elsewhere.clone(), &c),
+    ];
+    let plan = plan::build(&pol, ok, refused, command(needs), &env(&fx.home));
+    let granted = |p: &Path| plan.grants.iter().any(|g| g.path == p);
+    assert!(!granted(&a), "a need found in a writable root was granted");
+    assert!(!granted(&b), "a need found under a write path was granted");
+    assert!(granted(&c), "a need found elsewhere was not granted");
+    let said = plan.warnings.join("\n");
+    assert!(
+        said.contains("~/work/sub grants nothing") && said.contains("root file://"),
+        "{said}"
+    );
+    assert!(
+        said.contains("~/other/bin grants nothing") && said.contains("[runtime] write"),
+        "{said}"
+    );
+}

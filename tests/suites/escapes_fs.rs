@@ -612,6 +612,66 @@ fn a_path_directory_grants_its_programs_not_what_lies_beside_them() {
 }
 
 #[test]
+fn a_path_directory_the_server_may_write_grants_nothing_at_the_next_launch() {
+    // The toolchain rule grants where a PATH directory's links lead and the
+    // interpreters its #! lines name. A PATH directory inside a root the
+    // server may write holds what the server put there: at one launch it
+    // plants a link to an executable of the user's (a deploy script with a
+    // token in it) and a script whose #! line names another; at the next,
+    // neither is granted. The allowed twin: the same in a PATH directory
+    // of the user's, outside the roots, is granted as before.
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let h = &t.home;
+    let exe = |rel: &str| {
+        let p = h.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("#!/bin/sh\n# {SECRET}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let deploy = exe("private/deploy.sh");
+    let other = exe("private/other-tool");
+    let deploy_twin = exe("private2/deploy.sh");
+    let other_twin = exe("private2/other-tool");
+    let tools = h.join("tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::os::unix::fs::symlink(&deploy_twin, tools.join("deploy")).unwrap();
+    std::fs::write(tools.join("x"), format!("#!{}\n", other_twin.display())).unwrap();
+    std::fs::set_permissions(tools.join("x"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let planted = t.r.join("bin");
+    std::fs::create_dir_all(&planted).unwrap();
+    let path = format!("{}:{}:/usr/bin:/bin", planted.display(), tools.display());
+    let py = common::python();
+    let run = |code: &str| {
+        Probe::new(
+            t.command(&[], &[py.to_str().unwrap(), "-c", &format!("{}\n{code}", common::PRELUDE)])
+                .env("PATH", &path)
+                .output()
+                .unwrap(),
+        )
+    };
+    // The first launch plants them (the root is the server's to write).
+    run(&format!(
+        "check('link', lambda: os.symlink('{deploy}', '{planted}/deploy'))\n\
+         check('script', lambda: (write('{planted}/x', '#!{other}\\n'), os.chmod('{planted}/x', 0o755)))",
+        deploy = deploy.display(),
+        other = other.display(),
+        planted = planted.display(),
+    ))
+    .allowed("link")
+    .allowed("script");
+    // The next launch reads the same PATH.
+    let mut code = common::twin_checks(&[("link_target", "read(p)")], &deploy, &deploy_twin);
+    code.push_str(&common::twin_checks(&[("interpreter", "read(p)")], &other, &other_twin));
+    let p = run(&code);
+    p.refused("link_target")
+        .allowed("link_target_twin")
+        .refused("interpreter")
+        .allowed("interpreter_twin");
+}
+
+#[test]
 fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_it() {
     // The server's command names a program; what lies around it is not the
     // user's word. A native program in ~/go/bin runs, and does not read
