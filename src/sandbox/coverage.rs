@@ -1014,11 +1014,17 @@ mod tests {
         assert!(full.how.contains("pids.max"), "{}", full.how);
         assert_eq!(resources_here(&p, &c).len(), 5);
         // Without namespaces the cgroup still bounds processes and memory;
-        // scratch space and inotify are open.
+        // scratch space and inotify watches are open, inotify instances
+        // counted by the supervisor.
         p.namespaces = NamespaceMode::Off;
         let ls = res(&p);
         assert_eq!(ls.closed, Closed::Partly, "{}", ls.how);
         assert!(ls.how.contains("pids.max"), "{}", ls.how);
-        assert!(ls.how.contains("inotify: not bounded"), "{}", ls.how);
+        assert!(
+            ls.how.contains("counted by rootfence's supervisor"),
+            "{}",
+            ls.how
+        );
+        assert!(ls.how.contains("watches not bounded"), "{}", ls.how);
     }
 }

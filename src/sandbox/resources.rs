@@ -41,7 +41,9 @@
 //!   `max_inotify_watches`: the kernel counts inotify per user and user
 //!   namespace, and charges the server's against the user's too, so the
 //!   user keeps three quarters whatever the server does. Without
-//!   namespaces it is not bounded.
+//!   namespaces rootfence's supervisor counts the server's instances and
+//!   refuses one past the same quarter ([`super::seccomp::instances`]);
+//!   watches are not bounded.
 //!
 //! [`bounds`] is the pure decision; the parent makes the cgroup
 //! ([`super::cgroup`]) and the child applies the rest ([`super::child`],
@@ -349,7 +351,8 @@ pub fn applied(r: &ResourcesSection, at: &Where) -> Vec<Applied> {
         None if !at.namespaces => no(
             "inotify",
             format!(
-                "not bounded without namespaces: the server's instances and watches count against the user's limits ({iu} and {wu}), all of which it can take"
+                "{} instances, counted by rootfence's supervisor (a quarter of the user's {iu}; one more is refused with EMFILE); watches not bounded without namespaces: the server's count against the user's {wu}, all of which it can take",
+                (iu / 4).max(1)
             ),
         ),
         None => no(

@@ -38,6 +38,7 @@
 //! two agree.
 
 mod bpf;
+pub mod instances;
 pub mod locks;
 mod lockwatch;
 mod notif;

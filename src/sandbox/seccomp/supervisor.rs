@@ -193,6 +193,13 @@ fn answer(
         Action::Supervise if nr == libc::SYS_flock || nr == libc::SYS_fcntl => {
             locks::answer(shared, n, &rules.writable)
         }
+        Action::Supervise if nr == libc::SYS_inotify_init1 => {
+            super::instances::answer(listener, n, args[0])
+        }
+        #[cfg(target_arch = "x86_64")]
+        Action::Supervise if nr == libc::SYS_inotify_init => {
+            super::instances::answer(listener, n, 0)
+        }
         Action::Supervise if nr == libc::SYS_unshare || nr == libc::SYS_close_range => {
             super::lockwatch::own_table(n.pid)
         }

@@ -376,10 +376,28 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
             libc::SYS_linkat, libc::SYS_symlinkat, libc::SYS_truncate, libc::SYS_utimensat,
             libc::SYS_getxattr, libc::SYS_lgetxattr, libc::SYS_fgetxattr, libc::SYS_listxattr,
             libc::SYS_llistxattr, libc::SYS_flistxattr, SYS_getxattrat, SYS_listxattrat,
-            libc::SYS_inotify_init1, libc::SYS_inotify_add_watch, libc::SYS_inotify_rm_watch,
+            libc::SYS_inotify_add_watch, libc::SYS_inotify_rm_watch,
             libc::SYS_memfd_create, libc::SYS_umask,
         ),
     );
+    let mut inotify = vec![(libc::SYS_inotify_init1, "inotify_init1")];
+    #[cfg(target_arch = "x86_64")]
+    inotify.push((libc::SYS_inotify_init, "inotify_init"));
+    for (nr, name) in inotify {
+        t.push(if p.namespaces {
+            Entry {
+                group: "files",
+                ..one(nr, name, "paths are Landlock's (and the view's) to rule on", Allow)
+            }
+        } else {
+            one(
+                nr,
+                name,
+                "inotify instances: without a user namespace of its own the server's count against the user's limit, so the supervisor counts them and refuses one past a quarter of it (EMFILE)",
+                args(Vec::new(), Action::Supervise),
+            )
+        });
+    }
     t.extend(calls!(Allow, "memory", "the server's own address space";
         libc::SYS_brk, libc::SYS_mmap, libc::SYS_munmap, libc::SYS_mremap,
         libc::SYS_mprotect, libc::SYS_madvise, libc::SYS_msync, libc::SYS_mincore,
@@ -464,7 +482,7 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
                 libc::SYS_rename, libc::SYS_link, libc::SYS_symlink, libc::SYS_utime,
                 libc::SYS_utimes, libc::SYS_futimesat, libc::SYS_pipe, libc::SYS_dup2,
                 libc::SYS_poll, libc::SYS_select, libc::SYS_epoll_create, libc::SYS_epoll_wait,
-                libc::SYS_inotify_init, libc::SYS_eventfd, libc::SYS_signalfd, libc::SYS_fork,
+                libc::SYS_eventfd, libc::SYS_signalfd, libc::SYS_fork,
                 libc::SYS_vfork, libc::SYS_time, libc::SYS_alarm, libc::SYS_pause,
                 libc::SYS_getpgrp, libc::SYS_arch_prctl,
             ),
