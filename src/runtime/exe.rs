@@ -87,37 +87,69 @@ pub fn script_interpreter(script: &Path, env: &HostEnv) -> Option<(PathBuf, Opti
 /// never the whole file: interpreters such as node are tens of megabytes.
 pub fn elf_interpreter(p: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::FileExt;
-    let f = std::fs::File::open(p).ok()?;
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).ok()?;
-    if hdr.get(..4)? != b"\x7fELF" || *hdr.get(4)? != 2 || *hdr.get(5)? != 1 {
+    let elf = Elf::open(p)?;
+    let (off, _, size) = elf.segments(PT_INTERP).next()?;
+    let size = usize::try_from(size).ok()?;
+    if size > 4096 {
         return None;
     }
-    let u16_at = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
-    let u64_at = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-    let phoff = u64_at(&hdr, 0x20)?;
-    let phentsize = usize::from(u16_at(&hdr, 0x36)?);
-    let phnum = usize::from(u16_at(&hdr, 0x38)?);
-    if phentsize < 56 || phnum > 256 {
-        return None;
-    }
-    let mut phdrs = vec![0u8; phentsize.checked_mul(phnum)?];
-    f.read_exact_at(&mut phdrs, phoff).ok()?;
-    for ph in phdrs.chunks_exact(phentsize) {
-        let p_type = u32::from_le_bytes(ph.get(..4)?.try_into().ok()?);
-        if p_type == 3 {
-            let off = u64_at(ph, 8)?;
-            let size = usize::try_from(u64_at(ph, 32)?).ok()?;
-            if size > 4096 {
-                return None;
-            }
-            let mut raw = vec![0u8; size];
-            f.read_exact_at(&mut raw, off).ok()?;
-            let raw = raw.split(|&b| b == 0).next()?;
-            return Some(PathBuf::from(std::str::from_utf8(raw).ok()?));
+    let mut raw = vec![0u8; size];
+    elf.file.read_exact_at(&mut raw, off).ok()?;
+    let raw = raw.split(|&b| b == 0).next()?;
+    Some(PathBuf::from(std::str::from_utf8(raw).ok()?))
+}
+
+/// `PT_LOAD`, `PT_DYNAMIC` and `PT_INTERP`.
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PT_INTERP: u32 = 3;
+
+/// A 64-bit little-endian ELF file and its program headers.
+struct Elf {
+    file: std::fs::File,
+    /// (type, file offset, address, size in the file) of each segment.
+    segments: Vec<(u32, u64, u64, u64)>,
+}
+
+impl Elf {
+    fn open(p: &Path) -> Option<Elf> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(p).ok()?;
+        let mut hdr = [0u8; 64];
+        file.read_exact_at(&mut hdr, 0).ok()?;
+        if hdr.get(..4)? != b"\x7fELF" || *hdr.get(4)? != 2 || *hdr.get(5)? != 1 {
+            return None;
         }
+        let phoff = u64_at(&hdr, 0x20)?;
+        let phentsize = usize::from(u16::from_le_bytes(hdr.get(0x36..0x38)?.try_into().ok()?));
+        let phnum = usize::from(u16::from_le_bytes(hdr.get(0x38..0x3a)?.try_into().ok()?));
+        if phentsize < 56 || phnum > 256 {
+            return None;
+        }
+        let mut phdrs = vec![0u8; phentsize.checked_mul(phnum)?];
+        file.read_exact_at(&mut phdrs, phoff).ok()?;
+        let segments = phdrs
+            .chunks_exact(phentsize)
+            .map(|ph| {
+                let p_type = u32::from_le_bytes(ph.get(..4)?.try_into().ok()?);
+                Some((p_type, u64_at(ph, 8)?, u64_at(ph, 16)?, u64_at(ph, 32)?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Elf { file, segments })
     }
-    None
+
+    /// (file offset, address, size in the file) of the segments of a type.
+    fn segments(&self, kind: u32) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.segments
+            .iter()
+            .filter(move |s| s.0 == kind)
+            .map(|&(_, off, addr, size)| (off, addr, size))
+    }
+}
+
+/// The little-endian `u64` at `o` in `b`.
+fn u64_at(b: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
 }
 
 /// The library directories an ELF executable names relative to itself
@@ -145,43 +177,14 @@ pub fn elf_origin_dirs(p: &Path) -> Vec<PathBuf> {
 /// The `DT_RUNPATH` and `DT_RPATH` strings of an ELF file.
 fn elf_search_paths(p: &Path) -> Option<Vec<String>> {
     use std::os::unix::fs::FileExt;
-    const PT_LOAD: u32 = 1;
-    const PT_DYNAMIC: u32 = 2;
     const DT_STRTAB: u64 = 5;
     const DT_RPATH: u64 = 15;
     const DT_RUNPATH: u64 = 29;
-    let f = std::fs::File::open(p).ok()?;
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).ok()?;
-    if hdr.get(..4)? != b"\x7fELF" || *hdr.get(4)? != 2 || *hdr.get(5)? != 1 {
-        return None;
-    }
-    let u16_at = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
-    let u64_at = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
-    let phoff = u64_at(&hdr, 0x20)?;
-    let phentsize = usize::from(u16_at(&hdr, 0x36)?);
-    let phnum = usize::from(u16_at(&hdr, 0x38)?);
-    if phentsize < 56 || phnum > 256 {
-        return None;
-    }
-    let mut phdrs = vec![0u8; phentsize.checked_mul(phnum)?];
-    f.read_exact_at(&mut phdrs, phoff).ok()?;
-    // (file offset, address, size in the file) of each loaded segment.
-    let mut loads = Vec::new();
-    let mut dynamic = None;
-    for ph in phdrs.chunks_exact(phentsize) {
-        let p_type = u32::from_le_bytes(ph.get(..4)?.try_into().ok()?);
-        let (off, addr, size) = (u64_at(ph, 8)?, u64_at(ph, 16)?, u64_at(ph, 32)?);
-        match p_type {
-            PT_LOAD => loads.push((off, addr, size)),
-            PT_DYNAMIC => dynamic = Some((off, size)),
-            _ => {}
-        }
-    }
-    let (off, size) = dynamic?;
+    let elf = Elf::open(p)?;
+    let (off, _, size) = elf.segments(PT_DYNAMIC).next()?;
     let size = usize::try_from(size).ok()?.min(64 * 1024);
     let mut raw = vec![0u8; size];
-    f.read_exact_at(&mut raw, off).ok()?;
+    elf.file.read_exact_at(&mut raw, off).ok()?;
     let (mut strtab, mut wanted) = (None, Vec::new());
     for entry in raw.chunks_exact(16) {
         let (tag, val) = (u64_at(entry, 0)?, u64_at(entry, 8)?);
@@ -194,13 +197,13 @@ fn elf_search_paths(p: &Path) -> Option<Vec<String>> {
     }
     // The string table by its address, where a loaded segment holds it.
     let strtab = strtab?;
-    let base = loads.iter().find_map(|&(off, addr, size)| {
+    let base = elf.segments(PT_LOAD).find_map(|(off, addr, size)| {
         (strtab >= addr && strtab - addr < size).then(|| off + (strtab - addr))
     })?;
     let mut found = Vec::new();
     for at in wanted {
         let mut s = vec![0u8; 4096];
-        let n = f.read_at(&mut s, base.checked_add(at)?).ok()?;
+        let n = elf.file.read_at(&mut s, base.checked_add(at)?).ok()?;
         let s = s.get(..n)?.split(|&b| b == 0).next()?;
         found.push(String::from_utf8_lossy(s).into_owned());
     }

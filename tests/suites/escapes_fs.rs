@@ -1706,7 +1706,9 @@ fn the_racer_was_ended(t: &common::Tree, probe: &Probe, seen: &str, says: Says, 
 /// is locked; `race(A, B, T)` puts `A` (a writable descriptor) under the
 /// number `T` and asks for a read lock on `T` while a second thread puts
 /// `B` (a read-only descriptor of `<ro>/file`) under it, until `locked()`
-/// or 20000 tries, and returns `(won, tries)`.
+/// or 20000 tries, and returns `(won, tries)`. `race(A, B, T, wait=S)`
+/// asks with `F_SETLKW` for at most S seconds, and counts only a call that
+/// waited (the file was held outside) as won.
 fn racing(t: &common::Tree) -> String {
     format!(
         "import fcntl, struct, threading, time\n\
@@ -1721,10 +1723,11 @@ fn racing(t: &common::Tree) -> String {
          \x20       os._exit(0)\n\
          \x20   os.close(wr); v = os.read(rd, 1); os.close(rd); os.waitpid(pid, 0)\n\
          \x20   return v == b'1'\n\
-         def race(A, B, T):\n\
+         def race(A, B, T, wait=None):\n\
          \x20   tries = 0\n\
          \x20   won = False\n\
-         \x20   while tries < 20000 and not won:\n\
+         \x20   start = time.time()\n\
+         \x20   while tries < 20000 and not won and (wait is None or time.time() - start < wait):\n\
          \x20       tries += 1\n\
          \x20       os.dup2(A, T)\n\
          \x20       k = tries % 200\n\
@@ -1734,10 +1737,12 @@ fn racing(t: &common::Tree) -> String {
          \x20           for _ in range(k * 5): pass\n\
          \x20           os.dup2(B, T)\n\
          \x20       th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
+         \x20       called = time.time()\n\
+         \x20       try: fcntl.fcntl(T, fcntl.F_SETLK if wait is None else fcntl.F_SETLKW, RD)\n\
          \x20       except OSError: pass\n\
+         \x20       waited = time.time() - called\n\
          \x20       th.join()\n\
-         \x20       won = locked()\n\
+         \x20       won = (wait is None or waited > 0.3) and locked()\n\
          \x20   return won, tries\n",
         ro = t.ro.display(),
     )
@@ -2061,25 +2066,7 @@ fn posix_read_lock_raced_and_granted_seconds_later_ends_soon() {
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
          B = os.open('{ro}/file', os.O_RDONLY)\n\
          T = 100\n\
-         start = time.time()\n\
-         won = False\n\
-         tries = 0\n\
-         while not won and tries < 20000 and time.time() - start < 2:\n\
-         \x20   tries += 1\n\
-         \x20   os.dup2(A, T)\n\
-         \x20   k = tries % 200\n\
-         \x20   go = threading.Event()\n\
-         \x20   def flip():\n\
-         \x20       go.wait()\n\
-         \x20       for _ in range(k * 5): pass\n\
-         \x20       os.dup2(B, T)\n\
-         \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
-         \x20   called = time.time()\n\
-         \x20   try: fcntl.fcntl(T, fcntl.F_SETLKW, RD)\n\
-         \x20   except OSError: pass\n\
-         \x20   waited = time.time() - called\n\
-         \x20   th.join()\n\
-         \x20   won = waited > 0.3 and locked()\n\
+         won, tries = race(A, B, T, wait=2)\n\
          if won:\n\
          \x20   print('won=%d' % tries, flush=True)\n\
          \x20   time.sleep(0.3)\n\
