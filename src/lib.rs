@@ -29,8 +29,9 @@
 //! [`SandboxedChild::confinement`]; a launch that cannot enforce what the
 //! policy requires fails instead of running the server unconfined.
 //!
-//! The modules below the surface are public for rootfence's own tests,
-//! benches and command line; they are not a stable interface.
+//! Nothing else is public: the modules below the surface are the crate's
+//! own (public only to rootfence's own tests and benches, through a
+//! `testing` feature that no build that ships turns on).
 
 #![warn(missing_docs)]
 
@@ -51,8 +52,24 @@ pub fn cli_main() -> std::process::ExitCode {
     cli::main()
 }
 
-#[doc(hidden)]
-pub mod audit;
+/// rootfence's internals: `pub(crate)`, and public (hidden from the
+/// documentation) only with the `testing` feature, which rootfence's own
+/// tests, benches and fuzz targets turn on.
+macro_rules! internal {
+    ($($m:ident),* $(,)?) => {$(
+        #[cfg(feature = "testing")]
+        #[doc(hidden)]
+        pub mod $m;
+        #[cfg(not(feature = "testing"))]
+        #[allow(dead_code, unused_imports, unreachable_pub)]
+        pub(crate) mod $m;
+    )*};
+}
+
+internal!(
+    audit, envvars, netproxy, plan, policy, proxy, roots, runtime, sandbox, store, watch,
+);
+
 mod canon;
 mod cli;
 mod fs;
@@ -60,24 +77,3 @@ mod hostconfig;
 mod hostenv;
 mod modes;
 mod refusals;
-
-#[doc(hidden)]
-pub mod envvars;
-#[doc(hidden)]
-pub mod netproxy;
-#[doc(hidden)]
-pub mod plan;
-#[doc(hidden)]
-pub mod policy;
-#[doc(hidden)]
-pub mod proxy;
-#[doc(hidden)]
-pub mod roots;
-#[doc(hidden)]
-pub mod runtime;
-#[doc(hidden)]
-pub mod sandbox;
-#[doc(hidden)]
-pub mod store;
-#[doc(hidden)]
-pub mod watch;

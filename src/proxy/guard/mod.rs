@@ -24,7 +24,7 @@
 //! policy rule and -32602 for a request too malformed to judge, with the
 //! rule's id in `error.data.rule`; the host never sees the request.
 
-pub use crate::audit;
+pub(crate) use crate::audit;
 pub mod elicitation;
 pub mod route;
 pub mod sampling;
