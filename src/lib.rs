@@ -40,8 +40,8 @@ pub use plan::for_launch as plan_for_launch;
 pub use policy::{Policy, PolicyError};
 pub use proxy::run as run_proxy;
 pub use proxy::{
-    Ending, Event, LaunchError, LaunchFailure, Launcher, SandboxLauncher, ServerEnd, SessionConfig,
-    SessionError,
+    Change, Ending, LaunchError, LaunchFailure, Launcher, SandboxLauncher, ServerEnd,
+    SessionConfig, SessionError,
 };
 pub use roots::{Access, RootInput};
 pub use runtime::{HostEnv, RuntimeError};

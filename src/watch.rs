@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::envvars::EnvFlag;
 use crate::policy::{Policy, PolicyError};
-use crate::proxy::Event;
+use crate::proxy::Change;
 
 /// How long a policy file must stay unchanged before it is loaded.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
@@ -19,7 +19,7 @@ pub struct PolicyWatcher {
     _watcher: RecommendedWatcher,
 }
 
-/// Watch `file` and send [`Event::PolicyChanged`] with the newly loaded
+/// Watch `file` and send [`Change::Policy`] with the newly loaded
 /// policy (or why it was rejected) whenever its content changes. The
 /// launch's `--env` flags are checked against each new policy: one that
 /// refuses a flag is rejected like an invalid one.
@@ -30,7 +30,7 @@ pub fn watch_policy(
     file: &Path,
     home: Option<PathBuf>,
     env_flags: Vec<EnvFlag>,
-    tx: UnboundedSender<Event>,
+    tx: UnboundedSender<Change>,
 ) -> notify::Result<PolicyWatcher> {
     let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let dir = file
@@ -70,7 +70,7 @@ pub fn watch_policy(
                     .map(Box::new),
             },
         };
-        let _ = tx.send(Event::PolicyChanged(result));
+        let _ = tx.send(Change::Policy(result));
     })?;
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
     Ok(PolicyWatcher { _watcher: watcher })
@@ -83,9 +83,9 @@ pub struct RootWatcher {
 }
 
 impl RootWatcher {
-    /// A watcher that sends [`Event::RootsMaybeChanged`] on any change in a
+    /// A watcher that sends [`Change::RootsMaybeChanged`] on any change in a
     /// watched directory.
-    pub fn new(tx: UnboundedSender<Event>) -> notify::Result<RootWatcher> {
+    pub fn new(tx: UnboundedSender<Change>) -> notify::Result<RootWatcher> {
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             if let Ok(ev) = res {
                 use notify::EventKind;
@@ -95,7 +95,7 @@ impl RootWatcher {
                         | EventKind::Modify(notify::event::ModifyKind::Name(_))
                         | EventKind::Create(_)
                 ) {
-                    let _ = tx.send(Event::RootsMaybeChanged);
+                    let _ = tx.send(Change::RootsMaybeChanged);
                 }
             }
         })?;

@@ -62,7 +62,7 @@ fn fs_command(launch: &LaunchArgs, env: &HostEnv) -> Result<Vec<std::ffi::OsStri
 fn watchers(
     args: &RunArgs,
     env: &HostEnv,
-    tx: &mpsc::UnboundedSender<proxy::Event>,
+    tx: &mpsc::UnboundedSender<proxy::Change>,
 ) -> (
     Option<watch::PolicyWatcher>,
     Option<proxy::session::RootsObserver>,

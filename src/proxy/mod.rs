@@ -34,7 +34,8 @@ use tokio::sync::mpsc;
 pub use launcher::SandboxLauncher;
 pub use server::{LaunchError, Launcher, ServerProcess};
 pub use session::{
-    Action, Ending, Event, Gone, LaunchFailure, ServerEnd, Session, SessionConfig, SessionError,
+    Action, Change, Ending, Event, Gone, LaunchFailure, ServerEnd, Session, SessionConfig,
+    SessionError,
 };
 
 use server::Generation;
@@ -177,13 +178,14 @@ where
 
 /// Run a session between `host_in`/`host_out` and servers launched by
 /// `launcher`, until the host closes its side or the session ends.
-/// `extra_events` carries watcher events (policy edits, roots on disk).
+/// `changes` carries what the embedder (or a watcher) says changed: a
+/// policy edit, roots on disk.
 pub async fn run<L, R, W>(
     mut config: SessionConfig,
     launcher: L,
     host_in: R,
     host_out: W,
-    mut extra_events: mpsc::UnboundedReceiver<Event>,
+    mut changes: mpsc::UnboundedReceiver<Change>,
 ) -> Result<Ending, SessionError>
 where
     L: Launcher,
@@ -271,8 +273,8 @@ where
                     }
                 }
             }
-            ev = extra_events.recv(), if extra_open => match ev {
-                Some(ev) => session.on_event(ev, Instant::now()),
+            change = changes.recv(), if extra_open => match change {
+                Some(change) => session.on_event(change.into(), Instant::now()),
                 None => extra_open = false,
             },
             () = sleep_until(deadline), if deadline.is_some() => session.on_timer(Instant::now()),

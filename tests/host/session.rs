@@ -9,7 +9,7 @@ use rootfence::plan::SandboxPlan;
 use rootfence::policy::Policy;
 use rootfence::proxy::session::ExitInfo;
 use rootfence::proxy::{
-    self, Ending, Event, LaunchError, Launcher, ServerProcess, SessionConfig, SessionError,
+    self, Ending, LaunchError, Launcher, ServerProcess, SessionConfig, SessionError,
 };
 use rootfence::roots::RootInput;
 use rootfence::runtime::HostEnv;
@@ -70,7 +70,7 @@ pub struct Running {
     pub host: Host,
     pub log: Launches,
     pub task: tokio::task::JoinHandle<Result<Ending, SessionError>>,
-    pub events: mpsc::UnboundedSender<Event>,
+    pub events: mpsc::UnboundedSender<rootfence::proxy::Change>,
     pub dir: tempfile::TempDir,
 }
 

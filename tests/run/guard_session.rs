@@ -12,7 +12,7 @@ use std::time::Duration;
 use host::Host;
 use host::session::{Running, start};
 use rootfence::policy::Policy;
-use rootfence::proxy::Event;
+use rootfence::proxy::Change;
 use serde_json::{Value, json};
 
 /// Handshake with explicit client capabilities.
@@ -147,9 +147,7 @@ async fn denied_features_are_not_advertised_in_forwarded_and_replayed_initialize
     // replayed initialize no longer offers them.
     let text = "[sampling]\nallow = false\n[elicitation]\nurl = false\n[limits]\nrebuild_debounce_ms = 20\n";
     let p = Policy::parse(text, None, Some(r.dir.path())).unwrap();
-    r.events
-        .send(Event::PolicyChanged(Ok(Box::new(p))))
-        .unwrap();
+    r.events.send(Change::Policy(Ok(Box::new(p)))).unwrap();
     let ev = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if r.log.pids.lock().unwrap().len() >= 2 {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use host::Host;
 use host::session::{Launches, Running, start_with};
 use rootfence::policy::{KeyNote, Policy, PolicyError};
-use rootfence::proxy::{Ending, Event};
+use rootfence::proxy::{Change, Ending};
 use rootfence::roots::{Access, RootInput};
 use serde_json::{Value, json};
 
@@ -528,7 +528,7 @@ async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
     // What the unreadable edit revokes is unknown: nothing is kept.
     r.events
-        .send(Event::PolicyChanged(Err(PolicyError::Invalid {
+        .send(Change::Policy(Err(PolicyError::Invalid {
             file: "p.toml".into(),
             line: 3,
             key: KeyNote(None),
@@ -561,9 +561,7 @@ async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
         Some(&fx.dir("home")),
     )
     .unwrap();
-    r.events
-        .send(Event::PolicyChanged(Ok(Box::new(newer))))
-        .unwrap();
+    r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let mut id = 3;
     loop {
@@ -594,7 +592,7 @@ async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
     // Replace b by a symlink to somewhere else.
     std::fs::rename(&b, fx.dir("b-moved")).unwrap();
     std::os::unix::fs::symlink(fx.dir("outside"), &b).unwrap();
-    r.events.send(Event::RootsMaybeChanged).unwrap();
+    r.events.send(Change::RootsMaybeChanged).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let listed = roots_of(&r.host.call(2, "roots", json!({}), &none).await);

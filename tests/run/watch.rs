@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use rootfence::policy::PolicyError;
-use rootfence::proxy::Event;
+use rootfence::proxy::Change;
 use rootfence::watch::{RootWatcher, watch_policy};
 use tokio::sync::mpsc;
 
-async fn next(rx: &mut mpsc::UnboundedReceiver<Event>) -> Event {
+async fn next(rx: &mut mpsc::UnboundedReceiver<Change>) -> Change {
     tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("no event within 10 s")
@@ -27,13 +27,13 @@ async fn policy_edits_are_loaded_or_rejected() {
     std::fs::write(&tmp, "[limits]\nmax_restarts = 7\n").unwrap();
     std::fs::rename(&tmp, &file).unwrap();
     match next(&mut rx).await {
-        Event::PolicyChanged(Ok(p)) => assert_eq!(p.raw.limits.max_restarts, 7),
+        Change::Policy(Ok(p)) => assert_eq!(p.raw.limits.max_restarts, 7),
         other => panic!("{other:?}"),
     }
     // An invalid edit is reported with its line, not applied.
     std::fs::write(&file, "[limits]\nmax_restarts = 7\nbogus = 1\n").unwrap();
     match next(&mut rx).await {
-        Event::PolicyChanged(Err(e @ PolicyError::Invalid { line: 3, .. })) => {
+        Change::Policy(Err(e @ PolicyError::Invalid { line: 3, .. })) => {
             assert!(e.to_string().contains("bogus"), "{e}")
         }
         other => panic!("{other:?}"),
@@ -49,5 +49,5 @@ async fn a_root_renamed_away_is_noticed() {
     let mut w = RootWatcher::new(tx).unwrap();
     w.set(std::slice::from_ref(&root));
     std::fs::rename(&root, dir.path().join("moved")).unwrap();
-    assert!(matches!(next(&mut rx).await, Event::RootsMaybeChanged));
+    assert!(matches!(next(&mut rx).await, Change::RootsMaybeChanged));
 }

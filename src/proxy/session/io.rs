@@ -108,6 +108,28 @@ pub enum LaunchError {
     NotPiped(&'static str),
 }
 
+/// What an embedder, and rootfence's own watchers, may tell a running
+/// session ([`crate::run_proxy`]): the session's other events are its own
+/// (a host's frames, a server's, a launch's outcome), never handed in.
+#[derive(Debug)]
+pub enum Change {
+    /// The policy changed: the new one, or why it cannot be read (then no
+    /// server runs until one can: fail closed).
+    Policy(Result<Box<Policy>, PolicyError>),
+    /// Something changed near a root directory: the roots are looked at
+    /// again.
+    RootsMaybeChanged,
+}
+
+impl From<Change> for Event {
+    fn from(c: Change) -> Event {
+        match c {
+            Change::Policy(p) => Event::PolicyChanged(p),
+            Change::RootsMaybeChanged => Event::RootsMaybeChanged,
+        }
+    }
+}
+
 /// Events the session reacts to.
 #[derive(Debug)]
 pub enum Event {

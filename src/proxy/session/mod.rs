@@ -58,6 +58,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 pub use io::{
+    Change,
     Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchError, LaunchFailure, ServerEnd,
     ServerEvent, Stop,
 };
