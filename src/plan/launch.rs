@@ -21,7 +21,7 @@ use super::SandboxPlan;
 ///
 /// Every root is resolved against the policy's rules before anything is
 /// granted: a root the policy refuses is in the plan's `refused`, never in
-/// its grants. The rest is [`super::build`]'s promise.
+/// its grants. The rest is `super::build`'s promise.
 pub fn for_launch(
     policy: &Policy,
     roots: &[RootInput],

@@ -263,7 +263,7 @@ pub struct SandboxPlan {
     /// (`[runtime] home = "private"`). `None`: not writable.
     pub private_home: Option<PathBuf>,
     /// The server's own state store, kept across sessions (see
-    /// [`crate::store`]): with namespaces, the private home is bound to
+    /// `crate::store`): with namespaces, the private home is bound to
     /// its `home/`; without them, the server's XDG directories point into
     /// it. `None`: the private home is discarded at exit (`[runtime] home
     /// = "ephemeral"`), or there is none.
@@ -275,10 +275,10 @@ pub struct SandboxPlan {
     /// (`[runtime] exec_in_roots`); without it the roots are also mounted
     /// `noexec` in the server's view.
     pub exec_in_roots: bool,
-    /// Namespaces (see [`NamespaceMode`]).
+    /// Namespaces (see `NamespaceMode`).
     pub namespaces: NamespaceMode,
     /// Whether a kernel without Landlock is acceptable (see
-    /// [`LandlockMode`]).
+    /// `LandlockMode`).
     pub landlock: LandlockMode,
     /// Control files inside read-write roots, read-only in the view.
     pub protected: Vec<Protected>,
@@ -309,7 +309,7 @@ pub struct SandboxPlan {
     #[serde(skip)]
     pub observe_network: bool,
     /// The deny list the plan was made under: what an observed refusal is
-    /// judged against ([`crate::refusals`]).
+    /// judged against (`crate::refusals`).
     #[serde(skip)]
     pub deny: Vec<crate::roots::PathRule>,
 }

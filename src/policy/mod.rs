@@ -218,7 +218,7 @@ pub struct Policy {
     /// Environment variables set.
     pub env_set: BTreeMap<String, String>,
     /// Variables refused to `--env` and to `pass` patterns: the built-in
-    /// list ([`crate::envvars::REFUSED`]) and `[env] deny`.
+    /// list (`crate::envvars::REFUSED`) and `[env] deny`.
     pub env_deny: Vec<EnvRule>,
     /// The launch's `--env` flags, checked against this policy (see
     /// [`Policy::with_env_flags`]); empty when loaded.

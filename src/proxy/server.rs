@@ -37,7 +37,7 @@ pub struct ServerProcess {
 }
 
 /// Launches a server for a plan. The production launcher applies the
-/// Landlock sandbox; see [`crate::sandbox`].
+/// Landlock sandbox; see `crate::sandbox`.
 pub trait Launcher: Send + 'static {
     /// Start the server described by `plan`.
     fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError>;

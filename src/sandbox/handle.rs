@@ -150,7 +150,7 @@ fn live_remove(pid: libc::pid_t) {
 /// the init's exit is seen ([`wait`](Self::wait) returns): no descendant
 /// outlives the server. Without namespaces, the process is the server;
 /// what is left of its process group is killed when it exits, and
-/// descendants that left the group are killed by [`sweep_orphans`] when
+/// descendants that left the group are killed by `sweep_orphans` when
 /// rootfence is their subreaper.
 ///
 /// Dropping the handle kills the server (and with namespaces everything it
@@ -231,7 +231,7 @@ impl SandboxedChild {
     }
 
     /// The network proxy's refusals to tell the host (network by domain;
-    /// see [`crate::netproxy::Proxy::take_notes`]); `None` without a proxy
+    /// see `crate::netproxy::Proxy::take_notes`); `None` without a proxy
     /// or once taken.
     pub fn take_network_notes(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<String>> {
         self.net.as_ref()?.take_notes()
@@ -347,7 +347,7 @@ impl SandboxedChild {
     }
 
     /// What the server left in its writable roots that tools outside would
-    /// run (known once it has exited; see [`crate::roots::planted`]).
+    /// run (known once it has exited; see `crate::roots::planted`).
     pub fn planted(&self) -> &[crate::roots::planted::Planted] {
         &self.planted
     }

@@ -76,7 +76,7 @@ use crate::runtime::Rights;
 /// # Security
 ///
 /// Fails closed: if the machine cannot enforce what the plan needs (the
-/// fatal entries of [`losses`], a kernel without Landlock unless the policy
+/// fatal entries of `losses`, a kernel without Landlock unless the policy
 /// accepts the view and seccomp instead, namespaces the policy requires),
 /// or any rule cannot be built, or any step in the child fails, nothing is
 /// executed and an error says what is missing. On `Ok`, the server runs in
