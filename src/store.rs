@@ -369,12 +369,182 @@ impl Kept {
     }
 }
 
+/// Most entries and bytes one directory brings into a store
+/// ([`import`]).
+const IMPORT_MAX_ENTRIES: u64 = 100_000;
+/// See [`IMPORT_MAX_ENTRIES`].
+const IMPORT_MAX_BYTES: u64 = 1 << 30;
+
+/// What [`import`] did with one of the user's directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Imported {
+    /// Copied into the store: this many files.
+    Copied(u64),
+    /// The store already holds that place: left as it is (the server's own
+    /// state there wins).
+    AlreadyThere,
+}
+
+/// Why a directory cannot be imported.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The directory is not under the home directory (a store holds only
+    /// what the server finds under its home).
+    #[error("{} is not under the home directory", .0.display())]
+    NotInHome(PathBuf),
+    /// Larger than an import takes.
+    #[error(
+        "{} holds more than {IMPORT_MAX_ENTRIES} entries or {} MiB: copy what the server needs into {} yourself",
+        .0.display(),
+        IMPORT_MAX_BYTES >> 20,
+        .1.display()
+    )]
+    TooLarge(PathBuf, PathBuf),
+    /// The store cannot be made, or the copy failed (nothing is left of
+    /// it).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<io::Error> for ImportError {
+    fn from(e: io::Error) -> ImportError {
+        ImportError::Store(StoreError::Io(e))
+    }
+}
+
+/// Copy the user's directory `dir` (under `home`) into the store `store`
+/// at the same place below its `home/`, where the server finds it: the
+/// user's statement (`wrap --import-state`) that this directory is the
+/// server's state. The original is never written; a place the store holds
+/// already is left as it is.
+///
+/// # Security
+///
+/// A copy, not a grant: the server reaches its own copy, never the
+/// user's directory. Symbolic links are copied as links (never followed:
+/// in the sandbox they lead where the sandbox decides); devices, sockets
+/// and pipes are left out. The copy is made beside its place and renamed
+/// into it whole, so a failed or too large import leaves nothing.
+pub fn import(home: &Path, store: &Path, dir: &Path) -> Result<Imported, ImportError> {
+    let rel = dir
+        .strip_prefix(home)
+        .ok()
+        .filter(|r| !r.as_os_str().is_empty())
+        .ok_or_else(|| ImportError::NotInHome(dir.to_path_buf()))?;
+    let ready = ensure(store)?;
+    let dest = ready.home.join(rel);
+    if std::fs::symlink_metadata(&dest).is_ok() {
+        return Ok(Imported::AlreadyThere);
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+    }
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = dest.with_file_name(format!(".{name}.rootfence-import"));
+    let _ = std::fs::remove_dir_all(&partial);
+    let mut count = Budget::default();
+    let copied = copy_tree(dir, &partial, &mut count).and_then(|()| {
+        if count.over() {
+            return Err(ImportError::TooLarge(dir.to_path_buf(), dest.clone()));
+        }
+        std::fs::rename(&partial, &dest)?;
+        Ok(Imported::Copied(count.files))
+    });
+    if copied.is_err() {
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    copied
+}
+
+/// What an import has copied so far.
+#[derive(Debug, Default)]
+struct Budget {
+    entries: u64,
+    bytes: u64,
+    files: u64,
+}
+
+impl Budget {
+    fn over(&self) -> bool {
+        self.entries > IMPORT_MAX_ENTRIES || self.bytes > IMPORT_MAX_BYTES
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path, count: &mut Budget) -> Result<(), ImportError> {
+    let meta = std::fs::symlink_metadata(from)?;
+    std::fs::DirBuilder::new()
+        .mode(meta.permissions().mode() & 0o700 | 0o700)
+        .create(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        count.entries += 1;
+        if count.over() {
+            return Ok(());
+        }
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst, count)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else if kind.is_file() {
+            count.bytes += std::fs::copy(&src, &dst)?;
+            count.files += 1;
+        }
+        if count.over() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn argv(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn an_import_copies_the_users_directory_into_the_store_once() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let mine = home.join(".config/my-server");
+        std::fs::create_dir_all(mine.join("sub")).unwrap();
+        std::fs::write(mine.join("settings.json"), "theirs").unwrap();
+        std::fs::write(mine.join("sub/x"), "x").unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), mine.join("key")).unwrap();
+        let store = t.path().join("state/rootfence/servers/my-server-0");
+        assert_eq!(import(&home, &store, &mine).unwrap(), Imported::Copied(2));
+        let copy = store.join("home/.config/my-server");
+        assert_eq!(std::fs::read_to_string(copy.join("settings.json")).unwrap(), "theirs");
+        assert_eq!(std::fs::read_to_string(copy.join("sub/x")).unwrap(), "x");
+        // A link stays a link, to where it pointed.
+        assert_eq!(std::fs::read_link(copy.join("key")).unwrap(), home.join(".ssh/id_rsa"));
+        // Nothing half-made is left beside it.
+        let beside: Vec<_> = std::fs::read_dir(store.join("home/.config")).unwrap().collect();
+        assert_eq!(beside.len(), 1);
+        // The server's own state wins a second import.
+        std::fs::write(copy.join("settings.json"), "the server's").unwrap();
+        assert_eq!(import(&home, &store, &mine).unwrap(), Imported::AlreadyThere);
+        assert_eq!(
+            std::fs::read_to_string(copy.join("settings.json")).unwrap(),
+            "the server's"
+        );
+        assert_eq!(std::fs::read_to_string(mine.join("settings.json")).unwrap(), "theirs");
+        // Only what lies under the home.
+        assert!(matches!(
+            import(&home, &store, t.path()),
+            Err(ImportError::NotInHome(_))
+        ));
     }
 
     #[test]

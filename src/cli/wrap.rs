@@ -64,6 +64,12 @@ pub struct WrapArgs {
     /// yet (a database's directory, a vault), creating them (mode 0700).
     #[arg(long, conflicts_with = "undo")]
     pub create_roots: bool,
+    /// Copy each wrapped server's existing state in your home (`~/.NAME`,
+    /// `~/.config/NAME`, ... named like the server) into the server's own
+    /// store, where it finds it under rootfence; the originals are left as
+    /// they are, and a place the store holds already is not overwritten.
+    #[arg(long, conflicts_with = "undo")]
+    pub import_state: bool,
     /// Restore every server launched through `rootfence run` to the
     /// command after its `--` (no backup needed).
     #[arg(long, conflicts_with_all = ["policy", "policy_for"])]
@@ -109,6 +115,13 @@ each wrapped server change (a comment inside a replaced args list is lost;
 with --in-place the backup keeps the original). Claude Desktop and Claude
 Code files must be plain JSON; VS Code and Cursor files may have comments
 and trailing commas.
+
+--import-state copies what each server run through rootfence kept in your
+home before (~/.NAME and NAME in the XDG directories, named like the
+server: what explain lists as not granted) into the server's own store, at
+the same place under its home, where rootfence run lets it find it. A copy:
+the original is never reached or written; a place the store holds already
+is left as it is; links are copied as links.
 
 --undo gives back each server's command and args from what its wrapped args
 say, so wrapping then undoing gives the same JSON; a server whose args were
@@ -262,6 +275,11 @@ pub(super) fn wrap(args: &WrapArgs) -> ExitCode {
         }
     };
     report(&shown, &outcome, args.undo);
+    if args.import_state
+        && let Err(code) = import_state(&shown, &outcome, format, &rootfence, &env, args)
+    {
+        return code;
+    }
     if args.create_roots && (args.in_place || !args.undo) {
         for (name, d) in &outcome.servers {
             for dir in &d.create {
@@ -401,6 +419,85 @@ fn env_notes(outcome: &Outcome, settings: &WrapSettings, policies: &Policies) {
             }
         }
     }
+}
+
+/// `--import-state`: each server run through rootfence in `outcome` (the
+/// command after its `--`), its existing state directories copied into its
+/// store, as `run` will find the store.
+fn import_state(
+    shown: &str,
+    outcome: &Outcome,
+    format: Format,
+    rootfence: &str,
+    env: &HostEnv,
+    args: &WrapArgs,
+) -> Result<(), ExitCode> {
+    use crate::store::{self, Imported, ServerId};
+    let (settings, policies) = settings(args, env, rootfence.to_string()).map_err(|e| {
+        eprintln!("rootfence: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })?;
+    let Some(home) = env.home.clone() else {
+        eprintln!("rootfence: --import-state: HOME is not set; nothing imported");
+        return Err(ExitCode::from(EXIT_USAGE));
+    };
+    // The commands after each `--`, as `run` will start them.
+    let commands = hostconfig::undo(shown, &outcome.text, format, rootfence).map_err(|e| {
+        eprintln!("rootfence: {e}");
+        ExitCode::from(EXIT_CONFIG)
+    })?;
+    for (name, d) in &commands.servers {
+        let Action::Rewrite(launch) = &d.action else {
+            continue;
+        };
+        let key = settings.policy_for.get(name).or(settings.policy.as_ref());
+        let Some(policy) = policies.get(&key.cloned()) else {
+            continue;
+        };
+        let argv: Vec<std::ffi::OsString> = std::iter::once(launch.command.clone())
+            .chain(launch.args.iter().flatten().cloned())
+            .map(Into::into)
+            .collect();
+        let spec = match crate::runtime::discover(&argv, policy, env) {
+            Ok(spec) => spec,
+            Err(e) => {
+                eprintln!("rootfence: {name}: state not imported: {e}");
+                continue;
+            }
+        };
+        if spec.own_state.is_empty() {
+            continue;
+        }
+        if policy.raw.runtime.home != crate::policy::HomeMode::Private {
+            eprintln!(
+                "rootfence: {name}: state not imported: its policy {} keeps no store ([runtime] home is not \"private\")",
+                policy.name()
+            );
+            continue;
+        }
+        let id = ServerId::of(&spec.argv, spec.name.as_deref());
+        let Some(dir) = store::location(env, &id) else {
+            continue;
+        };
+        for own in &spec.own_state {
+            let shown_own = crate::runtime::shown(own, Some(&home));
+            match store::import(&home, &dir, own) {
+                Ok(Imported::Copied(n)) => eprintln!(
+                    "rootfence: {name}: {shown_own} copied into its store ({n} files, in {}); the original is left as it is",
+                    crate::runtime::shown(&dir, Some(&home))
+                ),
+                Ok(Imported::AlreadyThere) => eprintln!(
+                    "rootfence: {name}: {shown_own} not copied: its store holds that place already (in {})",
+                    crate::runtime::shown(&dir, Some(&home))
+                ),
+                Err(e) => {
+                    eprintln!("rootfence: {name}: {shown_own} not imported: {e}");
+                    return Err(ExitCode::from(EXIT_CONFIG));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn report(file: &str, outcome: &Outcome, undo: bool) {

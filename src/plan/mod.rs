@@ -424,7 +424,7 @@ fn home(
             None => "this server's home is its own".to_string(),
         };
         warnings.push(format!(
-            "{shown} exists and is not granted: a name is the server's to choose, so rootfence cannot tell this server's state from another program's, and {keep}. If {shown} is this server's, add to the policy: [runtime] write = [\"{shown}\"]"
+            "{shown} exists and is not granted: a name is the server's to choose, so rootfence cannot tell this server's state from another program's, and {keep}. If {shown} is this server's, add to the policy: [runtime] write = [\"{shown}\"] (or give the server a copy in its store: rootfence wrap --import-state on the host's config)"
         ));
     }
     (private_home, store)

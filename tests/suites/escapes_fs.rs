@@ -507,6 +507,68 @@ fn a_server_named_after_another_tool_reaches_none_of_its_state_and_keeps_its_own
 }
 
 #[test]
+fn a_users_own_state_imported_by_wrap_is_the_servers_own_copy() {
+    // `wrap --import-state` copies the state a server kept in the user's
+    // home before (~/.config/NAME; ~/.NAME, found under the server's home
+    // with namespaces) into its store: the server finds it and writes its
+    // copy, the user's directory is never reached or written.
+    let t = tree();
+    let put = |rel: &str, text: &str| {
+        let p = t.home.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    };
+    put(".config/my-server/settings.json", "theirs");
+    put(".my-server/settings.json", "theirs-dot");
+    let server = python_named(&t, "my-server");
+    let code = format!(
+        "{}\n\
+         cfg = os.environ.get('XDG_CONFIG_HOME', os.environ['HOME'] + '/.config') + '/my-server/settings.json'\n\
+         check('xdg', lambda: read(cfg))\n\
+         print('xdg_content=' + open(cfg).read())\n\
+         check('dot', lambda: read(os.environ['HOME'] + '/.my-server/settings.json'))\n\
+         check('write', lambda: write(cfg, 'changed'))",
+        common::PRELUDE
+    );
+    let config = t.base.join("claude_desktop_config.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"mine": {"command": server, "args": ["-c", code]}}})
+            .to_string(),
+    )
+    .expect("write the host's config");
+    let mut wrap = t.rootfence_command();
+    wrap.args(["wrap", "--import-state"])
+        .arg(&config)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .current_dir(&t.base);
+    t.as_runner(&mut wrap);
+    let wrapped = wrap.output().expect("run wrap");
+    let said = common::stderr(&wrapped);
+    assert!(wrapped.status.success(), "{said}");
+    assert!(
+        said.contains("~/.config/my-server copied into its store") && said.contains("~/.my-server copied"),
+        "{said}"
+    );
+    let p = Probe::new(t.run(&[], &[&server, "-c", &code]));
+    p.allowed("xdg").allowed("write");
+    assert_eq!(p.results.get("xdg_content").map(String::as_str), Some("theirs"));
+    if t.namespaces {
+        p.allowed("dot");
+    }
+    // The user's own directories are as they were.
+    assert_eq!(content(&t.home.join(".config/my-server/settings.json")), "theirs");
+    assert_eq!(content(&t.home.join(".my-server/settings.json")), "theirs-dot");
+    // A second import leaves the server's own copy as it is.
+    let again = wrap.output().expect("run wrap again");
+    assert!(common::stderr(&again).contains("its store holds that place already"));
+    let p = Probe::new(t.run(&[], &[&server, "-c", &code]));
+    assert_eq!(p.results.get("xdg_content").map(String::as_str), Some("changed"));
+}
+
+#[test]
 fn a_users_own_state_is_reached_once_the_line_explain_shows_is_added() {
     let t = tree();
     std::fs::create_dir_all(t.home.join(".my-server")).expect("mkdir");
