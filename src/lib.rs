@@ -77,3 +77,4 @@ mod hostconfig;
 mod hostenv;
 mod modes;
 mod refusals;
+mod statefile;

@@ -293,14 +293,7 @@ fn record_dir(env: &HostEnv) -> Option<PathBuf> {
 
 /// Record `answer` at `file`, whole or not at all.
 fn write_record(file: &Path, answer: &Path) -> std::io::Result<()> {
-    let dir = file
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no directory"))?;
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, format!("{}\n", answer.display()))?;
-    std::fs::rename(&tmp, file)
+    crate::statefile::write_whole(file, format!("{}\n", answer.display()).as_bytes())
 }
 
 #[cfg(test)]

@@ -159,32 +159,12 @@ fn file_name(dir: &Path) -> String {
 }
 
 fn read(file: &Path) -> Option<Kept> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&bytes).ok()
+    serde_json::from_slice(&crate::statefile::read_whole(file, MAX_BYTES)?).ok()
 }
 
-/// Write `kept` to `file` through a new name renamed into place.
+/// Write `kept` to `file`, whole or not at all.
 fn write(file: &Path, kept: &Kept) -> std::io::Result<()> {
-    let dir = file
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no directory"))?;
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec(kept).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(&tmp, file)
+    crate::statefile::write_whole(file, &serde_json::to_vec(kept).map_err(std::io::Error::other)?)
 }
 
 #[cfg(test)]

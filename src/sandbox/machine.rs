@@ -150,7 +150,7 @@ pub fn record() -> Record {
     slot.get_or_insert_with(|| {
         let key = key();
         file(&key)
-            .and_then(|f| read_whole(&f))
+            .and_then(|f| crate::statefile::read_whole(&f, MAX_RECORD))
             .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
             .filter(|r| r.key == key)
             .unwrap_or(Record {
@@ -164,18 +164,6 @@ pub fn record() -> Record {
 /// Most bytes of a record read (one is a few hundred).
 const MAX_RECORD: u64 = 64 * 1024;
 
-/// The bytes of the record at `file`; `None` when it cannot be read, or
-/// is longer than [`MAX_RECORD`] (not read whole).
-fn read_whole(file: &std::path::Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(MAX_RECORD + 1)
-        .read_to_end(&mut out)
-        .ok()?;
-    (out.len() as u64 <= MAX_RECORD).then_some(out)
-}
 
 /// Change this process's record with `f` and write it (whole or not at
 /// all; a record that cannot be written is only not remembered).
@@ -194,17 +182,10 @@ pub fn update(f: impl FnOnce(&mut Record)) {
     }
 }
 
-/// Write `r` to its file, through a new name renamed into place.
+/// Write `r` to its file, whole or not at all.
 fn write(r: &Record) -> std::io::Result<()> {
     let file = file(&r.key).ok_or_else(|| std::io::Error::other("no state directory"))?;
-    let dir = file
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no directory"))?;
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec(r).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, file)
+    crate::statefile::write_whole(&file, &serde_json::to_vec(r).map_err(std::io::Error::other)?)
 }
 
 #[cfg(test)]
