@@ -479,8 +479,14 @@ fn import_state(
         let Some(dir) = store::location(env, &id) else {
             continue;
         };
+        // A cache is made again; what is kept is state.
+        let cache = env.xdg("XDG_CACHE_HOME", ".cache");
         for own in &spec.own_state {
             let shown_own = crate::runtime::shown(own, Some(&home));
+            if cache.as_ref().is_some_and(|c| own.starts_with(c)) {
+                eprintln!("rootfence: {name}: {shown_own} not copied: a cache, made again");
+                continue;
+            }
             match store::import(&home, &dir, own) {
                 Ok(Imported::Copied(n)) => eprintln!(
                     "rootfence: {name}: {shown_own} copied into its store ({n} files, in {}); the original is left as it is",

@@ -520,6 +520,7 @@ fn a_users_own_state_imported_by_wrap_is_the_servers_own_copy() {
     };
     put(".config/my-server/settings.json", "theirs");
     put(".my-server/settings.json", "theirs-dot");
+    put(".cache/my-server/blob", "made again");
     let server = python_named(&t, "my-server");
     let code = format!(
         "{}\n\
@@ -549,7 +550,9 @@ fn a_users_own_state_imported_by_wrap_is_the_servers_own_copy() {
     let said = common::stderr(&wrapped);
     assert!(wrapped.status.success(), "{said}");
     assert!(
-        said.contains("~/.config/my-server copied into its store") && said.contains("~/.my-server copied"),
+        said.contains("~/.config/my-server copied into its store")
+            && said.contains("~/.my-server copied")
+            && said.contains("~/.cache/my-server not copied: a cache"),
         "{said}"
     );
     let p = Probe::new(t.run(&[], &[&server, "-c", &code]));
