@@ -88,11 +88,6 @@ enum Ask {
 pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Writable) -> Answer {
     let raw = listener.as_raw_fd();
     let target = n.data.args[0] as RawFd;
-    // Its threads are counted before the descriptor is looked at: a thread
-    // that ends after putting another file under the number must count.
-    let Some(caller) = super::lockwatch::Caller::of(n.pid) else {
-        return Answer::Done(0, -libc::ESRCH);
-    };
     let ask = if i64::from(n.data.nr) == libc::SYS_flock {
         Ask::Flock(n.data.args[1] as i32)
     } else {
@@ -100,7 +95,7 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         let lock = match read_lock(n.pid, n.data.args[2]) {
             Ok(l) => l,
             // rootfence may not read the caller's memory here.
-            Err(libc::EPERM | libc::ENOSYS) => return by_proc(&caller, target, own),
+            Err(libc::EPERM | libc::ENOSYS) => return by_proc(n.pid, target, own),
             Err(e) => return Answer::Done(0, -e),
         };
         if let Err(e) = still_pending(raw, n.id) {
@@ -117,11 +112,21 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
             }
         }
     };
+    // A POSIX lock is run by the kernel after the check: its process's
+    // threads are counted before the descriptor is looked at (a thread
+    // that puts another file under the number and ends must count).
+    let caller = match ask {
+        Ask::Posix { .. } => match super::lockwatch::Caller::of(n.pid) {
+            Some(c) => Some(c),
+            None => return Answer::Done(0, -libc::ESRCH),
+        },
+        _ => None,
+    };
     let file = match take_fd(raw, n.pid, target, n.id) {
         Ok(f) => f,
         Err(libc::EBADF) => return Answer::Done(0, -libc::EBADF),
         // The kernel refuses rootfence a copy (pidfd_getfd) here.
-        Err(_) => return by_proc(&caller, target, own),
+        Err(_) => return by_proc(n.pid, target, own),
     };
     let flags = match fd_flags(&file) {
         Ok(f) => f,
@@ -146,7 +151,10 @@ pub(super) fn answer(listener: &Arc<OwnedFd>, n: &libc::seccomp_notif, own: &Wri
         return Answer::Done(0, 0);
     }
     match ask {
-        Ask::Posix { .. } => let_through(&caller, target, own),
+        Ask::Posix { .. } => match &caller {
+            Some(caller) => let_through(caller, target, own),
+            None => Answer::Done(0, -libc::ESRCH),
+        },
         Ask::Flock(op) => {
             let wait = op & libc::LOCK_NB == 0;
             lock_now_or_wait(listener, n.id, file, wait, move |f| {
@@ -211,8 +219,12 @@ fn lock_now_or_wait(
 /// Where rootfence can neither copy the descriptor nor read the caller's
 /// memory: the open mode `/proc` shows. Opened only for reading: nothing is
 /// locked; else the kernel runs the call.
-fn by_proc(caller: &super::lockwatch::Caller, fd: RawFd, own: &Writable) -> Answer {
-    let info = std::fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", caller.tid));
+fn by_proc(pid: u32, fd: RawFd, own: &Writable) -> Answer {
+    // Counted before the descriptor is looked at (see `answer`).
+    let Some(caller) = super::lockwatch::Caller::of(pid) else {
+        return Answer::Done(0, -libc::ESRCH);
+    };
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"));
     let flags = info.ok().and_then(|s| {
         s.lines()
             .find_map(|l| l.strip_prefix("flags:"))
@@ -221,7 +233,7 @@ fn by_proc(caller: &super::lockwatch::Caller, fd: RawFd, own: &Writable) -> Answ
     match flags {
         None => Answer::Done(0, -libc::EBADF),
         Some(f) if f & libc::O_ACCMODE == libc::O_RDONLY => Answer::Done(0, 0),
-        Some(_) => let_through(caller, fd, own),
+        Some(_) => let_through(&caller, fd, own),
     }
 }
 

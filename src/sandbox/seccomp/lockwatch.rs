@@ -119,7 +119,7 @@ static WATCH: OnceLock<Option<Arc<Watch>>> = OnceLock::new();
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Caller {
     /// The calling thread.
-    pub tid: u32,
+    tid: u32,
     tgid: u32,
     threads: u32,
 }
