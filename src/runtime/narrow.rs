@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{HostEnv, Rule, RuntimeNeed, project};
-use crate::roots::PathRule;
+use crate::roots::{PathRule, within};
 
 /// Most entries listed while narrowing one grant: past it, the grant is
 /// dropped (with a note) rather than granted whole.
@@ -34,25 +34,22 @@ pub fn around_denied(
     let mut out = Vec::with_capacity(needs.len());
     for need in needs {
         let real = crate::canon::canonicalize(&need.path).ok();
-        let mut avoid: Vec<PathBuf> = denied.iter().map(|d| d.to_path_buf()).collect();
-        if need.rule == Rule::Project {
+        // The project's VCS directories, avoided besides the denied paths.
+        let left_out: Vec<PathBuf> = if need.rule == Rule::Project {
             let base = real.as_deref().unwrap_or(&need.path);
-            avoid.extend(
-                project::LEFT_OUT
-                    .iter()
-                    .map(|n| base.join(n))
-                    .filter(|p| p.exists()),
-            );
-        }
+            project::LEFT_OUT
+                .iter()
+                .map(|n| base.join(n))
+                .filter(|p| p.exists())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let shown = super::shown(&need.path, env.home.as_deref());
         let names: Vec<&Path> = std::iter::once(need.path.as_path())
             .chain(real.as_deref())
             .collect();
-        if let Some(d) = avoid
-            .iter()
-            .take(denied.len())
-            .find(|d| names.iter().any(|n| n.starts_with(d)))
-        {
+        if let Some(d) = denied.iter().find(|d| names.iter().any(|n| within(n, d))) {
             notes.push(format!(
                 "{shown} ({}: {}) not granted: it is inside denied path {}",
                 need.rule,
@@ -64,9 +61,11 @@ pub fn around_denied(
         // Narrowed in its real place: the entries listed are the real
         // directory's.
         let base = real.clone().unwrap_or_else(|| need.path.clone());
-        let inside: Vec<&PathBuf> = avoid
+        let inside: Vec<&Path> = denied
             .iter()
-            .filter(|d| d.starts_with(&base) && d.as_path() != base)
+            .copied()
+            .chain(left_out.iter().map(PathBuf::as_path))
+            .filter(|d| within(d, &base) && *d != base)
             .collect();
         if inside.is_empty() {
             out.push(need);
@@ -84,7 +83,7 @@ pub fn around_denied(
         }
         let secret = inside
             .iter()
-            .filter(|d| d.exists() && denied.iter().any(|x| x == *d))
+            .filter(|d| d.exists() && denied.contains(d))
             .map(|d| super::shown(d, env.home.as_deref()))
             .collect::<Vec<_>>();
         if !secret.is_empty() {
@@ -95,7 +94,7 @@ pub fn around_denied(
             ));
         }
         for p in parts {
-            if denied.iter().any(|d| p.starts_with(d) || d.starts_with(&p)) {
+            if denied.iter().any(|d| within(&p, d) || within(d, &p)) {
                 continue;
             }
             out.push(RuntimeNeed {
@@ -111,7 +110,7 @@ pub fn around_denied(
 /// The entries of `dir` to grant instead of `dir`: all but the avoided
 /// ones, going down into the directories on the way to one. False when
 /// more than [`MAX_ENTRIES`] were listed.
-fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut usize) -> bool {
+fn split(dir: &Path, avoid: &[&Path], out: &mut Vec<PathBuf>, listed: &mut usize) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return true;
     };
@@ -121,11 +120,11 @@ fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut us
             return false;
         }
         let p = entry.path();
-        if avoid.iter().any(|d| p.starts_with(d)) {
+        if avoid.iter().any(|d| within(&p, d)) {
             continue;
         }
         let Ok(ft) = entry.file_type() else { continue };
-        if avoid.iter().any(|d| d.starts_with(&p)) {
+        if avoid.iter().any(|d| within(d, &p)) {
             if ft.is_dir() && !split(&p, avoid, out, listed) {
                 return false;
             }
@@ -134,9 +133,7 @@ fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut us
         if ft.is_symlink() {
             // Granted by its target: keep it only when that is not avoided.
             match crate::canon::canonicalize(&p) {
-                Ok(t) if !avoid.iter().any(|d| t.starts_with(d) || d.starts_with(&t)) => {
-                    out.push(p)
-                }
+                Ok(t) if !avoid.iter().any(|d| within(&t, d) || within(d, &t)) => out.push(p),
                 _ => {}
             }
             continue;
