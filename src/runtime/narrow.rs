@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{HostEnv, Rule, RuntimeNeed, project};
-use crate::roots::{PathRule, within};
+use crate::roots::{Known, PathRule, within, within_known};
 
 /// Most entries listed while narrowing one grant: past it, the grant is
 /// dropped (with a note) rather than granted whole.
@@ -31,6 +31,8 @@ pub fn around_denied(
     env: &HostEnv,
 ) -> Vec<RuntimeNeed> {
     let denied: Vec<&Path> = deny.iter().flat_map(PathRule::names).collect();
+    // Their forms looked at once: compared with every grant.
+    let denied_known: Vec<Known> = denied.iter().map(|d| Known::new(d)).collect();
     let mut out = Vec::with_capacity(needs.len());
     for need in needs {
         let real = crate::canon::canonicalize(&need.path).ok();
@@ -46,10 +48,16 @@ pub fn around_denied(
             Vec::new()
         };
         let shown = super::shown(&need.path, env.home.as_deref());
-        let names: Vec<&Path> = std::iter::once(need.path.as_path())
+        let names: Vec<Known> = std::iter::once(need.path.as_path())
             .chain(real.as_deref())
+            .map(Known::new)
             .collect();
-        if let Some(d) = denied.iter().find(|d| names.iter().any(|n| within(n, d))) {
+        if let Some(d) = denied_known
+            .iter()
+            .copied()
+            .find(|d| names.iter().any(|n| within_known(*n, *d)))
+            .map(Known::path)
+        {
             notes.push(format!(
                 "{shown} ({}: {}) not granted: it is inside denied path {}",
                 need.rule,
@@ -61,11 +69,13 @@ pub fn around_denied(
         // Narrowed in its real place: the entries listed are the real
         // directory's.
         let base = real.clone().unwrap_or_else(|| need.path.clone());
-        let inside: Vec<&Path> = denied
+        let base_known = Known::new(&base);
+        let inside: Vec<&Path> = denied_known
             .iter()
             .copied()
-            .chain(left_out.iter().map(PathBuf::as_path))
-            .filter(|d| within(d, &base) && *d != base)
+            .chain(left_out.iter().map(|p| Known::new(p)))
+            .filter(|d| within_known(*d, base_known) && d.path() != base)
+            .map(Known::path)
             .collect();
         if inside.is_empty() {
             out.push(need);
