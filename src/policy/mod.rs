@@ -881,12 +881,14 @@ pub fn read_trusted(file: &Path) -> Result<String, Untrusted> {
 /// If `path` is inside or contains a denied path, the rule and whether it is
 /// inside.
 pub fn deny_conflict<'a>(path: &Path, deny: &'a [PathRule]) -> Option<(&'a PathRule, bool)> {
+    use crate::roots::{Known, within_known};
+    let path = Known::new(path);
     for rule in deny {
-        for d in rule.names() {
-            if crate::roots::within(path, d) {
+        for d in rule.names().map(Known::new) {
+            if within_known(path, d) {
                 return Some((rule, true));
             }
-            if crate::roots::within(d, path) {
+            if within_known(d, path) {
                 return Some((rule, false));
             }
         }

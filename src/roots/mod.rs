@@ -178,11 +178,44 @@ impl CanonicalRoot {
 /// component, no trailing `/`), which are compared by the thousand when a
 /// plan is built.
 pub fn within(path: &Path, base: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
-    if !(is_normal(p) && is_normal(b)) {
-        return path.starts_with(base);
+    within_known(Known::new(path), Known::new(base))
+}
+
+/// A path with whether it is in normal form known ([`is_normal`]), for
+/// comparing it with [`within_known`] many times over without looking at
+/// its form each time.
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    path: &'a Path,
+    normal: bool,
+}
+
+impl<'a> Known<'a> {
+    /// `path`, its form looked at once.
+    pub fn new(path: &'a Path) -> Known<'a> {
+        use std::os::unix::ffi::OsStrExt;
+        Known {
+            path,
+            normal: is_normal(path.as_os_str().as_bytes()),
+        }
     }
+
+    /// The path.
+    pub fn path(self) -> &'a Path {
+        self.path
+    }
+}
+
+/// [`within`] of two paths whose form is known.
+pub fn within_known(path: Known<'_>, base: Known<'_>) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if !(path.normal && base.normal) {
+        return path.path.starts_with(base.path);
+    }
+    let (p, b) = (
+        path.path.as_os_str().as_bytes(),
+        base.path.as_os_str().as_bytes(),
+    );
     b == b"/" || (p.starts_with(b) && (p.len() == b.len() || p[b.len()] == b'/'))
 }
 
@@ -534,6 +567,14 @@ mod within_tests {
                     within(Path::new(p), Path::new(b)),
                     Path::new(p).starts_with(b),
                     "{p} within {b}"
+                );
+                assert_eq!(
+                    super::within_known(
+                        super::Known::new(Path::new(p)),
+                        super::Known::new(Path::new(b))
+                    ),
+                    Path::new(p).starts_with(b),
+                    "{p} within {b}, forms known"
                 );
             }
         }

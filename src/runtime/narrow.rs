@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{HostEnv, Rule, RuntimeNeed, project};
-use crate::roots::PathRule;
+use crate::roots::{Known, PathRule, within, within_known};
 
 /// Most entries listed while narrowing one grant: past it, the grant is
 /// dropped (with a note) rather than granted whole.
@@ -31,27 +31,32 @@ pub fn around_denied(
     env: &HostEnv,
 ) -> Vec<RuntimeNeed> {
     let denied: Vec<&Path> = deny.iter().flat_map(PathRule::names).collect();
+    // Their forms looked at once: compared with every grant.
+    let denied_known: Vec<Known> = denied.iter().map(|d| Known::new(d)).collect();
     let mut out = Vec::with_capacity(needs.len());
     for need in needs {
         let real = crate::canon::canonicalize(&need.path).ok();
-        let mut avoid: Vec<PathBuf> = denied.iter().map(|d| d.to_path_buf()).collect();
-        if need.rule == Rule::Project {
+        // The project's VCS directories, avoided besides the denied paths.
+        let left_out: Vec<PathBuf> = if need.rule == Rule::Project {
             let base = real.as_deref().unwrap_or(&need.path);
-            avoid.extend(
-                project::LEFT_OUT
-                    .iter()
-                    .map(|n| base.join(n))
-                    .filter(|p| p.exists()),
-            );
-        }
+            project::LEFT_OUT
+                .iter()
+                .map(|n| base.join(n))
+                .filter(|p| p.exists())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let shown = super::shown(&need.path, env.home.as_deref());
-        let names: Vec<&Path> = std::iter::once(need.path.as_path())
+        let names: Vec<Known> = std::iter::once(need.path.as_path())
             .chain(real.as_deref())
+            .map(Known::new)
             .collect();
-        if let Some(d) = avoid
+        if let Some(d) = denied_known
             .iter()
-            .take(denied.len())
-            .find(|d| names.iter().any(|n| n.starts_with(d)))
+            .copied()
+            .find(|d| names.iter().any(|n| within_known(*n, *d)))
+            .map(Known::path)
         {
             notes.push(format!(
                 "{shown} ({}: {}) not granted: it is inside denied path {}",
@@ -64,9 +69,13 @@ pub fn around_denied(
         // Narrowed in its real place: the entries listed are the real
         // directory's.
         let base = real.clone().unwrap_or_else(|| need.path.clone());
-        let inside: Vec<&PathBuf> = avoid
+        let base_known = Known::new(&base);
+        let inside: Vec<&Path> = denied_known
             .iter()
-            .filter(|d| d.starts_with(&base) && d.as_path() != base)
+            .copied()
+            .chain(left_out.iter().map(|p| Known::new(p)))
+            .filter(|d| within_known(*d, base_known) && d.path() != base)
+            .map(Known::path)
             .collect();
         if inside.is_empty() {
             out.push(need);
@@ -84,7 +93,7 @@ pub fn around_denied(
         }
         let secret = inside
             .iter()
-            .filter(|d| d.exists() && denied.iter().any(|x| x == *d))
+            .filter(|d| d.exists() && denied.contains(d))
             .map(|d| super::shown(d, env.home.as_deref()))
             .collect::<Vec<_>>();
         if !secret.is_empty() {
@@ -95,7 +104,7 @@ pub fn around_denied(
             ));
         }
         for p in parts {
-            if denied.iter().any(|d| p.starts_with(d) || d.starts_with(&p)) {
+            if denied.iter().any(|d| within(&p, d) || within(d, &p)) {
                 continue;
             }
             out.push(RuntimeNeed {
@@ -111,7 +120,7 @@ pub fn around_denied(
 /// The entries of `dir` to grant instead of `dir`: all but the avoided
 /// ones, going down into the directories on the way to one. False when
 /// more than [`MAX_ENTRIES`] were listed.
-fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut usize) -> bool {
+fn split(dir: &Path, avoid: &[&Path], out: &mut Vec<PathBuf>, listed: &mut usize) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return true;
     };
@@ -121,11 +130,11 @@ fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut us
             return false;
         }
         let p = entry.path();
-        if avoid.iter().any(|d| p.starts_with(d)) {
+        if avoid.iter().any(|d| within(&p, d)) {
             continue;
         }
         let Ok(ft) = entry.file_type() else { continue };
-        if avoid.iter().any(|d| d.starts_with(&p)) {
+        if avoid.iter().any(|d| within(d, &p)) {
             if ft.is_dir() && !split(&p, avoid, out, listed) {
                 return false;
             }
@@ -134,9 +143,7 @@ fn split(dir: &Path, avoid: &[&PathBuf], out: &mut Vec<PathBuf>, listed: &mut us
         if ft.is_symlink() {
             // Granted by its target: keep it only when that is not avoided.
             match crate::canon::canonicalize(&p) {
-                Ok(t) if !avoid.iter().any(|d| t.starts_with(d) || d.starts_with(&t)) => {
-                    out.push(p)
-                }
+                Ok(t) if !avoid.iter().any(|d| within(&t, d) || within(d, &t)) => out.push(p),
                 _ => {}
             }
             continue;

@@ -3,8 +3,9 @@
 //! together, shared memory, memfds and the pages of its `tmpfs` included
 //! (what the per-process limits of [`super::resources`] cannot see).
 //!
-//! Where rootfence makes one ([`place`], found once per process by trying:
-//! a probe cgroup is made and removed):
+//! Where rootfence makes one ([`place`]; found by trying, a probe cgroup
+//! made and removed, and the place found remembered for the boot in this
+//! machine's record, [`super::machine`]; see [`Remembered`]):
 //!
 //! - **cgroup v2** (the unified hierarchy, where it holds the `memory` and
 //!   `pids` controllers): in the nearest ancestor of rootfence's own cgroup
@@ -41,12 +42,13 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The controllers of a server's cgroup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Controllers {
     /// `memory`: the memory of the server and everything it starts,
     /// together.
@@ -135,7 +137,7 @@ impl std::fmt::Display for CgroupAt {
 }
 
 /// One hierarchy servers' cgroups are made in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Hierarchy {
     /// The unified hierarchy (else a v1 one).
     v2: bool,
@@ -156,6 +158,8 @@ pub struct Place {
     hierarchies: Vec<Hierarchy>,
     /// Why a controller cannot be had, one reason per hierarchy tried.
     why: Vec<NoHierarchy>,
+    /// Taken from this boot's record, not probed by this process.
+    remembered: bool,
 }
 
 /// Why servers' cgroups cannot be made in a hierarchy.
@@ -283,12 +287,220 @@ impl Place {
     }
 }
 
-/// Where this process makes its servers' cgroups (found once, by trying).
+/// Where this process makes its servers' cgroups: the place this boot's
+/// record remembers, when it still holds ([`Remembered`]), else found by
+/// trying ([`probed`]). After [`forget`], always the probed one.
 pub fn place() -> &'static Place {
+    static REMEMBERED: OnceLock<Option<Place>> = OnceLock::new();
+    if !FORGOTTEN.load(Ordering::Acquire)
+        && let Some(p) = REMEMBERED.get_or_init(|| {
+            let cgroups = read_proc("/proc/self/cgroup");
+            let at = depends_on(&cgroups);
+            from_record(super::machine::record().cgroup, &cgroups, &at, &Kernel)
+        })
+    {
+        return p;
+    }
+    probed()
+}
+
+/// Where this process makes its servers' cgroups, found by trying (once
+/// per process), and remembered in this boot's record when both
+/// controllers can be had (forgotten there when not). `doctor` asks this.
+pub fn probed() -> &'static Place {
     static ONCE: OnceLock<Place> = OnceLock::new();
     ONCE.get_or_init(|| {
-        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        find(&read("/proc/self/cgroup"), &read("/proc/self/mountinfo"))
+        let cgroups = read_proc("/proc/self/cgroup");
+        let place = find(&cgroups, &read_proc("/proc/self/mountinfo"));
+        let kept = place.to_remember(depends_on(&cgroups));
+        super::machine::update(|r| r.cgroup = kept);
+        place
+    })
+}
+
+/// The remembered place failed a launch (the kernel refused what it
+/// said): forget it, for this process and in this boot's record; from now
+/// on [`place`] is the probed one.
+pub fn forget() {
+    FORGOTTEN.store(true, Ordering::Release);
+    super::machine::update(|r| r.cgroup = None);
+}
+
+/// Set by [`forget`].
+static FORGOTTEN: AtomicBool = AtomicBool::new(false);
+
+/// A file of `/proc`, or nothing.
+fn read_proc(p: &str) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// Make a server's cgroup in [`place`], holding the limits `limits` gives
+/// for a place. Where that place was remembered and making the cgroup
+/// there fails, it is forgotten and the cgroup is made, once more, in the
+/// place a probe finds (whose limits may be fewer: `limits` is asked
+/// again). Returns the cgroup and the place it was made in.
+pub fn create_in_place(
+    limits: impl FnMut(&Place) -> Limits,
+    namespaces: bool,
+) -> io::Result<(Option<Cgroup>, &'static Place)> {
+    create_or_again(place(), forget_and_probe, limits, namespaces)
+}
+
+/// [`forget`], then [`probed`].
+fn forget_and_probe() -> &'static Place {
+    forget();
+    probed()
+}
+
+/// [`create_in_place`] with its places given: `first`, and where `first`
+/// was remembered and fails, `again()`.
+fn create_or_again<'p>(
+    first: &'p Place,
+    again: impl FnOnce() -> &'p Place,
+    mut limits: impl FnMut(&Place) -> Limits,
+    namespaces: bool,
+) -> io::Result<(Option<Cgroup>, &'p Place)> {
+    match Cgroup::create(first, limits(first), namespaces) {
+        Err(e) if first.remembered => {
+            tracing::debug!(
+                "the server's cgroup cannot be made where this boot's record says ({e}): probing again"
+            );
+            let place = again();
+            Cgroup::create(place, limits(place), namespaces).map(|c| (c, place))
+        }
+        r => r.map(|c| (c, first)),
+    }
+}
+
+/// A place found by a probe, as this boot's record keeps it
+/// ([`super::machine`], whose key holds the boot, the kernel, the user,
+/// rootfence's version and its user namespace).
+///
+/// # Security
+///
+/// Only a place where both controllers could be had is kept (the record
+/// never says a controller is refused, which could leave a server less
+/// bounded than the kernel allows). It is taken only where what it
+/// depends on is the same ([`depends_on`]: rootfence's own cgroups, its
+/// mount and cgroup namespaces), where each hierarchy's directory is
+/// still a cgroup filesystem rootfence may write, at or above rootfence's
+/// own cgroup (never further up than a probe would choose), and, v2,
+/// with the controllers still enabled for children. The launch's own
+/// cgroup is then the test: where the kernel refuses it, the place is
+/// forgotten and probed again ([`create_in_place`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remembered {
+    /// What it depends on besides the record's key ([`depends_on`]).
+    at: String,
+    hierarchies: Vec<Hierarchy>,
+}
+
+impl Place {
+    /// This place as the record keeps it, found where `at`
+    /// ([`depends_on`]): only a probed place with both controllers.
+    fn to_remember(&self, at: String) -> Option<Remembered> {
+        (!self.remembered && self.controllers() == Controllers::BOTH).then(|| Remembered {
+            at,
+            hierarchies: self.hierarchies.clone(),
+        })
+    }
+}
+
+/// What a place depends on besides the record's key: rootfence's own
+/// cgroups (the text of `/proc/self/cgroup`), its mount namespace (where
+/// the hierarchies are mounted) and its cgroup namespace.
+fn depends_on(cgroups: &str) -> String {
+    let ns = |n: &str| {
+        std::fs::read_link(format!("/proc/self/ns/{n}"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "mnt={} cgroup={} own={}",
+        ns("mnt"),
+        ns("cgroup"),
+        cgroups.trim()
+    )
+}
+
+/// What is checked of a remembered hierarchy's directory.
+trait Look {
+    /// Whether `dir` is on a cgroup filesystem, v2 or v1.
+    fn cgroup_fs(&self, dir: &Path, v2: bool) -> bool;
+    /// Whether this process may write `p`.
+    fn writable(&self, p: &Path) -> bool;
+    /// The controllers a v2 cgroup's directory gives its children.
+    fn enabled(&self, dir: &Path) -> Controllers;
+}
+
+/// The kernel's answers.
+struct Kernel;
+
+impl Look for Kernel {
+    fn cgroup_fs(&self, dir: &Path, v2: bool) -> bool {
+        let want = if v2 {
+            libc::CGROUP2_SUPER_MAGIC
+        } else {
+            libc::CGROUP_SUPER_MAGIC
+        };
+        rustix::fs::statfs(dir).is_ok_and(|s| s.f_type == want)
+    }
+
+    fn writable(&self, p: &Path) -> bool {
+        writable(p)
+    }
+
+    fn enabled(&self, dir: &Path) -> Controllers {
+        controllers_in(
+            &std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default(),
+        )
+    }
+}
+
+/// The place `kept` says, where it still holds here (`cgroups`: the text
+/// of `/proc/self/cgroup`; `at`: [`depends_on`] now; see [`Remembered`]).
+fn from_record(
+    kept: Option<Remembered>,
+    cgroups: &str,
+    at: &str,
+    look: &impl Look,
+) -> Option<Place> {
+    let kept = kept?;
+    if kept.at != at || kept.hierarchies.is_empty() {
+        return None;
+    }
+    let own = parse_cgroups(cgroups);
+    let mut got = Controllers::NONE;
+    for h in &kept.hierarchies {
+        let at_or_above = if h.v2 {
+            own.iter()
+                .any(|o| o.v2 && o.path.starts_with(&h.parent_cgroup))
+        } else {
+            let names = |c: &[String]| {
+                (!h.controllers.memory || c.iter().any(|x| x == "memory"))
+                    && (!h.controllers.pids || c.iter().any(|x| x == "pids"))
+            };
+            own.iter()
+                .any(|o| !o.v2 && names(&o.controllers) && o.path == h.parent_cgroup)
+        };
+        let holds = at_or_above
+            && look.cgroup_fs(&h.parent, h.v2)
+            && look.writable(&h.parent)
+            && (!h.v2
+                || (look.writable(&h.parent.join("cgroup.procs"))
+                    && look.enabled(&h.parent).and(h.controllers) == h.controllers));
+        if !holds {
+            return None;
+        }
+        got = Controllers {
+            memory: got.memory || h.controllers.memory,
+            pids: got.pids || h.controllers.pids,
+        };
+    }
+    (got == Controllers::BOTH).then(|| Place {
+        hierarchies: kept.hierarchies,
+        why: Vec::new(),
+        remembered: true,
     })
 }
 
@@ -1119,5 +1331,204 @@ mod tests {
         assert_eq!(controllers_in("hugetlb"), Controllers::NONE);
         assert_eq!(controllers_in("memory").names(), "memory".to_string());
         assert_eq!(Controllers::BOTH.names(), "memory and pids");
+    }
+
+    /// What a remembered hierarchy's checks see, each answer set.
+    struct Seen2 {
+        cgroup_fs: bool,
+        writable: bool,
+        enabled: Controllers,
+    }
+
+    impl Look for Seen2 {
+        fn cgroup_fs(&self, _: &Path, _: bool) -> bool {
+            self.cgroup_fs
+        }
+        fn writable(&self, _: &Path) -> bool {
+            self.writable
+        }
+        fn enabled(&self, _: &Path) -> Controllers {
+            self.enabled
+        }
+    }
+
+    const ALL_HOLDS: Seen2 = Seen2 {
+        cgroup_fs: true,
+        writable: true,
+        enabled: Controllers::BOTH,
+    };
+
+    fn v1(c: Controllers, cgroup: &str, dir: &str) -> Hierarchy {
+        Hierarchy {
+            v2: false,
+            controllers: c,
+            parent: PathBuf::from(dir),
+            parent_cgroup: PathBuf::from(cgroup),
+            home: PathBuf::from(dir),
+        }
+    }
+
+    const MEMORY: Controllers = Controllers {
+        memory: true,
+        pids: false,
+    };
+    const PIDS: Controllers = Controllers {
+        memory: false,
+        pids: true,
+    };
+
+    /// The place found on the hybrid machine of [`HYBRID`].
+    fn hybrid_place() -> Place {
+        Place {
+            hierarchies: vec![
+                v1(
+                    MEMORY,
+                    "/process_api/0b22",
+                    "/sys/fs/cgroup/memory/process_api/0b22",
+                ),
+                v1(PIDS, "/", "/sys/fs/cgroup/pids"),
+            ],
+            ..Place::default()
+        }
+    }
+
+    #[test]
+    fn only_a_probed_place_with_both_controllers_is_remembered() {
+        let kept = hybrid_place().to_remember("at".into()).unwrap();
+        assert_eq!(kept.hierarchies, hybrid_place().hierarchies);
+        let text = serde_json::to_string(&kept).unwrap();
+        assert_eq!(serde_json::from_str::<Remembered>(&text).unwrap(), kept);
+        let partial = Place {
+            hierarchies: vec![hybrid_place().hierarchies[0].clone()],
+            ..Place::default()
+        };
+        assert_eq!(
+            partial.to_remember("at".into()),
+            None,
+            "a refusal is never kept"
+        );
+        assert_eq!(Place::default().to_remember("at".into()), None);
+        let again = Place {
+            remembered: true,
+            ..hybrid_place()
+        };
+        assert_eq!(again.to_remember("at".into()), None);
+    }
+
+    #[test]
+    fn what_a_place_depends_on_names_rootfences_cgroups_and_namespaces() {
+        let at = depends_on(HYBRID);
+        for part in ["mnt=", "cgroup=", "own=", "4:memory:/process_api/0b22"] {
+            assert!(at.contains(part), "{at}");
+        }
+        assert_ne!(at, depends_on("0::/other\n"));
+    }
+
+    #[test]
+    fn a_remembered_place_is_taken_only_where_it_still_holds() {
+        let kept = || hybrid_place().to_remember("here".into());
+        let got = from_record(kept(), HYBRID, "here", &ALL_HOLDS).unwrap();
+        assert!(got.remembered);
+        assert_eq!(got.controllers(), Controllers::BOTH);
+        assert_eq!(got.hierarchies, hybrid_place().hierarchies);
+        assert!(from_record(None, HYBRID, "here", &ALL_HOLDS).is_none());
+        // Elsewhere: another cgroup of rootfence's, other namespaces.
+        assert!(from_record(kept(), HYBRID, "there", &ALL_HOLDS).is_none());
+        // rootfence is no longer in the remembered v1 cgroup.
+        let moved = HYBRID.replace("/process_api/0b22", "/process_api/other");
+        assert!(from_record(kept(), &moved, "here", &ALL_HOLDS).is_none());
+        // Not a cgroup filesystem, or not writable.
+        let not_cgroup = Seen2 {
+            cgroup_fs: false,
+            ..ALL_HOLDS
+        };
+        assert!(from_record(kept(), HYBRID, "here", &not_cgroup).is_none());
+        let read_only = Seen2 {
+            writable: false,
+            ..ALL_HOLDS
+        };
+        assert!(from_record(kept(), HYBRID, "here", &read_only).is_none());
+        // A record that holds fewer than both controllers is not taken.
+        let half = Remembered {
+            at: "here".into(),
+            hierarchies: vec![hybrid_place().hierarchies[1].clone()],
+        };
+        assert!(from_record(Some(half), HYBRID, "here", &ALL_HOLDS).is_none());
+    }
+
+    #[test]
+    fn a_remembered_v2_place_is_at_or_above_rootfence_with_its_controllers_enabled() {
+        let own = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-x.scope\n";
+        let h = |cgroup: &str| Hierarchy {
+            v2: true,
+            controllers: Controllers::BOTH,
+            parent: PathBuf::from("/sys/fs/cgroup").join(cgroup.trim_start_matches('/')),
+            parent_cgroup: PathBuf::from(cgroup),
+            home: PathBuf::from("/sys/fs/cgroup/x"),
+        };
+        let kept = |cgroup: &str| {
+            Some(Remembered {
+                at: "here".into(),
+                hierarchies: vec![h(cgroup)],
+            })
+        };
+        let above = "/user.slice/user-1000.slice/user@1000.service/app.slice";
+        assert!(from_record(kept(above), own, "here", &ALL_HOLDS).is_some());
+        assert!(
+            from_record(kept("/system.slice"), own, "here", &ALL_HOLDS).is_none(),
+            "not above rootfence"
+        );
+        let only_memory = Seen2 {
+            enabled: MEMORY,
+            ..ALL_HOLDS
+        };
+        assert!(
+            from_record(kept(above), own, "here", &only_memory).is_none(),
+            "pids no longer enabled for children"
+        );
+    }
+
+    #[test]
+    fn where_the_kernel_refuses_a_remembered_place_it_is_probed_again() {
+        // A remembered place whose directory is not a cgroup: the cgroup is
+        // made there, but its limit files are missing.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().to_str().unwrap();
+        let stale = Place {
+            hierarchies: vec![v1(Controllers::BOTH, "/", dir)],
+            remembered: true,
+            ..Place::default()
+        };
+        let probed = Place::default();
+        let limits = Limits {
+            memory: Some(1 << 30),
+            pids: Some(100),
+        };
+        let mut asked = Vec::new();
+        let (made, place) = create_or_again(
+            &stale,
+            || &probed,
+            |p| {
+                asked.push(p.controllers());
+                limits
+            },
+            false,
+        )
+        .unwrap();
+        assert!(made.is_none(), "the probed place gives no cgroup");
+        assert!(std::ptr::eq(place, &probed));
+        assert_eq!(asked, [Controllers::BOTH, Controllers::NONE]);
+        assert_eq!(
+            std::fs::read_dir(t.path()).unwrap().count(),
+            0,
+            "the failed cgroup is removed"
+        );
+        // A probed place that fails is an error, not tried again.
+        let fresh = Place {
+            remembered: false,
+            ..stale
+        };
+        let e = create_or_again(&fresh, || panic!("probed again"), |_| limits, false);
+        assert!(e.is_err());
     }
 }

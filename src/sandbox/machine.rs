@@ -17,7 +17,10 @@
 //!
 //! A record only ever says what was *refused*: a launch reads it to start
 //! on the rung a refusal leaves, never on a better one than the kernel
-//! grants. Where the policy requires namespaces the record is not read
+//! grants. The one thing it keeps that was granted, where servers'
+//! cgroups are made, is checked again before it is used and tried by the
+//! launch itself, which probes again when the kernel refuses it (see
+//! [`super::cgroup::Remembered`]). Where the policy requires namespaces the record is not read
 //! (the launch tries, and a refusal is an error as it always was). A
 //! record can be stale (an AppArmor profile loaded since): `doctor`
 //! probes again and rewrites it.
@@ -64,6 +67,10 @@ pub struct Record {
     /// with `allow_domains` on a machine whose answer is not known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_namespace: Option<NetnsSupport>,
+    /// Where servers' cgroups are made, as a probe found it (only where
+    /// both controllers could be had; see [`super::cgroup::Remembered`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<super::cgroup::Remembered>,
 }
 
 impl Record {

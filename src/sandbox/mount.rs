@@ -9,9 +9,11 @@
 //! way (`move_mount`), so nothing is resolved by path twice. The server's
 //! sized scratch filesystem is made at [`SCRATCH_STAGING`] first (the
 //! private layers' upper directories live in it) and bound at the scratch
-//! path in order. Then the host's tree is detached, the whole view made
-//! read-only, `nosuid` and `nodev` in one call, and the mounts that differ
-//! get their own attributes on their own descriptors, outer mounts first.
+//! path in order, then moved into the host's tree. Then the host's tree is
+//! detached (one detach for both, each waiting for an RCU grace period),
+//! the whole view made read-only, `nosuid` and `nodev` in one call, and
+//! the mounts that differ get their own attributes on their own
+//! descriptors, outer mounts first.
 
 use std::cell::Cell;
 use std::ffi::{CStr, CString};
@@ -25,7 +27,8 @@ use super::protocol::{Step, errno, fail};
 pub const HOST: &str = "/.rootfence-host";
 
 /// Where the server's scratch filesystem is made while the view is built
-/// (bound at the scratch path, then detached from here).
+/// (bound at the scratch path, then moved into the host's tree and
+/// detached with it).
 pub const SCRATCH_STAGING: &str = "/.rootfence-scratch";
 
 /// `MOUNT_ATTR_RDONLY`.
@@ -565,6 +568,11 @@ unsafe fn write_sysctl(err: RawFd, path: &CStr, value: &CStr, step: Step) {
 
 /// Detach the scratch staging and the host's tree, and make the whole view
 /// read-only, `nosuid` and `nodev`.
+///
+/// The staging mount is moved into the host's tree first (onto its
+/// `/proc`), so that the one detach of the host's tree takes it too: each
+/// detach waits for an RCU grace period, a good part of a millisecond on
+/// a busy machine. Where it cannot be moved it is detached on its own.
 unsafe fn leave_host(err: RawFd, view: &ViewSetup) {
     // SAFETY (whole body): raw system calls on static C strings.
     unsafe {
@@ -574,7 +582,8 @@ unsafe fn leave_host(err: RawFd, view: &ViewSetup) {
             .any(|o| matches!(o, ViewOp::ScratchFs { .. }))
         {
             let at = c"/.rootfence-scratch";
-            if libc::umount2(at.as_ptr(), libc::MNT_DETACH) < 0 || libc::rmdir(at.as_ptr()) < 0 {
+            let gone = park_in_host(at) || libc::umount2(at.as_ptr(), libc::MNT_DETACH) == 0;
+            if !gone || libc::rmdir(at.as_ptr()) < 0 {
                 fail(err, Step::ViewEnter, 1, errno());
             }
         }
@@ -585,6 +594,39 @@ unsafe fn leave_host(err: RawFd, view: &ViewSetup) {
         if !detached {
             fail(err, Step::ViewEnter, 0, errno());
         }
+    }
+}
+
+/// Move the mount at `at` (a mount's root) onto the host tree's `/proc`,
+/// both opened following no symlink ([`open_beneath`]); false when either
+/// cannot be opened or the kernel refuses the move (nothing moved).
+///
+/// # Safety
+///
+/// In the child, while the host's tree is at [`HOST`]. Async-signal-safe.
+unsafe fn park_in_host(at: &CStr) -> bool {
+    // SAFETY (whole body): raw system calls on the C strings and our own
+    // descriptors.
+    unsafe {
+        let from = open_beneath(at, libc::O_PATH | libc::O_DIRECTORY);
+        if from < 0 {
+            return false;
+        }
+        let to = open_beneath(c"/.rootfence-host/proc", libc::O_PATH | libc::O_DIRECTORY);
+        let moved = to >= 0
+            && libc::syscall(
+                libc::SYS_move_mount,
+                from,
+                c"".as_ptr(),
+                to,
+                c"".as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+            ) == 0;
+        libc::close(from);
+        if to >= 0 {
+            libc::close(to);
+        }
+        moved
     }
 }
 

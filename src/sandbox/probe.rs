@@ -176,7 +176,7 @@ pub fn probe_with_namespaces() -> Capabilities {
     });
     c.namespaces = Some(ns);
     c.network_namespace = Some(net);
-    c.cgroup = Some(super::cgroup::place().support());
+    c.cgroup = Some(super::cgroup::probed().support());
     c
 }
 

@@ -785,9 +785,9 @@ fn capabilities_to_drop(namespaces: bool) -> (Option<DropCaps>, CapabilityOutcom
     (Some(drop), outcome)
 }
 
-/// The limits of `[resources]` for a server in `mode`.
-fn bounds_for(plan: &SandboxPlan, mode: Mode) -> Bounds {
-    let place = cgroup::place();
+/// The limits of `[resources]` for a server in `mode`, its cgroup made in
+/// `place`.
+fn bounds_for(plan: &SandboxPlan, mode: Mode, place: &cgroup::Place) -> Bounds {
     let at = resources::Where::new(
         mode.namespaces,
         Identity::current(),
@@ -897,11 +897,26 @@ fn inotify_setup(i: resources::Inotify) -> Result<InotifySetup, SandboxError> {
     })
 }
 
-/// The server's own cgroup, where the bounds need one.
-fn make_cgroup(bounds: &Bounds, mode: Mode) -> Result<Option<Cgroup>, SandboxError> {
-    let place = cgroup::place();
-    let made =
-        Cgroup::create(place, bounds.cgroup, mode.namespaces).map_err(SandboxError::Cgroup)?;
+/// The server's own cgroup, where the bounds need one. Where the place this boot's record remembers is refused, the bounds
+/// are those of the place probed instead (`bounds` is rewritten;
+/// `confine`: the launch is confined, else it has no bounds).
+fn make_cgroup(
+    plan: &SandboxPlan,
+    bounds: &mut Bounds,
+    mode: Mode,
+    confine: bool,
+) -> Result<Option<Cgroup>, SandboxError> {
+    let mut asked = false;
+    let (made, place) = cgroup::create_in_place(
+        |place| {
+            if std::mem::replace(&mut asked, true) && confine {
+                *bounds = bounds_for(plan, mode, place);
+            }
+            bounds.cgroup
+        },
+        mode.namespaces,
+    )
+    .map_err(SandboxError::Cgroup)?;
     if made.is_some() {
         cgroup::sweep_stale(place);
     }
@@ -930,8 +945,8 @@ fn attempt(
         .is_some_and(|n| n.rung() == DomainRung::NetworkNamespace);
     let launched = netns::launch_plan(net.as_ref(), plan, caps.abi());
     let plan: &SandboxPlan = &launched;
-    let bounds = if confine {
-        bounds_for(plan, mode)
+    let mut bounds = if confine {
+        bounds_for(plan, mode, cgroup::place())
     } else {
         Bounds::default()
     };
@@ -941,7 +956,7 @@ fn attempt(
     }
     // File times come from the kernel's coarse clock (a tick behind).
     let since = std::time::SystemTime::now() - std::time::Duration::from_millis(20);
-    let cgroup = make_cgroup(&bounds, mode)?;
+    let cgroup = make_cgroup(plan, &mut bounds, mode, confine)?;
     if let Some(n) = &net {
         n.set_env(&mut layout.env);
     }
