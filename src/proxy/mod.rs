@@ -267,20 +267,25 @@ where
             }
             Some(ev) = srv_rx.recv(), if !host_backed_up || session.ending().is_some() => {
                 last_traffic = Instant::now();
-                let mut ev = ev;
-                for _ in 0..=DRAIN {
+                // What else the servers have sent, while the host's side is
+                // not backed up: each event taken is handled (one taken
+                // and then left would be lost).
+                let mut next = Some(ev);
+                let mut handled = 0;
+                while let Some(ev) = next.take() {
                     if let ServerEvent::Exited(g, _) = &ev {
                         fx.gens.remove(g);
                     }
                     session.on_event(Event::Server(ev), last_traffic);
                     fx.apply(&mut session, &mut actions);
-                    if (fx.host_out.backed_up() && session.ending().is_none()) || session.finished() {
+                    handled += 1;
+                    if handled > DRAIN
+                        || (fx.host_out.backed_up() && session.ending().is_none())
+                        || session.finished()
+                    {
                         break;
                     }
-                    match srv_rx.try_recv() {
-                        Some(next) => ev = next,
-                        None => break,
-                    }
+                    next = srv_rx.try_recv();
                 }
             }
             ev = extra_events.recv(), if extra_open => match ev {
