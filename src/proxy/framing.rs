@@ -249,6 +249,11 @@ pub struct LineSender {
     queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// Woken when a writer's queue falls back to [`HIGH_WATER`] or under it:
+/// the loop that stopped reading while a writer was backed up waits on it
+/// (shared by every writer of one session).
+pub type Drained = std::sync::Arc<tokio::sync::Notify>;
+
 impl LineSender {
     /// Queue a line; false if the writer is gone.
     pub fn send(&self, line: Vec<u8>) -> bool {
@@ -273,10 +278,25 @@ impl LineSender {
 pub struct LineQueue {
     rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
     queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    drained: Drained,
 }
 
-/// A queue of lines for one writer.
-pub fn line_queue() -> (LineSender, LineQueue) {
+impl LineQueue {
+    /// `n` bytes taken off the queue; wakes the session if that ends a
+    /// backed-up state.
+    fn taken(&self, n: usize) {
+        let before = self
+            .queued
+            .fetch_sub(n, std::sync::atomic::Ordering::Relaxed);
+        if before > HIGH_WATER && before - n <= HIGH_WATER {
+            self.drained.notify_one();
+        }
+    }
+}
+
+/// A queue of lines for one writer, waking `drained` when it stops being
+/// backed up.
+pub fn line_queue(drained: Drained) -> (LineSender, LineQueue) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     (
@@ -284,7 +304,11 @@ pub fn line_queue() -> (LineSender, LineQueue) {
             tx,
             queued: queued.clone(),
         },
-        LineQueue { rx, queued },
+        LineQueue {
+            rx,
+            queued,
+            drained,
+        },
     )
 }
 
@@ -304,8 +328,7 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
     while let Some(first) = q.rx.recv().await {
         let mut next = Some(first);
         while let Some(mut line) = next.take() {
-            q.queued
-                .fetch_sub(line.len(), std::sync::atomic::Ordering::Relaxed);
+            q.taken(line.len());
             if line.len() >= COALESCE {
                 if !batch.is_empty() {
                     w.write_all(&batch).await?;

@@ -420,12 +420,10 @@ fn check(raw: Members<'_>) -> Result<Envelope<'_>, Invalid> {
         id = None;
     }
     let id_ok = id.is_none_or(|id| valid_id_key(id.get()).is_some());
-    let id_text = id
-        .filter(|id| valid_id_key(id.get()).is_some())
-        .map(|id| id.get().to_string());
+    // The id's text, kept only when the message is refused.
     let bad = |why: &'static str| Invalid::NotJsonRpc {
         why,
-        id: id_text.clone(),
+        id: id.filter(|_| id_ok).map(|id| id.get().to_string()),
     };
     if raw.jsonrpc.as_deref() != Some("2.0") {
         return Err(bad("jsonrpc must be \"2.0\""));

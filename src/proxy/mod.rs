@@ -64,6 +64,8 @@ struct Effects<L> {
     launcher: L,
     gens: HashMap<GenId, Generation>,
     host_out: framing::LineSender,
+    /// Woken when a writer stops being backed up.
+    drained: framing::Drained,
     server_events: flow::Sender<ServerEvent>,
     max_line: usize,
     observer: Option<RootsObserver>,
@@ -93,7 +95,13 @@ impl<L: Launcher> Effects<L> {
                     }
                     Action::Launch(g, plan) => {
                         let report = self.launcher.launch(&plan).and_then(|p| {
-                            Generation::start(g, p, self.max_line, self.server_events.clone())
+                            Generation::start(
+                                g,
+                                p,
+                                self.max_line,
+                                self.server_events.clone(),
+                                self.drained.clone(),
+                            )
                         });
                         let report = report.map(|h| {
                             let pid = h.pid.unwrap_or(0);
@@ -196,7 +204,8 @@ where
     let grace = std::time::Duration::from_millis(config.policy.raw.limits.shutdown_grace_ms);
     let observer = config.roots_observer.take();
     let remember = config.remember.take();
-    let (out_tx, out_rx) = framing::line_queue();
+    let drained = framing::Drained::default();
+    let (out_tx, out_rx) = framing::line_queue(drained.clone());
     let writer = spawn_host_writer(host_out, out_rx);
     // Bounded: a server that writes faster than the host reads is held
     // back by its own pipe.
@@ -209,6 +218,7 @@ where
         launcher,
         gens: HashMap::new(),
         host_out: out_tx,
+        drained: drained.clone(),
         server_events: srv_tx,
         max_line: max,
         observer,
@@ -220,8 +230,9 @@ where
     let mut last_traffic = Instant::now();
     while !session.finished() {
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
-        // While a writer is backed up, one side is not read; look again
-        // shortly (writers do not wake this loop when they catch up).
+        // While a writer is backed up, one side is not read until the
+        // writer catches up (it wakes `drained`; the short sleep is only a
+        // safety net).
         let host_backed_up = fx.host_out.backed_up();
         let server_backed_up = fx.server_backed_up();
         let paused = host_backed_up || server_backed_up;
@@ -231,7 +242,8 @@ where
         let queued = (host_open && !host_rx.is_empty()) || !srv_rx.is_empty();
         let spinning = !paused && !queued && last_traffic.elapsed() < SPIN;
         tokio::select! {
-            () = sleep(std::time::Duration::from_millis(1)), if paused => {}
+            () = drained.notified(), if paused => {}
+            () = sleep(std::time::Duration::from_millis(10)), if paused => {}
             () = spin(), if spinning => {}
             () = sleep(IDLE_RELEASE), if !spinning && framing::spares_held() => {
                 framing::release_spares();
@@ -257,20 +269,25 @@ where
             }
             Some(ev) = srv_rx.recv(), if !host_backed_up || session.ending().is_some() => {
                 last_traffic = Instant::now();
-                let mut ev = ev;
-                for _ in 0..=DRAIN {
+                // What else the servers have sent, while the host's side is
+                // not backed up: each event taken is handled (one taken
+                // and then left would be lost).
+                let mut next = Some(ev);
+                let mut handled = 0;
+                while let Some(ev) = next.take() {
                     if let ServerEvent::Exited(g, _) = &ev {
                         fx.gens.remove(g);
                     }
                     session.on_event(Event::Server(ev), last_traffic);
                     fx.apply(&mut session, &mut actions);
-                    if (fx.host_out.backed_up() && session.ending().is_none()) || session.finished() {
+                    handled += 1;
+                    if handled > DRAIN
+                        || (fx.host_out.backed_up() && session.ending().is_none())
+                        || session.finished()
+                    {
                         break;
                     }
-                    match srv_rx.try_recv() {
-                        Some(next) => ev = next,
-                        None => break,
-                    }
+                    next = srv_rx.try_recv();
                 }
             }
             change = changes.recv(), if extra_open => match change {

@@ -9,7 +9,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
-use super::framing::{LineReader, LineSender, line_queue, write_all_lines};
+use super::framing::{Drained, LineReader, LineSender, line_queue, write_all_lines};
 pub use super::session::LaunchError;
 use super::session::{ExitInfo, ServerEvent, Stop};
 use crate::plan::SandboxPlan;
@@ -100,6 +100,7 @@ impl Generation {
         proc: ServerProcess,
         max_line: usize,
         events: flow::Sender<ServerEvent>,
+        drained: Drained,
     ) -> Result<Generation, LaunchError> {
         let pid = Some(proc.pid);
         let pidfd =
@@ -111,7 +112,7 @@ impl Generation {
         let stdin = proc.stdin;
         let stdout = proc.stdout;
 
-        let (tx, mut rx) = line_queue();
+        let (tx, mut rx) = line_queue(drained);
         tokio::spawn(async move {
             let mut stdin = stdin;
             if let Err(e) = write_all_lines(&mut stdin, &mut rx).await {

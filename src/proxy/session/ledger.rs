@@ -349,6 +349,11 @@ impl Ledger {
         self.host.values().any(|r| r.generation() == Some(g))
     }
 
+    /// Whether no host request is in flight.
+    pub fn host_none(&self) -> bool {
+        self.host.is_empty()
+    }
+
     /// Every host request's key, sorted.
     pub fn host_keys(&self) -> Vec<IdKey> {
         let mut v: Vec<IdKey> = self.host.keys().cloned().collect();

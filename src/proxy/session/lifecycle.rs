@@ -915,7 +915,7 @@ impl Session {
 
     /// Nothing the host sent is held or unanswered.
     fn host_done(&self) -> bool {
-        self.queue.is_empty() && self.ledger.host_keys().is_empty()
+        self.queue.is_empty() && self.ledger.host_none()
     }
 
     /// End the session once the host has closed and everything it sent is
