@@ -604,11 +604,14 @@ fn runtime_grants(
         writable.push((path, format!("a [runtime] write path ({})", e.origin)));
     }
     for n in &command.needs {
-        if let Some(from) = &n.from
-            && let Some((_, what)) = writable.iter().find(|(w, _)| from.starts_with(w))
-        {
+        if let Some((from, what)) = n.from.iter().find_map(|f| {
+            writable
+                .iter()
+                .find(|(w, _)| f.starts_with(w))
+                .map(|(_, what)| (f, what))
+        }) {
             let note = format!(
-                "PATH directory {} grants nothing: it lies in {what}, which the server may write, so the links and #! lines there are the server's word",
+                "{} grants nothing: it lies in {what}, which the server may write, so the links, #! lines and files there are the server's word",
                 crate::runtime::shown(from, env.home.as_deref())
             );
             if !warnings.contains(&note) {

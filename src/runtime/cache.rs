@@ -201,7 +201,7 @@ mod tests {
             optional: true,
             private: true,
             private_env: Some(var.to_string()),
-            from: None,
+            from: Vec::new(),
         }
     }
 

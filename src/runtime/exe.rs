@@ -147,6 +147,21 @@ impl Elf {
     }
 }
 
+/// Whether `p` is a regular file holding a 64-bit little-endian ELF
+/// shared object (`ET_DYN`: a library, or a position-independent program).
+pub fn is_shared_object(p: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    const ET_DYN: u16 = 3;
+    let Ok(file) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut hdr = [0u8; 18];
+    file.metadata().is_ok_and(|m| m.is_file())
+        && file.read_exact_at(&mut hdr, 0).is_ok()
+        && hdr.starts_with(b"\x7fELF\x02\x01")
+        && u16::from_le_bytes([hdr[16], hdr[17]]) == ET_DYN
+}
+
 /// The little-endian `u64` at `o` in `b`.
 fn u64_at(b: &[u8], o: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))

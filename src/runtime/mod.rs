@@ -131,12 +131,13 @@ pub struct RuntimeNeed {
     /// See [`RuntimeNeed::private`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub private_env: Option<String>,
-    /// The directory whose contents the rule read to find it (a `PATH`
-    /// directory: a link there, a `#!` line): where the server may write
-    /// that directory, the need is not granted (see
+    /// The directories whose contents the rule read to find it (a `PATH`
+    /// directory's links, the file a link leads to and its `#!` line, the
+    /// layout around an interpreter, a library directory): where the
+    /// server may write any of them, the need is not granted (see
     /// [`crate::plan::build`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<PathBuf>,
 }
 
 /// A command resolved for launching, with everything the rules grant it.
@@ -203,7 +204,7 @@ impl RuntimeNeed {
             optional: false,
             private: false,
             private_env: None,
-            from: None,
+            from: Vec::new(),
         }
     }
 }
@@ -235,8 +236,8 @@ struct Collect<'a> {
     env: &'a HostEnv,
     needs: Vec<RuntimeNeed>,
     notes: Vec<String>,
-    /// The directory whose contents the grants being added come from.
-    from: Option<PathBuf>,
+    /// The directories whose contents the grants being added come from.
+    from: Vec<PathBuf>,
 }
 
 impl Collect<'_> {
@@ -335,7 +336,7 @@ pub fn discover(
         env,
         needs: Vec::new(),
         notes: Vec::new(),
-        from: None,
+        from: Vec::new(),
     };
     system::collect(&mut c);
     toolchain::program(&mut c, &found, &program, interpreter.as_ref());

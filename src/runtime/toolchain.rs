@@ -114,7 +114,7 @@ pub fn collect(c: &mut Collect) {
             continue;
         };
         // What follows comes from this directory's contents.
-        c.from = Some(real.clone());
+        c.from = vec![real.clone()];
         if !real.is_dir() || in_system_tree(&real) {
             continue;
         }
@@ -184,8 +184,8 @@ pub fn collect(c: &mut Collect) {
             leads_to(c, p, granted, &mut seen, &mut interps);
         }
     }
-    c.from = rustup;
-    if c.from.is_some()
+    c.from = rustup.into_iter().collect();
+    if !c.from.is_empty()
         && let Some(home) = layout::rustup_home(c.env)
     {
         for (p, exec, why) in layout::rustup_needs(&home) {
@@ -199,11 +199,11 @@ pub fn collect(c: &mut Collect) {
             );
         }
     }
-    c.from = asdf_used;
-    if c.from.is_some() {
+    c.from = asdf_used.into_iter().collect();
+    if !c.from.is_empty() {
         asdf(c);
     }
-    c.from = None;
+    c.from.clear();
 }
 
 /// The programs of a `PATH` directory: one listing, a `stat` of each
@@ -272,6 +272,22 @@ fn leads_to(
     seen: &mut Vec<PathBuf>,
     interps: &mut std::collections::HashSet<String>,
 ) {
+    // What follows comes from the file the link leads to (its `#!`
+    // line, the layout around it) as well as from the PATH directory.
+    let sources = c.from.len();
+    c.from.extend(p.target.parent().map(Path::to_path_buf));
+    leads_to_from(c, p, granted, seen, interps);
+    c.from.truncate(sources);
+}
+
+/// [`leads_to`], its sources noted.
+fn leads_to_from(
+    c: &mut Collect,
+    p: &Program,
+    granted: bool,
+    seen: &mut Vec<PathBuf>,
+    interps: &mut std::collections::HashSet<String>,
+) {
     if !granted && !in_system_tree(&p.target) {
         if let Some(dir) = p.target.parent() {
             installed(c, dir, seen, Rule::Toolchain);
@@ -292,6 +308,9 @@ fn leads_to(
         && exe::is_executable(&real)
         && !in_system_tree(&real)
     {
+        // The layout around the interpreter is read too.
+        c.from.extend(Path::new(interp).parent().map(Path::to_path_buf));
+        c.from.extend(real.parent().map(Path::to_path_buf));
         // A venv's python links to the Python it was made from: the venv
         // is where the `#!` line names it, not where it resolves.
         if let Some(bin) = Path::new(interp).parent() {
@@ -414,6 +433,11 @@ fn native(c: &mut Collect, file: &Path, rule: Rule) {
     } else {
         Some(dir)
     };
+    // Never a tree that holds the user's data (a program in ~/bin): then
+    // its own directory, if that is not too wide either.
+    let home = home
+        .filter(|h| !too_wide(h, c.env))
+        .or_else(|| Some(dir).filter(|d| !too_wide(d, c.env)));
     let Some(home) = home.and_then(|h| crate::canon::canonicalize(h).ok()) else {
         return;
     };
@@ -422,16 +446,21 @@ fn native(c: &mut Collect, file: &Path, rule: Rule) {
         let Ok(lib) = crate::canon::canonicalize(&lib) else {
             continue;
         };
-        if lib.starts_with(&home) && !in_system_tree(&lib) {
-            libraries_in(c, &lib, &home, rule, &of);
+        if lib.starts_with(&home) && !in_system_tree(&lib) && !too_wide(&lib, c.env) {
+            // What is granted comes from what the directory holds.
+            let sources = c.from.len();
+            c.from.push(lib.clone());
+            libraries_in(c, &lib, rule, &of);
+            c.from.truncate(sources);
         }
     }
 }
 
-/// The shared objects (`*.so`, `*.so.*`) in `dir` that resolve within
-/// `home`, each granted alone: the directory may hold more than its
-/// program's libraries.
-fn libraries_in(c: &mut Collect, dir: &Path, home: &Path, rule: Rule, of: &str) {
+/// The shared objects in `dir` (named `*.so` or `*.so.*`, and ELF shared
+/// objects by their header), each granted alone: the directory may hold
+/// more than its program's libraries. A link is followed only to a file
+/// of the same directory (`libx.so -> libx.so.1`).
+fn libraries_in(c: &mut Collect, dir: &Path, rule: Rule, of: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -444,7 +473,7 @@ fn libraries_in(c: &mut Collect, dir: &Path, home: &Path, rule: Rule, of: &str) 
         let Ok(real) = crate::canon::canonicalize(e.path()) else {
             continue;
         };
-        if real.starts_with(home) && real.is_file() {
+        if real.parent() == Some(dir) && exe::is_shared_object(&real) {
             c.add(
                 real,
                 Rights::RX,
@@ -537,7 +566,7 @@ mod tests {
             env,
             needs: Vec::new(),
             notes: Vec::new(),
-            from: None,
+            from: Vec::new(),
         };
         collect(&mut c);
         c.needs

@@ -300,7 +300,7 @@ fn needs_found_in_a_directory_the_server_may_write_are_not_granted() {
     let (ok, refused) = resolve_all(&inputs, &pol.root_rules(None));
     let elsewhere = fx.home.parent().unwrap().join("elsewhere");
     let from = |dir: PathBuf, target: &Path| RuntimeNeed {
-        from: Some(dir),
+        from: vec![dir],
         ..RuntimeNeed::new(target, Rights::RX, Rule::Toolchain, "on PATH")
     };
     let (a, b, c) = (

@@ -706,6 +706,11 @@ fn a_path_directory_the_server_may_write_grants_nothing_at_the_next_launch() {
     std::fs::set_permissions(tools.join("x"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let planted = t.r.join("bin");
     std::fs::create_dir_all(&planted).unwrap();
+    // A link of the user's PATH directory into the root (as `npm link`
+    // and `pip install -e` make): the file it leads to is the server's.
+    let third = exe("private3/deploy");
+    std::fs::create_dir_all(t.r.join("proj/bin")).unwrap();
+    std::os::unix::fs::symlink(t.r.join("proj/bin/linked"), tools.join("linked")).unwrap();
     let path = format!("{}:{}:/usr/bin:/bin", planted.display(), tools.display());
     let py = common::python();
     let run = |code: &str| {
@@ -719,17 +724,26 @@ fn a_path_directory_the_server_may_write_grants_nothing_at_the_next_launch() {
     // The first launch plants them (the root is the server's to write).
     run(&format!(
         "check('link', lambda: os.symlink('{deploy}', '{planted}/deploy'))\n\
-         check('script', lambda: (write('{planted}/x', '#!{other}\\n'), os.chmod('{planted}/x', 0o755)))",
+         check('script', lambda: (write('{planted}/x', '#!{other}\\n'), os.chmod('{planted}/x', 0o755)))\n\
+         check('linked', lambda: (write('{r}/proj/bin/linked', '#!{third}\\n'), os.chmod('{r}/proj/bin/linked', 0o755)))",
         deploy = deploy.display(),
         other = other.display(),
+        third = third.display(),
         planted = planted.display(),
+        r = t.r.display(),
     ))
     .allowed("link")
-    .allowed("script");
+    .allowed("script")
+    .allowed("linked");
     // The next launch reads the same PATH.
     let mut code = common::twin_checks(&[("link_target", "read(p)")], &deploy, &deploy_twin);
     code.push_str(&common::twin_checks(&[("interpreter", "read(p)")], &other, &other_twin));
+    code.push_str(&format!(
+        "check('through_link', lambda p: read(p), path='{}')\n",
+        third.display()
+    ));
     let p = run(&code);
+    p.refused("through_link");
     p.refused("link_target")
         .allowed("link_target_twin")
         .refused("interpreter")
@@ -788,6 +802,11 @@ fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_i
         "-Wl,-rpath,$ORIGIN/../lib".as_ref(),
     ]);
     let notes = put("apps/tool/notes.txt", SECRET);
+    // In the library directory: a link named like a library leading out
+    // of it, and a file named like one that is no shared object.
+    let out_link = app.join("lib/evil.so");
+    std::os::unix::fs::symlink(&notes, &out_link).unwrap();
+    let fake = put("apps/tool/lib/fake.so.1", SECRET);
     let inside = t.r.join("inside");
     let run = |argv: &[&std::path::Path]| {
         let argv: Vec<&str> = argv.iter().map(|p| p.to_str().unwrap()).collect();
@@ -807,10 +826,12 @@ fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_i
     let (code, said) = run(&[&cat, &secret_go]);
     assert_ne!(code, Some(0), "{said}");
     assert!(!said.contains(SECRET), "GOPATH's sources read: {said}");
-    let (code, said) = run(&[&tool, &notes]);
-    assert!(said.contains("hello-from-lib"), "{said}");
-    assert_eq!(code, Some(3), "{said}");
-    assert!(!said.contains(SECRET), "the notes beside the program read: {said}");
+    for other in [&notes, &out_link, &fake] {
+        let (code, said) = run(&[&tool, other]);
+        assert!(said.contains("hello-from-lib"), "{said}");
+        assert_eq!(code, Some(3), "{}: {said}", other.display());
+        assert!(!said.contains(SECRET), "{} read: {said}", other.display());
+    }
 }
 
 #[test]
