@@ -2116,6 +2116,48 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
 }
 
 #[test]
+fn posix_read_lock_raced_beside_threads_waiting_on_a_file_of_many_locks_ends_soon() {
+    let _timed = common::one_timed_test_at_a_time();
+    // Each watched call's number is looked at while its thread waits:
+    // twenty threads wait (F_SETLKW) on a file of its own that holds
+    // five thousand of its locks, whose /proc listing is long. The look
+    // must not grow with that: a racer is still ended before a writer
+    // outside looks, 300 ms after it won.
+    let t = tree();
+    let code = racing(&t)
+        + &format!(
+        "import fcntl, struct, threading, time\n\
+         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         B = os.open('{ro}/file', os.O_RDONLY)\n\
+         C = os.open('{r}/many', os.O_RDWR | os.O_CREAT, 0o644)\n\
+         for b in range(5000): fcntl.lockf(C, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)\n\
+         me = os.getpid()\n\
+         rd, wr = os.pipe()\n\
+         if os.fork() == 0:\n\
+         \x20   C2 = os.open('{r}/many', os.O_RDWR)\n\
+         \x20   fcntl.lockf(C2, fcntl.LOCK_EX, 1, 1)\n\
+         \x20   os.write(wr, b'x')\n\
+         \x20   while os.getppid() == me: time.sleep(0.1)\n\
+         \x20   os._exit(0)\n\
+         os.read(rd, 1)\n\
+         waiting = [threading.Thread(target=lambda: fcntl.lockf(C, fcntl.LOCK_EX, 1, 1), daemon=True) for _ in range(20)]\n\
+         [w.start() for w in waiting]\n\
+         time.sleep(0.5)\n\
+         T = 100\n\
+         won, tries = race(A, B, T)\n\
+         if won:\n\
+         \x20   print('won=%d' % tries, flush=True)\n\
+         \x20   time.sleep(0.3)\n\
+         else:\n\
+         \x20   print('never won', flush=True)",
+        ro = t.ro.display(),
+        r = t.r.display(),
+    );
+    let (probe, seen) = while_it_holds(&t, &code);
+    the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Any);
+}
+
+#[test]
 fn posix_read_lock_raced_and_granted_seconds_later_ends_soon() {
     let _timed = common::one_timed_test_at_a_time();
     // A raced F_SETLKW waits while a writer outside holds the file: the

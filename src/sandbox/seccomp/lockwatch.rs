@@ -20,8 +20,10 @@
 //! another by the time the lock is had), and closing or replacing any
 //! descriptor of the file releases every POSIX lock the process holds on
 //! it. So the locks `/proc/<pid>/task/<tid>/fdinfo/<number>` shows are
-//! all the call can have taken, and each is judged by its own open file,
-//! as the supervisor judges a call. A number is looked at until its
+//! all the call can have taken, each through the file the number names
+//! now: where the server may lock that file for real, none was raced, and
+//! `fdinfo` is not read (however many locks it has); else each lock is
+//! judged by its own open file, as the supervisor judges a call. A number is looked at until its
 //! thread is seen to have finished the call (it made another lock call,
 //! or ended), then once more: at most one number per thread of the
 //! server, and no table of other processes' locks is read. A lock that is
@@ -40,11 +42,13 @@
 //! The window is bounded, not closed: from the moment the kernel grants a
 //! raced lock to the next look, a writer outside may find the file
 //! locked. Looks come every [`FAST`] while calls are let through, then
-//! every [`MEDIUM`], at most [`SLOW`] apart; a look reads one `fdinfo`
-//! file per thread with a lock call unfinished, and the pause after it is
-//! at least twice its length, so only a server of thousands of threads,
-//! each in a lock call, lengthens the window past [`SLOW`]. Nothing
-//! another process of the machine does lengthens it. A process whose
+//! every [`MEDIUM`], at most [`SLOW`] apart; a look costs a few calls per
+//! thread with a lock call unfinished and per number they name (at most
+//! [`FDINFO_MAX`] bytes of `fdinfo`, read only where the number names a
+//! file the server may not lock for real), and the pause after it is at
+//! least twice its length, so only a server of thousands of threads, each
+//! in a lock call, lengthens the window past [`SLOW`]. Nothing another
+//! process of the machine does lengthens it. A process whose
 //! descriptors rootfence may not read (a server that made itself not
 //! dumpable) cannot have a POSIX lock let through while it has several
 //! threads (`ENOLCK`), and is killed if it becomes so while a call of its
@@ -331,30 +335,40 @@ fn apply(state: &mut State, jobs: &[Job], seen: Vec<Seen>) {
 fn look(job: &Job) -> Seen {
     let mut seen = Seen::default();
     let mut all: Option<Result<Found, Closed>> = None;
+    let mut looked = HashSet::new();
     for &(tid, n) in &job.numbers {
-        let (view, text) = match read(job.tgid, tid, n) {
-            Ok(text) => (tid, text),
+        let live = !ended(job.tgid, tid);
+        if !live {
+            // Its call has finished; the number is in the table the
+            // process's other threads share.
+            seen.ended.push(tid);
+        }
+        // One look per number (one table per process).
+        if !looked.insert(n) {
+            continue;
+        }
+        let view = if live {
+            tid
+        } else {
+            match a_live_thread(job.tgid) {
+                Some(other) => other,
+                None => continue,
+            }
+        };
+        // Every lock `fdinfo` shows under the number was taken through
+        // the file it names now: a file the server may lock for real holds
+        // no raced lock, however many it has.
+        if let Some((file, flags)) = current(job.tgid, &job.pidfd, view, n)
+            && locks_for_real(&file, flags, &job.own)
+        {
+            continue;
+        }
+        let text = match read(job.tgid, view, n) {
+            Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 end(job, &Closed { tgid: job.tgid }.to_string());
                 seen.killed = true;
                 return seen;
-            }
-            Err(_) if ended(job.tgid, tid) => {
-                // Its call has finished; the number is in the table the
-                // process's other threads share.
-                seen.ended.push(tid);
-                let Some(other) = a_live_thread(job.tgid) else {
-                    continue;
-                };
-                match read(job.tgid, other, n) {
-                    Ok(text) => (other, text),
-                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                        end(job, &Closed { tgid: job.tgid }.to_string());
-                        seen.killed = true;
-                        return seen;
-                    }
-                    Err(_) => continue,
-                }
             }
             // The number is closed: no lock stays under it.
             Err(_) => continue,
@@ -404,9 +418,29 @@ fn fdinfo(tgid: u32, tid: u32, n: RawFd) -> String {
     format!("/proc/{tgid}/task/{tid}/fdinfo/{n}")
 }
 
-/// What `/proc` shows of descriptor `n` in thread `tid`'s table.
+/// Most of an `fdinfo` file read: its flags, and locks enough to judge
+/// (a descriptor whose file may not be locked for real shows none, but
+/// the race's).
+const FDINFO_MAX: u64 = 64 * 1024;
+
+/// What `/proc` shows of descriptor `n` in thread `tid`'s table (its first
+/// [`FDINFO_MAX`] bytes: a file of thousands of locks, or an inotify
+/// instance of thousands of watches, costs no more).
 fn read(tgid: u32, tid: u32, n: RawFd) -> io::Result<String> {
-    std::fs::read_to_string(fdinfo(tgid, tid, n))
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(fdinfo(tgid, tid, n))?
+        .take(FDINFO_MAX)
+        .read_to_string(&mut text)
+        .or_else(|e| {
+            // Cut inside a character: what came before is whole lines.
+            if e.kind() == io::ErrorKind::InvalidData {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        })?;
+    Ok(text)
 }
 
 /// A thread of process `tgid` that has not ended.
@@ -567,12 +601,19 @@ fn judge(job: &Job, h: &Held, found: &Found) -> Verdict {
     }
 }
 
-/// A copy of descriptor `n` of thread `tid`, with its open mode: the
+/// A copy of descriptor `n` of thread `tid`, with its open mode, of the
+/// inode `ino` ([`current`]). `None` if it is gone, or of another file.
+fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
+    let (file, flags) = current(tgid, pidfd, tid, n)?;
+    (rustix::fs::fstat(&file).ok()?.st_ino == ino).then_some((file, flags))
+}
+
+/// What descriptor `n` of thread `tid` names now, with its open mode: the
 /// descriptor itself (pidfd_getfd, by the thread's pidfd), or where the
 /// kernel gives none (before Linux 6.9, a thread not the first), an
-/// `O_PATH` descriptor of its file with the open mode `/proc` shows, both
-/// of the inode `ino`. `None` if it is gone.
-fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(OwnedFd, i32)> {
+/// `O_PATH` descriptor of its file with the open mode `/proc` shows for
+/// that same file. `None` if it is gone.
+fn current(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd) -> Option<(OwnedFd, i32)> {
     let thread = if tid == tgid {
         None
     } else {
@@ -592,7 +633,7 @@ fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(Own
             // SAFETY: a new descriptor we own.
             let file = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
             let flags = rustix::fs::fcntl_getfl(&file).ok()?.bits() as i32;
-            return (rustix::fs::fstat(&file).ok()?.st_ino == ino).then_some((file, flags));
+            return Some((file, flags));
         }
     }
     let link = format!("/proc/{tgid}/task/{tid}/fd/{n}");
@@ -602,9 +643,7 @@ fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(Own
         rustix::fs::Mode::empty(),
     )
     .ok()?;
-    if rustix::fs::fstat(&file).ok()?.st_ino != ino {
-        return None;
-    }
+    let ino = rustix::fs::fstat(&file).ok()?.st_ino;
     let flags = fdinfo_flags(tgid, tid, n, ino)?;
     Some((file, flags))
 }
@@ -612,7 +651,7 @@ fn copy(tgid: u32, pidfd: &OwnedFd, tid: u32, n: RawFd, ino: u64) -> Option<(Own
 /// The open mode `/proc` shows for descriptor `fd` of thread `tid` of
 /// `pid`, if the descriptor is still of the inode `ino`.
 fn fdinfo_flags(pid: u32, tid: u32, fd: RawFd, ino: u64) -> Option<i32> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/fdinfo/{fd}")).ok()?;
+    let s = read(pid, tid, fd).ok()?;
     let field = |name: &str| s.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
     if field("ino:")?.parse::<u64>().ok()? != ino {
         return None;
