@@ -422,44 +422,67 @@ impl From<io::Error> for ImportError {
 /// # Security
 ///
 /// A copy, not a grant: the server reaches its own copy, never the
-/// user's directory. Symbolic links are copied as links (never followed:
-/// in the sandbox they lead where the sandbox decides); devices, sockets
-/// and pipes are left out. The copy is made beside its place and renamed
-/// into it whole, so a failed or too large import leaves nothing.
+/// user's directory. Everything is done through descriptors, never
+/// following a link: the copy is made in a directory of the store the
+/// server cannot reach (beside `home/`), reading the user's directory
+/// with `O_NOFOLLOW` at every step (a link is copied as a link, never
+/// read through: a server that may write there cannot swap a file for a
+/// link to a secret), then moved into `home/` along directories opened
+/// one by one without following links (the server may have made links
+/// in its store to lead the copy elsewhere), without replacing anything.
+/// Devices, sockets and pipes are left out. A failed or too large import
+/// leaves nothing.
 pub fn import(home: &Path, store: &Path, dir: &Path) -> Result<Imported, ImportError> {
+    use rustix::fs::{Mode, OFlags, RenameFlags};
     let rel = dir
         .strip_prefix(home)
         .ok()
         .filter(|r| !r.as_os_str().is_empty())
         .ok_or_else(|| ImportError::NotInHome(dir.to_path_buf()))?;
     let ready = ensure(store)?;
-    let dest = ready.home.join(rel);
-    if std::fs::symlink_metadata(&dest).is_ok() {
-        return Ok(Imported::AlreadyThere);
-    }
-    if let Some(parent) = dest.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)?;
-    }
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let partial = dest.with_file_name(format!(".{name}.rootfence-import"));
-    let _ = std::fs::remove_dir_all(&partial);
-    let mut count = Budget::default();
-    let copied = copy_tree(dir, &partial, &mut count).and_then(|()| {
+    let too_large = || ImportError::TooLarge(dir.to_path_buf(), ready.home.join(rel));
+    // The staging directory: the store's own, out of the server's reach.
+    let staging = store.join(format!(".import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::DirBuilder::new().mode(0o700).create(&staging)?;
+    let copied = (|| {
+        let dirs = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let stage = rustix::fs::open(&staging, dirs, Mode::empty()).map_err(io::Error::from)?;
+        let src = rustix::fs::open(dir, dirs, Mode::empty()).map_err(io::Error::from)?;
+        rustix::fs::mkdirat(&stage, "payload", Mode::from_raw_mode(0o700))
+            .map_err(io::Error::from)?;
+        let dst = rustix::fs::openat(&stage, "payload", dirs, Mode::empty())
+            .map_err(io::Error::from)?;
+        let mut count = Budget::default();
+        copy_dir(&src, &dst, &mut count)?;
         if count.over() {
-            return Err(ImportError::TooLarge(dir.to_path_buf(), dest.clone()));
+            return Err(too_large());
         }
-        std::fs::rename(&partial, &dest)?;
-        Ok(Imported::Copied(count.files))
-    });
-    if copied.is_err() {
-        let _ = std::fs::remove_dir_all(&partial);
-    }
+        // Into home/, one directory at a time, never through a link.
+        let mut at = rustix::fs::open(&ready.home, dirs, Mode::empty()).map_err(io::Error::from)?;
+        let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+        let Some((last, parents)) = parts.split_last() else {
+            return Err(ImportError::NotInHome(dir.to_path_buf()));
+        };
+        for part in parents {
+            match rustix::fs::mkdirat(&at, *part, Mode::from_raw_mode(0o700)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io::Error::from(e).into()),
+            }
+            at = rustix::fs::openat(&at, *part, dirs, Mode::empty()).map_err(|e| {
+                io::Error::other(format!(
+                    "{} in the server's store is not a directory ({e}): nothing imported",
+                    Path::new(part).display()
+                ))
+            })?;
+        }
+        match rustix::fs::renameat_with(&stage, "payload", &at, *last, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(Imported::Copied(count.files)),
+            Err(rustix::io::Errno::EXIST) => Ok(Imported::AlreadyThere),
+            Err(e) => Err(io::Error::from(e).into()),
+        }
+    })();
+    let _ = std::fs::remove_dir_all(&staging);
     copied
 }
 
@@ -477,26 +500,78 @@ impl Budget {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path, count: &mut Budget) -> Result<(), ImportError> {
-    let meta = std::fs::symlink_metadata(from)?;
-    std::fs::DirBuilder::new()
-        .mode(meta.permissions().mode() & 0o700 | 0o700)
-        .create(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
+/// Copy what the directory `src` holds into the directory `dst`, through
+/// descriptors, following no link (see [`import`]).
+fn copy_dir(
+    src: &std::os::fd::OwnedFd,
+    dst: &std::os::fd::OwnedFd,
+    count: &mut Budget,
+) -> Result<(), ImportError> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let dirs = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(src).map_err(io::Error::from)? {
+        let entry = entry.map_err(io::Error::from)?;
+        let name = entry.file_name().to_owned();
+        if name.as_bytes() != b"." && name.as_bytes() != b".." {
+            names.push(name);
+        }
+    }
+    for name in names {
         count.entries += 1;
         if count.over() {
             return Ok(());
         }
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            copy_tree(&src, &dst, count)?;
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
-        } else if kind.is_file() {
-            count.bytes += std::fs::copy(&src, &dst)?;
-            count.files += 1;
+        let st = match rustix::fs::statat(src, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            // Gone since.
+            Err(_) => continue,
+        };
+        let mode = Mode::from_raw_mode((st.st_mode & 0o777) | 0o600);
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                let Ok(from) = rustix::fs::openat(src, &name, dirs, Mode::empty()) else {
+                    continue;
+                };
+                rustix::fs::mkdirat(dst, &name, Mode::from_raw_mode(0o700))
+                    .map_err(io::Error::from)?;
+                let to = rustix::fs::openat(dst, &name, dirs, Mode::empty())
+                    .map_err(io::Error::from)?;
+                copy_dir(&from, &to, count)?;
+            }
+            FileType::Symlink => {
+                let Ok(target) = rustix::fs::readlinkat(src, &name, Vec::new()) else {
+                    continue;
+                };
+                rustix::fs::symlinkat(&target, dst, &name).map_err(io::Error::from)?;
+            }
+            FileType::RegularFile => {
+                let Ok(from) = rustix::fs::openat(
+                    src,
+                    &name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ) else {
+                    continue;
+                };
+                // Still a regular file (not a device swapped in).
+                if !rustix::fs::fstat(&from)
+                    .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile)
+                {
+                    continue;
+                }
+                let to = rustix::fs::openat(
+                    dst,
+                    &name,
+                    OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    mode,
+                )
+                .map_err(io::Error::from)?;
+                let (mut from, mut to) = (std::fs::File::from(from), std::fs::File::from(to));
+                count.bytes += io::copy(&mut io::Read::take(&mut from, IMPORT_MAX_BYTES + 1), &mut to)?;
+                count.files += 1;
+            }
+            _ => {}
         }
         if count.over() {
             return Ok(());
@@ -511,6 +586,71 @@ mod tests {
 
     fn argv(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn an_import_never_follows_a_link_the_server_made_in_its_store() {
+        // A server that ran before made `.config` in its store's home a
+        // link to a place outside: the import must not write there.
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let mine = home.join(".config/my-server");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::write(mine.join("token"), "theirs").unwrap();
+        let store = t.path().join("state/rootfence/servers/my-server-0");
+        let ready = ensure(&store).unwrap();
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, ready.home.join(".config")).unwrap();
+        assert!(import(&home, &store, &mine).is_err());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        // Nothing staged is left in the store either.
+        let left: Vec<_> = std::fs::read_dir(&store)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("home")]);
+    }
+
+    #[test]
+    fn an_import_reads_no_file_through_a_link_swapped_in_while_it_copies() {
+        // Where the server may write the user's directory, it swaps a
+        // file for a link to a secret while the import copies: the copy
+        // holds a link at most, never the secret's content.
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let mine = home.join(".config/my-server");
+        std::fs::create_dir_all(mine.join("sub")).unwrap();
+        for i in 0..2000 {
+            std::fs::write(mine.join(format!("sub/f{i}")), "theirs").unwrap();
+        }
+        let secret = t.path().join("secret");
+        std::fs::write(&secret, "SECRET").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, sub, secret) = (stop.clone(), mine.join("sub"), secret.clone());
+            std::thread::spawn(move || {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let f = sub.join(format!("f{}", i % 2000));
+                    let _ = std::fs::remove_file(&f);
+                    let _ = std::os::unix::fs::symlink(&secret, &f);
+                    i += 7;
+                }
+            })
+        };
+        let store = t.path().join("state/rootfence/servers/my-server-0");
+        let r = import(&home, &store, &mine);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(matches!(r, Ok(Imported::Copied(_))), "{r:?}");
+        for e in std::fs::read_dir(store.join("home/.config/my-server/sub")).unwrap() {
+            let p = e.unwrap().path();
+            if std::fs::symlink_metadata(&p).unwrap().is_file() {
+                assert_eq!(std::fs::read_to_string(&p).unwrap(), "theirs", "{}", p.display());
+            }
+        }
     }
 
     #[test]
