@@ -415,11 +415,13 @@ fn dev_shm(t: &Tree) {
 
 /// Open inotify instances until refused: three child processes first (at
 /// most 100 each, each held while the server lives), then the server
-/// itself (at most 300); say how many in all and the server's last error,
-/// and hold them until stdin closes.
-const INOTIFY_HOG: &str = "import ctypes\n\
+/// itself (at most 300), which parks each in a unix socket's queue (sent,
+/// never received) and closes its own descriptor; say how many in all and
+/// the server's last error, and hold them until stdin closes.
+const INOTIFY_HOG: &str = "import ctypes, socket\n\
      libc = ctypes.CDLL(None, use_errno=True)\n\
-     def hog(limit):\n\
+     park, parked = socket.socketpair()\n\
+     def hog(limit, in_flight=False):\n\
      \x20   fds, err = [], 'OK'\n\
      \x20   for i in range(limit):\n\
      \x20       fd = libc.inotify_init1(0)\n\
@@ -427,6 +429,9 @@ const INOTIFY_HOG: &str = "import ctypes\n\
      \x20           err = errno.errorcode[ctypes.get_errno()]\n\
      \x20           break\n\
      \x20       fds.append(fd)\n\
+     \x20       if in_flight:\n\
+     \x20           socket.send_fds(park, [b'x'], [fd])\n\
+     \x20           os.close(fd)\n\
      \x20   return fds, err\n\
      total = 0\n\
      hold_r, hold_w = os.pipe()\n\
@@ -440,7 +445,7 @@ const INOTIFY_HOG: &str = "import ctypes\n\
      \x20       os._exit(0)\n\
      \x20   os.close(w)\n\
      \x20   total += int(os.read(r, 64))\n\
-     fds, err = hog(300)\n\
+     fds, err = hog(300, in_flight=True)\n\
      print('instances=%d' % (total + len(fds)))\n\
      print('init=' + err, flush=True)\n\
      sys.stdin.read()";

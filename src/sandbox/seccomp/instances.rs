@@ -4,27 +4,27 @@
 //! of its own (where [`crate::sandbox::inotify`] gives the server its own
 //! limits), a server could open all of the user's (128 by default), and
 //! the user's editor outside would get `EMFILE`. So `inotify_init()` and
-//! `inotify_init1()` go to the supervisor, which counts the instances the
-//! server's processes (rootfence's descendants) hold, and past a quarter
-//! of the user's limit answers `EMFILE`, as the kernel answers past the
-//! user's. Below it, the supervisor makes the instance itself and puts it
-//! in the caller's table (`SECCOMP_IOCTL_NOTIF_ADDFD`): it is there, and
-//! counted, before the next call is judged, so callers racing each other
-//! cannot pass the bound together.
+//! `inotify_init1()` go to the supervisor, which makes each instance
+//! itself and puts it in the caller's table (`SECCOMP_IOCTL_NOTIF_ADDFD`),
+//! past a quarter of the user's limit answering `EMFILE`, as the kernel
+//! answers past the user's.
+//!
+//! It counts the instances it made that still live, wherever they are:
+//! each is registered in an epoll set of rootfence's own before it is
+//! handed over, and the kernel drops it from that set only when the
+//! instance is gone (its last descriptor closed, in any process, or in a
+//! unix socket's queue). `/proc/self/fdinfo` of the set lists what it
+//! holds. Made and counted under one lock, racing callers cannot pass the
+//! bound together.
 //!
 //! # Security
 //!
 //! Instances are bounded, watches are not (a watch is added on an instance
 //! the server holds, by a call the filter lets run: the user's
-//! `max_inotify_watches`, usually large, stays shared). An instance a
-//! server passed to another process (`SCM_RIGHTS`, inheritance) is counted
-//! in each that holds it: the count errs on the side of the bound. A
-//! process of the server whose descriptors rootfence may not read (one
-//! that made itself not dumpable) cannot be counted: no new instance is
-//! made while one lives.
+//! `max_inotify_watches`, usually large, stays shared).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::notif::{Answer, last};
 
@@ -50,7 +50,13 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, flags: u64) -> An
     }
     let _one = ONE_AT_A_TIME.lock();
     let bound = bound();
-    match held() {
+    let Some(set) = made() else {
+        tracing::warn!(
+            "an inotify instance was refused (EMFILE): rootfence cannot count the server's without an epoll set"
+        );
+        return Answer::Done(0, -libc::EMFILE);
+    };
+    match alive(set) {
         Ok(held) if held < bound => {}
         Ok(held) => {
             tracing::warn!(
@@ -59,9 +65,9 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, flags: u64) -> An
             );
             return Answer::Done(0, -libc::EMFILE);
         }
-        Err(pid) => {
+        Err(e) => {
             tracing::warn!(
-                "an inotify instance was refused (EMFILE): process {pid} of the server made its descriptors unreadable, so its instances cannot be counted"
+                "an inotify instance was refused (EMFILE): rootfence cannot count the server's ({e})"
             );
             return Answer::Done(0, -libc::EMFILE);
         }
@@ -73,6 +79,14 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, flags: u64) -> An
     }
     // SAFETY: a new descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Counted from now until the instance is gone (the set holds no
+    // reference to it).
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    // SAFETY: epoll_ctl on descriptors we hold, with an event on the stack.
+    if unsafe { libc::epoll_ctl(set.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) } < 0
+    {
+        return Answer::Done(0, -last());
+    }
     let mut add = libc::seccomp_notif_addfd {
         id: n.id,
         flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
@@ -93,74 +107,21 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, flags: u64) -> An
     Answer::Later
 }
 
-/// The inotify instances rootfence's descendants hold (each descriptor
-/// counted), or a process whose descriptors rootfence may not read.
-fn held() -> Result<u64, u32> {
-    let me = std::process::id();
-    let mut parent_of = Vec::new();
-    if let Ok(procs) = std::fs::read_dir("/proc") {
-        for p in procs.flatten() {
-            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Some(ppid) = ppid(pid) {
-                parent_of.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![me];
-    let mut i = 0;
-    while let Some(&at) = tree.get(i) {
-        tree.extend(
-            parent_of
-                .iter()
-                .filter(|&&(_, pp)| pp == at)
-                .map(|&(p, _)| p),
-        );
-        i += 1;
-    }
-    let mut held = 0;
-    for &pid in tree.iter().skip(1) {
-        // Through a thread that has not ended: a process whose first
-        // thread ended shows no descriptors under its own number.
-        let Some(tid) = live_thread(pid) else {
-            continue;
-        };
-        let fds = match std::fs::read_dir(format!("/proc/{pid}/task/{tid}/fd")) {
-            Ok(fds) => fds,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(pid),
-            // Ended since.
-            Err(_) => continue,
-        };
-        for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == "anon_inode:inotify") {
-                held += 1;
-            }
-        }
-    }
-    Ok(held)
+/// rootfence's epoll set of the instances it made (see the module's
+/// documentation); `None` if the kernel gives none.
+fn made() -> Option<&'static OwnedFd> {
+    static SET: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    SET.get_or_init(|| {
+        // SAFETY: epoll_create1 with a flag; the result is checked.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        // SAFETY: a new descriptor we own.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    })
+    .as_ref()
 }
 
-/// A thread of process `pid` that has not ended (the process holds one
-/// descriptor table, shared by its threads: see [`super::lockwatch`]).
-fn live_thread(pid: u32) -> Option<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()?
-        .flatten()
-        .filter_map(|t| t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
-        .find(|&tid| {
-            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.trim_start().chars().next())
-                    .is_some_and(|c| c != 'Z' && c != 'X')
-            })
-        })
-}
-
-/// The parent of process `pid`.
-fn ppid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command's closing parenthesis: the state, then the parent.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
+/// The instances made that still live: the entries of the set.
+fn alive(set: &OwnedFd) -> std::io::Result<u64> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", set.as_raw_fd()))?;
+    Ok(info.lines().filter(|l| l.starts_with("tfd:")).count() as u64)
 }
