@@ -363,15 +363,15 @@ fn look(job: &Job) -> Seen {
         {
             continue;
         }
-        let text = match read(job.tgid, view, n) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                end(job, &Closed { tgid: job.tgid }.to_string());
+        let text = match read_through_a_live_thread(job.tgid, view, n) {
+            Ok(Some(text)) => text,
+            // The number is closed: no lock stays under it.
+            Ok(None) => continue,
+            Err(closed) => {
+                end(job, &closed.to_string());
                 seen.killed = true;
                 return seen;
             }
-            // The number is closed: no lock stays under it.
-            Err(_) => continue,
         };
         for h in fdinfo_locks(&text) {
             let key = (h.major, h.minor, h.ino);
@@ -441,6 +441,28 @@ fn read(tgid: u32, tid: u32, n: RawFd) -> io::Result<String> {
             }
         })?;
     Ok(text)
+}
+
+/// [`read`] through thread `tid`, or, where it ended meanwhile (`/proc`
+/// then refuses as it refuses a closed process), through another thread
+/// of the process. `None`: the number is closed, or the process has no
+/// thread left; `Err`: rootfence may not look.
+fn read_through_a_live_thread(tgid: u32, tid: u32, n: RawFd) -> Result<Option<String>, Closed> {
+    let mut view = tid;
+    for _ in 0..3 {
+        match read(tgid, view, n) {
+            Ok(text) => return Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && ended(tgid, view) => {
+                match a_live_thread(tgid) {
+                    Some(other) => view = other,
+                    None => return Ok(None),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(Closed { tgid }),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(None)
 }
 
 /// A thread of process `tgid` that has not ended.
@@ -544,13 +566,23 @@ struct Closed {
     tgid: u32,
 }
 
-/// Whether thread `tid` of `tgid` has ended (a zombie, or dead).
+/// Whether thread `tid` of `tgid` has ended or is ending (a zombie, dead,
+/// or exiting: its locks are released as it goes, and once its memory is
+/// gone `/proc` shows its descriptors to root only, as a closed
+/// process's).
 fn ended(tgid: u32, tid: u32) -> bool {
+    /// `PF_EXITING`, in the flags `stat` shows.
+    const EXITING: u64 = 0x4;
     std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/stat")).map_or(true, |s| {
-        // After the command's closing parenthesis: the state.
-        s.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_none_or(|c| c == 'Z' || c == 'X')
+        // After the command's closing parenthesis: the state, then the
+        // parent, group, session, terminal, its group, and the flags.
+        let Some((_, rest)) = s.rsplit_once(')') else {
+            return true;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().and_then(|f| f.chars().next());
+        let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
+        state.is_none_or(|c| c == 'Z' || c == 'X') || flags.is_none_or(|f| f & EXITING != 0)
     })
 }
 
