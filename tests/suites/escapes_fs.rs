@@ -1834,6 +1834,30 @@ fn racing(t: &common::Tree) -> String {
     )
 }
 
+/// A racer's Python: [`racing`], `A` (a writable descriptor of
+/// `<r>/mine`) and `B` (a read-only one of `<ro>/file`), then `setup`,
+/// then `race(A, B, T{extra})` on number 100. Once won it prints
+/// `won=N` and holds the lock `hold` seconds (rootfence must end it
+/// before), else it prints `never won`.
+fn racer(t: &common::Tree, setup: &str, extra: &str, hold: &str) -> String {
+    racing(t)
+        + &format!(
+            "import fcntl, struct, threading, time\n\
+             A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
+             B = os.open('{ro}/file', os.O_RDONLY)\n\
+             {setup}\n\
+             T = 100\n\
+             won, tries = race(A, B, T{extra})\n\
+             if won:\n\
+             \x20   print('won=%d' % tries, flush=True)\n\
+             \x20   time.sleep({hold})\n\
+             else:\n\
+             \x20   print('never won', flush=True)",
+            ro = t.ro.display(),
+            r = t.r.display(),
+        )
+}
+
 #[test]
 fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
     let _timed = common::one_timed_test_at_a_time();
@@ -1849,20 +1873,11 @@ fn posix_read_lock_raced_onto_a_read_only_file_ends_the_racer() {
     // a child (another lock owner, F_GETLK); once it wins, it waits for
     // its end (and would then print 'held', with the lock held).
     let t = tree();
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         T = 100\n\
-         won, tries = race(A, B, T)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(10)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+    let code = racer(
+        &t,
+        "",
+        "",
+        "10",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
@@ -1964,25 +1979,15 @@ fn posix_read_lock_raced_by_a_server_of_many_threads_and_descriptors_ends_soon()
     // may only read, last: it is still ended before a writer outside
     // looks, 300 ms after it won.
     let t = tree();
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         extra = [os.dup(A) for _ in range(3000)]\n\
+    let code = racer(
+        &t,
+        "extra = [os.dup(A) for _ in range(3000)]\n\
          threading.stack_size(256 * 1024)\n\
          stop = threading.Event()\n\
          idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(150)]\n\
-         [th.start() for th in idle]\n\
-         T = 100\n\
-         won, tries = race(A, B, T)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(0.3)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+         [th.start() for th in idle]",
+        "",
+        "0.3",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Killed);
@@ -1995,12 +2000,9 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
     // (unshare(CLONE_FILES)), each a copy of the thousands of descriptors:
     // the look must not grow with their number.
     let t = tree();
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         extra = [os.dup(A) for _ in range(3000)]\n\
+    let code = racer(
+        &t,
+        "extra = [os.dup(A) for _ in range(3000)]\n\
          threading.stack_size(256 * 1024)\n\
          stop = threading.Event()\n\
          import ctypes\n\
@@ -2009,16 +2011,9 @@ fn posix_read_lock_raced_by_a_server_of_many_descriptor_tables_ends_soon() {
          \x20   libc.unshare(0x400)\n\
          \x20   stop.wait()\n\
          idle = [threading.Thread(target=alone, daemon=True) for _ in range(150)]\n\
-         [th.start() for th in idle]\n\
-         T = 100\n\
-         won, tries = race(A, B, T)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(0.3)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+         [th.start() for th in idle]",
+        "",
+        "0.3",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Killed);
@@ -2093,23 +2088,16 @@ fn posix_read_lock_raced_while_the_kernels_table_of_locks_is_long_ends_soon() {
     // byte, so that none merge) makes each read take seconds. A racer must
     // still be ended before a writer outside looks, 300 ms after it won.
     let t = tree();
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         many = [os.open('{r}/many%d' % i, os.O_RDWR | os.O_CREAT, 0o644) for i in range(100)]\n\
+    let code = racer(
+        &t,
+        &format!(
+            "many = [os.open('{r}/many%d' % i, os.O_RDWR | os.O_CREAT, 0o644) for i in range(100)]\n\
          for f in many:\n\
-         \x20   for b in range(1000): fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)\n\
-         T = 100\n\
-         won, tries = race(A, B, T)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(0.3)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+         \x20   for b in range(1000): fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)",
+            r = t.r.display()
+        ),
+        "",
+        "0.3",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     the_racer_was_ended(&t, &probe, &seen, Says::Why, Exit::Killed);
@@ -2124,12 +2112,10 @@ fn posix_read_lock_raced_beside_threads_waiting_on_a_file_of_many_locks_ends_soo
     // must not grow with that: a racer is still ended before a writer
     // outside looks, 300 ms after it won.
     let t = tree();
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         C = os.open('{r}/many', os.O_RDWR | os.O_CREAT, 0o644)\n\
+    let code = racer(
+        &t,
+        &format!(
+            "C = os.open('{r}/many', os.O_RDWR | os.O_CREAT, 0o644)\n\
          for b in range(5000): fcntl.lockf(C, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 2 * b)\n\
          me = os.getpid()\n\
          rd, wr = os.pipe()\n\
@@ -2142,16 +2128,11 @@ fn posix_read_lock_raced_beside_threads_waiting_on_a_file_of_many_locks_ends_soo
          os.read(rd, 1)\n\
          waiting = [threading.Thread(target=lambda: fcntl.lockf(C, fcntl.LOCK_EX, 1, 1), daemon=True) for _ in range(20)]\n\
          [w.start() for w in waiting]\n\
-         time.sleep(0.5)\n\
-         T = 100\n\
-         won, tries = race(A, B, T)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(0.3)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+         time.sleep(0.5)",
+            r = t.r.display()
+        ),
+        "",
+        "0.3",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Any);
@@ -2188,20 +2169,11 @@ fn posix_read_lock_raced_and_granted_seconds_later_ends_soon() {
     )
     .expect("the writer outside holds its lock");
     assert_eq!(said.trim(), "holding");
-    let code = racing(&t)
-        + &format!(
-        "import fcntl, struct, threading, time\n\
-         A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
-         B = os.open('{ro}/file', os.O_RDONLY)\n\
-         T = 100\n\
-         won, tries = race(A, B, T, wait=2)\n\
-         if won:\n\
-         \x20   print('won=%d' % tries, flush=True)\n\
-         \x20   time.sleep(0.3)\n\
-         else:\n\
-         \x20   print('never won', flush=True)",
-        ro = t.ro.display(),
-        r = t.r.display(),
+    let code = racer(
+        &t,
+        "",
+        ", wait=2",
+        "0.3",
     );
     let (probe, seen) = while_it_holds(&t, &code);
     let _ = holder.wait();
