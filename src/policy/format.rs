@@ -465,7 +465,7 @@ pub struct ResourcesSection {
     /// a memory-backed filesystem of this size (and 64 files per MiB) in
     /// its view, holding the private layers' upper directories from Linux
     /// 6.6 on; without namespaces the scratch directory is on the host's
-    /// disk and not bounded (and the server has no `/dev/shm`). 0: no
+    /// disk and not bounded (and so is its own `/dev/shm`). 0: no
     /// bound (the scratch directory on the host's disk).
     pub scratch_mb: u64,
 }

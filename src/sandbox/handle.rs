@@ -165,6 +165,8 @@ pub struct SandboxedChild {
     pub(super) stdout: Option<OwnedFd>,
     pub(super) stderr: Option<OwnedFd>,
     pub(super) scratch: Option<Scratch>,
+    /// Without namespaces, the directory of the server's `/dev/shm`.
+    pub(super) shm: Option<Scratch>,
     /// The server's own cgroup, removed once it has ended.
     pub(super) cgroup: Option<Cgroup>,
     pub(super) confinement: Confinement,
@@ -367,10 +369,14 @@ impl SandboxedChild {
         if let Some(report) = self.kept.take().and_then(|k| k.report()) {
             tracing::warn!("{report}");
         }
-        if let Some(s) = self.scratch.take()
-            && let Err(e) = s.remove()
-        {
-            tracing::warn!("cannot remove the scratch directory: {e}; remove it by hand");
+        for s in [self.scratch.take(), self.shm.take()].into_iter().flatten() {
+            let dir = s.path().to_path_buf();
+            if let Err(e) = s.remove() {
+                tracing::warn!(
+                    "cannot remove the scratch directory {}: {e}; remove it by hand",
+                    dir.display()
+                );
+            }
         }
     }
 

@@ -33,8 +33,10 @@
 //!   `/dev/shm` (POSIX shared memory and semaphores) and (Linux 6.6 and
 //!   later, whose `tmpfs` keeps the user extended attributes overlayfs
 //!   needs) the private layers' upper directories; without namespaces the
-//!   scratch directory is on the host's disk and not bounded, and the
-//!   host's `/dev/shm` (shared by every process) is not granted;
+//!   scratch directory is on the host's disk and not bounded, and so is
+//!   the server's own `/dev/shm`, a directory beside it where rootfence's
+//!   supervisor makes and opens its POSIX shared memory and semaphores
+//!   (the host's, shared by every process, is not granted);
 //! - inotify: with namespaces, the server's own user namespace (the one
 //!   it runs in, or as root one made for it before it starts) gets a
 //!   quarter of the user's `max_inotify_instances` and
@@ -336,7 +338,7 @@ pub fn applied(r: &ResourcesSection, at: &Where) -> Vec<Applied> {
         ),
         None => no(
             "scratch space",
-            "not bounded without namespaces (TMPDIR is a directory on the host's disk); POSIX shared memory and semaphores are unavailable (the host's /dev/shm, shared by every process, is not granted)".into(),
+            "not bounded without namespaces (TMPDIR is a directory on the host's disk, and so is the server's own /dev/shm, where rootfence makes and opens its POSIX shared memory and semaphores; the host's, shared by every process, is not granted)".into(),
         ),
     };
     let (iu, wu) = at.user_inotify;

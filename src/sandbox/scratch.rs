@@ -85,6 +85,12 @@ impl Scratch {
         &self.path
     }
 
+    /// The directory, open (a new descriptor of the one rootfence made and
+    /// locked, never found again by its path).
+    pub fn handle(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        self._lock.try_clone().map(std::os::fd::OwnedFd::from)
+    }
+
     /// Remove the directory and everything in it now.
     pub fn remove(self) -> std::io::Result<()> {
         let path = self.path.clone();

@@ -269,6 +269,9 @@ struct Layout {
     dirs: Vec<PathBuf>,
     /// The server's own store, made ready ([`store_for`]).
     store: Option<crate::store::Ready>,
+    /// Without namespaces, the directory holding the server's `/dev/shm`
+    /// (no rule names it: see [`seccomp::shm`]).
+    shm: Option<Scratch>,
 }
 
 impl Layout {
@@ -327,7 +330,9 @@ impl Layout {
                     }
                 }
             }
-            // The server's own /dev/shm, in its scratch space.
+            // The server's own /dev/shm, in its scratch space (without
+            // namespaces in a directory beside it, which the supervisor
+            // alone uses).
             if mode.namespaces {
                 match size {
                     Some(_) => dirs.push(PathBuf::from(translate::SHM_DIR)),
@@ -340,12 +345,17 @@ impl Layout {
                     .map_err(|source| SandboxError::Scratch { dir, source })?;
             }
         }
+        let shm = match &scratch {
+            Some(_) if !mode.namespaces => Some(Scratch::create()?),
+            _ => None,
+        };
         Ok(Layout {
             scratch,
             env,
             layers,
             dirs,
             store: None,
+            shm,
         })
     }
 
@@ -531,6 +541,17 @@ fn prepare(
     filter.report = plan.report_refusals;
     filter.observe = plan.observe_paths;
     filter.observe_network = plan.observe_network;
+    let shm = match &layout.shm {
+        Some(dir) => {
+            let handle = dir.handle().map_err(|source| SandboxError::Scratch {
+                dir: dir.path().to_path_buf(),
+                source,
+            })?;
+            Some(Arc::new(seccomp::shm::Shm::new(handle)))
+        }
+        None => None,
+    };
+    filter.shm = shm.is_some();
     if let Some(n) = net {
         n.adjust_filter(&mut filter);
     }
@@ -567,8 +588,10 @@ fn prepare(
                 .map(|(p, _)| p)
                 .collect();
             under.extend(plan.home_store.as_ref().map(|s| s.home()));
+            under.extend(layout.shm.as_ref().map(|s| s.path().to_path_buf()));
             seccomp::writable::Writable::Under(under)
         },
+        shm,
     });
     let view = if namespaces {
         let no_fds = std::collections::HashMap::new();
@@ -1069,6 +1092,7 @@ fn attempt(
         stdout: None,
         stderr: None,
         scratch: layout.scratch,
+        shm: layout.shm,
         cgroup,
         confinement,
         namespaces: mode.namespaces && confine,

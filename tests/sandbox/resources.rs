@@ -354,63 +354,156 @@ fn shared_memory(t: &Tree) {
     }
 }
 
-/// The server's own `/dev/shm` with namespaces: Python's
-/// `multiprocessing.Pool` and a POSIX semaphore work, a file of 1 MiB is
-/// written, 16 MiB are refused (`ENOSPC`: it is in the 8 MiB of scratch
-/// space), and nothing written there runs. Without namespaces the host's
-/// `/dev/shm` is not granted (doctor says POSIX shared memory is
-/// unavailable) while TMPDIR is.
+/// The server's own `/dev/shm`, in every mode: Python's
+/// `multiprocessing.Pool`, a POSIX semaphore and a named shared memory
+/// block opened again by name in a child work, and a file of 1 MiB is
+/// written. With namespaces it is a tmpfs of the view in the scratch
+/// space: 16 MiB are refused (`ENOSPC`: it is in the 8 MiB of scratch) and
+/// nothing written there runs. Without them rootfence does a name's open
+/// (as `shm_open` and `sem_open` open: creating, writing or not following
+/// a link; a plain read goes to the host's), link, rename and unlink in a
+/// directory of its own the server has no rule for: the host's `/dev/shm`
+/// is never reached (a file planted there is neither read nor changed,
+/// nothing the server makes appears there, other spellings of the path
+/// reach the host's and are refused), a file the
+/// server may only read cannot be linked in there, and the directory's real
+/// place, though the server can learn it, is neither written, linked into
+/// nor run from.
 fn dev_shm(t: &Tree) {
+    // A file of the host's /dev/shm, the runner's own (as every file there
+    // of another program of the same user is).
+    let host = std::path::PathBuf::from(format!("/dev/shm/rootfence-host-{}", common::unique()));
+    std::fs::write(&host, "host").unwrap();
+    if let Some((uid, gid)) = t.user {
+        std::os::unix::fs::chown(&host, Some(uid), Some(gid)).unwrap();
+    }
+    let name = host.file_name().unwrap().to_str().unwrap().to_string();
     let p = run(
         t,
-        "import multiprocessing, subprocess\n\
-         def sq(x):\n\
-         \x20   return x * x\n\
-         def pool():\n\
-         \x20   with multiprocessing.Pool(2) as p:\n\
-         \x20       assert p.map(sq, range(8)) == [x * x for x in range(8)]\n\
-         check('pool', pool)\n\
-         def sem():\n\
-         \x20   s = multiprocessing.Semaphore(2)\n\
-         \x20   s.acquire()\n\
-         \x20   s.release()\n\
-         check('sem', sem)\n\
-         def fill(d, name, mib):\n\
-         \x20   try:\n\
-         \x20       with open(d + '/' + name, 'wb') as f:\n\
-         \x20           for i in range(mib):\n\
-         \x20               f.write(b'x' * (1 << 20))\n\
-         \x20           f.flush()\n\
-         \x20           os.fsync(f.fileno())\n\
-         \x20   except OSError:\n\
-         \x20       if os.path.exists(d + '/' + name):\n\
-         \x20           os.unlink(d + '/' + name)\n\
-         \x20       raise\n\
-         check('small', lambda d: fill(d, 'small', 1), path='/dev/shm')\n\
-         check('big', lambda: fill('/dev/shm', 'big', 16))\n\
-         check('tmpdir', lambda: fill(os.environ['TMPDIR'], 'small', 1))\n\
-         def run_from(d):\n\
-         \x20   write(d + '/x.sh', '#!/bin/sh\\nexit 0\\n')\n\
-         \x20   os.chmod(d + '/x.sh', 0o755)\n\
-         \x20   subprocess.run([d + '/x.sh'], check=True)\n\
-         if os.path.isdir('/dev/shm') and os.access('/dev/shm', os.W_OK):\n\
-         \x20   check('exec', lambda: run_from('/dev/shm'))\n\
-         check('exec_twin', lambda: subprocess.run(['/bin/true'], check=True))",
+        &format!(
+            "import multiprocessing, subprocess\n\
+             from multiprocessing import shared_memory\n\
+             def sq(x):\n\
+             \x20   return x * x\n\
+             def pool():\n\
+             \x20   with multiprocessing.Pool(2) as p:\n\
+             \x20       assert p.map(sq, range(8)) == [x * x for x in range(8)]\n\
+             check('pool', pool)\n\
+             def sem():\n\
+             \x20   s = multiprocessing.Semaphore(2)\n\
+             \x20   s.acquire()\n\
+             \x20   s.release()\n\
+             check('sem', sem)\n\
+             def peek(name, q):\n\
+             \x20   m = shared_memory.SharedMemory(name=name)\n\
+             \x20   q.put(bytes(m.buf[:5])); m.close()\n\
+             def shared():\n\
+             \x20   m = shared_memory.SharedMemory(create=True, size=4096)\n\
+             \x20   m.buf[:5] = b'hello'\n\
+             \x20   q = multiprocessing.Queue()\n\
+             \x20   c = multiprocessing.Process(target=peek, args=(m.name, q)); c.start()\n\
+             \x20   got = q.get(timeout=20); c.join()\n\
+             \x20   m.close(); m.unlink()\n\
+             \x20   if got != b'hello': raise OSError(5, repr(got))\n\
+             check('shared', shared)\n\
+             def fill(d, name, mib):\n\
+             \x20   try:\n\
+             \x20       with open(d + '/' + name, 'wb') as f:\n\
+             \x20           for i in range(mib):\n\
+             \x20               f.write(b'x' * (1 << 20))\n\
+             \x20           f.flush()\n\
+             \x20           os.fsync(f.fileno())\n\
+             \x20   except OSError:\n\
+             \x20       if os.path.exists(d + '/' + name):\n\
+             \x20           os.unlink(d + '/' + name)\n\
+             \x20       raise\n\
+             check('small', lambda d: fill(d, 'small', 1), path='/dev/shm')\n\
+             check('big', lambda: fill('/dev/shm', 'big', 16))\n\
+             check('tmpdir', lambda: fill(os.environ['TMPDIR'], 'small', 1))\n\
+             def run_from(d):\n\
+             \x20   fd = os.open(d + '/x.sh', os.O_CREAT | os.O_WRONLY, 0o755)\n\
+             \x20   os.write(fd, b'#!/bin/sh\\nexit 0\\n'); os.close(fd)\n\
+             \x20   subprocess.run([d + '/x.sh'], check=True)\n\
+             check('exec_twin', lambda: subprocess.run(['/bin/true'], check=True))\n\
+             if {ns}:\n\
+             \x20   check('exec', lambda: run_from('/dev/shm'))\n\
+             else:\n\
+             \x20   # The host's file: not there (its own /dev/shm holds no such\n\
+             \x20   # name), and writing the name makes the server's own.\n\
+             \x20   check('host_read', lambda p: read(p), path='/dev/shm/{name}')\n\
+             \x20   check('host_alias', lambda p: read(p), path='/dev//shm/{name}')\n\
+             \x20   check('host_dots', lambda p: read(p), path='/dev/shm/../shm/{name}')\n\
+             \x20   check('host_nofollow', lambda p: os.open(p, os.O_RDONLY | os.O_NOFOLLOW), path='/dev/shm/{name}')\n\
+             \x20   check('own_write', lambda: write('/dev/shm/{name}', 'mine'))\n\
+             \x20   def own_read():\n\
+             \x20       fd = os.open('/dev/shm/{name}', os.O_RDWR)\n\
+             \x20       print('own=' + os.read(fd, 10).decode())\n\
+             \x20   check('own_read', own_read)\n\
+             \x20   check('link_in', lambda: os.link('{ro}/file', '/dev/shm/ro-file'))\n\
+             \x20   check('link_in_then_write', lambda: write('/dev/shm/ro-file', 'x', 'r+'))\n\
+             \x20   fd = os.open('/dev/shm/small2', os.O_CREAT | os.O_RDWR, 0o600)\n\
+             \x20   real = os.path.dirname(os.readlink('/proc/self/fd/%d' % fd))\n\
+             \x20   print('real=' + real)\n\
+             \x20   check('real_write', lambda p: write(p + '/planted'), path=real)\n\
+             \x20   check('real_link', lambda p: os.link('{ro}/file', p + '/ro-file'), path=real)\n\
+             \x20   def exec_real():\n\
+             \x20       fd = os.open('/dev/shm/x.sh', os.O_CREAT | os.O_WRONLY, 0o755)\n\
+             \x20       os.write(fd, b'#!/bin/sh\\nexit 0\\n'); os.close(fd)\n\
+             \x20       subprocess.run([real + '/x.sh'], check=True)\n\
+             \x20   check('real_exec', exec_real)\n\
+             \x20   check('rename', lambda: os.rename('/dev/shm/small2', '/dev/shm/small3'))\n\
+             \x20   check('rename_out', lambda: os.rename('/dev/shm/small3', '{r}/small3'))\n\
+             \x20   check('unlink', lambda: os.unlink('/dev/shm/small3'))",
+            ns = if t.namespaces { "True" } else { "False" },
+            ro = t.ro.display(),
+            r = t.r.display(),
+        ),
     );
-    p.success().allowed("tmpdir").allowed("exec_twin");
+    p.success()
+        .allowed("tmpdir")
+        .allowed("exec_twin")
+        .allowed("pool")
+        .allowed("sem")
+        .allowed("shared")
+        .allowed("small");
     if t.namespaces {
-        p.allowed("pool")
-            .allowed("sem")
-            .allowed("small")
-            .expect("big", "ENOSPC")
-            .expect("exec", "EACCES");
+        p.expect("big", "ENOSPC").expect("exec", "EACCES");
     } else {
-        said(t).open(
-            "scratch space",
-            "POSIX shared memory and semaphores are unavailable",
+        // Not bounded without namespaces, as doctor says.
+        said(t).open("scratch space", "not bounded without namespaces");
+        p.allowed("big")
+            .refused("host_read")
+            .refused("host_nofollow")
+            .refused("host_alias")
+            .refused("host_dots")
+            .allowed("own_write")
+            .allowed("own_read")
+            .expect("own", "mine")
+            .expect("link_in", "EXDEV")
+            .expect("link_in_then_write", "ENOENT")
+            .refused("real_write")
+            .refused("real_link")
+            .expect("real_exec", "EACCES")
+            .allowed("rename")
+            .expect("rename_out", "EXDEV")
+            .allowed("unlink");
+        // Judged from outside: the host's file untouched, nothing of the
+        // server's in the host's /dev/shm, its own directory gone with it.
+        assert_eq!(std::fs::read_to_string(&host).unwrap(), "host");
+        for made in ["small", "big", "small2", "small3", "x.sh", "ro-file"] {
+            assert!(
+                !std::path::Path::new("/dev/shm").join(made).exists(),
+                "{made} in the host's /dev/shm"
+            );
+        }
+        let real = p.value("real");
+        assert!(
+            real.starts_with('/') && !real.starts_with("/dev/shm"),
+            "{real}"
         );
-        p.refused("small").refused("pool").refused("sem");
+        assert!(!std::path::Path::new(&real).exists(), "{real} left behind");
     }
+    let _ = std::fs::remove_file(&host);
 }
 
 /// Open inotify instances until refused: three child processes first (at

@@ -2320,8 +2320,7 @@ fn a_second_descriptor_table_in_a_process_of_several_threads_is_refused() {
 fn locks_on_its_own_files_work_for_sqlite_and_multiprocessing() {
     // The allowed twin of the lock attacks: in the writable root, two
     // processes writing one sqlite database at once (POSIX locks, busy
-    // waits), and Python's multiprocessing (a lock, a queue, a pool) where
-    // the server has a view of its own.
+    // waits), and Python's multiprocessing (a lock, a queue, a pool).
     let t = tree();
     let code = format!(
         "import sqlite3, multiprocessing as mp\n\
@@ -2347,13 +2346,10 @@ fn locks_on_its_own_files_work_for_sqlite_and_multiprocessing() {
          check('multiprocessing', pool)",
         r = t.r.display(),
     );
-    let probe = t.py(&[], &code);
-    probe.allowed("sqlite_two_writers");
-    // Its semaphores live in /dev/shm, the view's own: without namespaces
-    // there is none to share (EACCES).
-    if t.namespaces {
-        probe.allowed("multiprocessing");
-    }
+    // Its semaphores live in /dev/shm, the server's own in every mode.
+    t.py(&[], &code)
+        .allowed("sqlite_two_writers")
+        .allowed("multiprocessing");
 }
 
 #[test]

@@ -27,6 +27,10 @@
 //!   only to rootfence's network proxy;
 //! - `flock()` and `fcntl()`'s record locks go to the supervisor, which
 //!   locks a file only where the server opened it for writing ([`locks`]);
+//! - without namespaces, the calls that open (but for plain reads), link,
+//!   rename or remove a file go to the supervisor, which does them itself
+//!   for a name in `/dev/shm` (the server's own there, [`shm`]) and lets
+//!   every other go on to the kernel;
 //! - while rootfence observes a server (`rootfence learn`), the calls that
 //!   name a path ([`paths`]) go to the supervisor too, which records what
 //!   the sandbox refuses and lets each call run as the kernel decides;
@@ -44,6 +48,7 @@ mod lockwatch;
 mod notif;
 pub mod observer;
 pub mod paths;
+pub mod shm;
 pub mod supervisor;
 mod table;
 pub mod writable;
@@ -117,6 +122,12 @@ pub struct FilterPolicy {
     /// locks only files opened for writing ([`locks`]): a lock on a file
     /// the server may only read would make programs outside wait.
     pub locks: bool,
+    /// The calls that open (but for plain reads), link, rename or remove a
+    /// file ([`shm::claims`]) go to the supervisor, which does them for a name in `/dev/shm` in
+    /// the server's own directory and lets every other go on (without
+    /// namespaces, where no `/dev/shm` of its own can be mounted). Each
+    /// such call costs a round trip.
+    pub shm: bool,
 }
 
 impl FilterPolicy {
@@ -138,6 +149,7 @@ impl FilterPolicy {
             observe: false,
             observe_network: false,
             locks: true,
+            shm: false,
         }
     }
 
@@ -150,6 +162,7 @@ impl FilterPolicy {
             || self.observe
             || self.observe_network
             || self.locks
+            || self.shm
     }
 }
 
@@ -268,6 +281,7 @@ pub enum FilterError {
 fn word(p: &FilterPolicy, action: Action, entry: Option<&Entry>) -> u32 {
     match action {
         Action::Allow if p.observe && entry.is_some_and(|e| observed(p, e.nr)) => RET_USER_NOTIF,
+        Action::Allow if p.shm && entry.is_some_and(|e| shm::claims_every(e.nr)) => RET_USER_NOTIF,
         Action::Allow
             if (p.observe || p.observe_network)
                 && entry.is_some_and(|e| e.nr == libc::SYS_connect) =>

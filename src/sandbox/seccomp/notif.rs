@@ -97,3 +97,62 @@ pub(super) fn last() -> i32 {
         .raw_os_error()
         .unwrap_or(libc::EIO)
 }
+
+/// The NUL-terminated string at `addr` in the memory of `pid`, read a page
+/// at a time (a string may end just before an unmapped page); `None` when
+/// it cannot be read or takes more than `max` bytes with its NUL.
+pub(super) fn read_string(pid: u32, addr: u64, max: usize) -> Option<Vec<u8>> {
+    const PAGE: u64 = 4096;
+    let mut out = Vec::new();
+    let mut at = addr;
+    let mut buf = [0u8; PAGE as usize];
+    while out.len() < max {
+        let want = (PAGE - at % PAGE).min((max - out.len()) as u64) as usize;
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: want,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: want,
+        };
+        // SAFETY: reads at most `want` (no more than `buf.len()`) bytes
+        // into `buf`; the remote range is the caller's, checked by the
+        // kernel.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return None;
+        }
+        let got = &buf[..n as usize];
+        if let Some(end) = memchr::memchr(0, got) {
+            out.extend_from_slice(&got[..end]);
+            return Some(out);
+        }
+        out.extend_from_slice(got);
+        at = at.checked_add(n as u64)?;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_string;
+
+    #[test]
+    fn a_path_is_read_from_memory_up_to_its_nul_across_pages() {
+        // A string that straddles a page boundary, in our own memory.
+        let mut v = vec![b'x'; 16384];
+        let boundary = (4096 - v.as_ptr() as usize % 4096) % 4096 + 4096;
+        let start = boundary - 5;
+        v[start..start + 12].copy_from_slice(b"/etc/hosts\0\0");
+        let got = read_string(std::process::id(), v[start..].as_ptr() as u64, 4096);
+        assert_eq!(got.as_deref(), Some(&b"/etc/hosts"[..]));
+        // Unmapped memory: nothing.
+        assert_eq!(read_string(std::process::id(), 8, 4096), None);
+        // Longer than asked for: nothing.
+        let got = read_string(std::process::id(), v[start..].as_ptr() as u64, 11);
+        assert_eq!(got.as_deref(), Some(&b"/etc/hosts"[..]));
+        let got = read_string(std::process::id(), v[start..].as_ptr() as u64, 10);
+        assert_eq!(got, None);
+    }
+}

@@ -32,6 +32,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, StatVfsMountFlags};
 
+use super::notif::read_string;
 use super::paths::{PathCall, PathOp};
 use crate::sandbox::observed::{
     InView, Kind, Need, Observed, Outside, Record, Refusal, Sandbox, Seen as Told, judge,
@@ -235,7 +236,7 @@ struct Seen {
 /// names nothing that exists outside.
 fn look(n: &libc::seccomp_notif, call: PathCall, view: Option<BorrowedFd<'_>>) -> Option<Seen> {
     let args = n.data.args;
-    let raw = read_path(n.pid, args[usize::from(call.path)])?;
+    let raw = read_string(n.pid, args[usize::from(call.path)], PATH_MAX)?;
     if raw.is_empty() {
         // AT_EMPTY_PATH: the call is on a descriptor it holds.
         return None;
@@ -312,42 +313,6 @@ fn need_of(op: PathOp, flags: i32) -> Need {
             }
         }
     }
-}
-
-/// The NUL-terminated string at `addr` in the memory of `pid`, read a page
-/// at a time (a string may end just before an unmapped page); `None` when
-/// it cannot be read or is longer than the kernel takes.
-fn read_path(pid: u32, addr: u64) -> Option<Vec<u8>> {
-    const PAGE: u64 = 4096;
-    let mut out = Vec::new();
-    let mut at = addr;
-    let mut buf = [0u8; PAGE as usize];
-    while out.len() < PATH_MAX {
-        let want = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: want,
-        };
-        let remote = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: want,
-        };
-        // SAFETY: reads at most `want` (no more than `buf.len()`) bytes
-        // into `buf`; the remote range is the caller's, checked by the
-        // kernel.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n <= 0 {
-            return None;
-        }
-        let got = &buf[..n as usize];
-        if let Some(end) = memchr::memchr(0, got) {
-            out.extend_from_slice(&got[..end]);
-            return Some(out);
-        }
-        out.extend_from_slice(got);
-        at = at.checked_add(n as u64)?;
-    }
-    None
 }
 
 /// The directory a relative path of `pid` starts from: its working
@@ -450,18 +415,5 @@ mod tests {
         assert_eq!(need_of(open, libc::O_TMPFILE | libc::O_RDWR), Need::Write);
         assert_eq!(need_of(PathOp::Exec, 0), Need::Exec);
         assert_eq!(need_of(PathOp::Look, libc::O_RDWR), Need::Look);
-    }
-
-    #[test]
-    fn a_path_is_read_from_memory_up_to_its_nul_across_pages() {
-        // A string that straddles a page boundary, in our own memory.
-        let mut v = vec![b'x'; 16384];
-        let boundary = (4096 - v.as_ptr() as usize % 4096) % 4096 + 4096;
-        let start = boundary - 5;
-        v[start..start + 12].copy_from_slice(b"/etc/hosts\0\0");
-        let got = read_path(std::process::id(), v[start..].as_ptr() as u64);
-        assert_eq!(got.as_deref(), Some(&b"/etc/hosts"[..]));
-        // Unmapped memory: nothing.
-        assert_eq!(read_path(std::process::id(), 8), None);
     }
 }

@@ -123,6 +123,7 @@ mod tests {
             observe: true,
             observe_network: false,
             locks: true,
+            shm: false,
         });
         let mut found = 0;
         for e in &table {

@@ -18,6 +18,9 @@
 //!   through to the kernel: were a TCP socket swapped in under its number
 //!   meanwhile, Landlock refuses its connect (it allows the server no TCP
 //!   port on this rung).
+//! - Without namespaces, the calls that open, link, rename or remove a
+//!   file: a name in `/dev/shm` is done in the server's own directory
+//!   ([`super::shm`]); any other path goes on to the kernel.
 //! - In report mode, every refusal: recorded (the call, its reason, how
 //!   often) and answered with the filter's own errno.
 //! - While observing, every call that names a path: looked at by the
@@ -76,6 +79,8 @@ pub struct Rules {
     /// The files the server may write, whose locks are real though it
     /// opened them only for reading (see [`locks`]).
     pub writable: super::writable::Writable,
+    /// The server's own `/dev/shm` without namespaces ([`super::shm`]).
+    pub shm: Option<Arc<super::shm::Shm>>,
 }
 
 /// A running supervisor.
@@ -137,6 +142,12 @@ fn serve(
     refused: &Mutex<BTreeMap<String, Refused>>,
 ) {
     let fd = listener.as_raw_fd();
+    // A caller and the supervisor wake each other on the waker's CPU
+    // (Linux 6.6), which makes a round trip several times shorter; an
+    // older kernel refuses the flag and wakes as it always did.
+    const SYNC_WAKE_UP: u64 = 1;
+    // SAFETY: the ioctl reads the u64 flags it is given by value.
+    unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, SYNC_WAKE_UP) };
     while !stop.load(Ordering::Relaxed) {
         let mut p = libc::pollfd {
             fd,
@@ -182,7 +193,18 @@ fn answer(
     let listener = shared.as_raw_fd();
     let nr = i64::from(n.data.nr);
     let args = n.data.args;
-    let d = decide(&rules.table, nr, &args);
+    let mut d = decide(&rules.table, nr, &args);
+    // A name in the server's own /dev/shm; any other path the filter
+    // handed over for it is allowed (and observed, while observing).
+    if let Some(shm) = &rules.shm
+        && super::shm::claims(nr)
+        && matches!(d.action, Action::Allow | Action::Supervise)
+    {
+        if let Some(a) = super::shm::answer(listener, n, shm) {
+            return a;
+        }
+        d.action = Action::Allow;
+    }
     match d.action {
         Action::Supervise if nr == libc::SYS_listen => {
             match supervised_listen(listener, n, rules) {
@@ -210,7 +232,8 @@ fn answer(
                 Connect::Errno(e) => Answer::Done(0, -e),
             }
         }
-        // Allowed, and handed over only to be observed: it goes on.
+        // Allowed, and handed over only to be observed, or for /dev/shm
+        // and not in it: it goes on.
         Action::Allow => match (&rules.observe, paths::of(nr)) {
             (Some(o), Some(call)) => {
                 observer::note(listener, n, call, o);
@@ -225,6 +248,7 @@ fn answer(
                 }
                 Answer::Continue
             }
+            _ if rules.shm.is_some() && super::shm::claims(nr) => Answer::Continue,
             _ => Answer::Done(0, -libc::EPERM),
         },
         Action::Supervise => Answer::Done(0, -libc::EPERM),

@@ -234,6 +234,23 @@ fn creation(mode: u8, flags: Option<u8>) -> Rule {
     args(vec![when(w, EPERM)], Action::Allow)
 }
 
+/// `open` and `openat` (mode argument `mode`, flags `flags`): creation
+/// with set-id bits refused; with the server's own `/dev/shm` without
+/// namespaces ([`super::shm`]), every open that creates, writes or does
+/// not follow a last link (as `shm_open` and `sem_open` always open)
+/// goes to the supervisor, the plain reads (most opens) not.
+fn open(p: &FilterPolicy, mode: u8, flags: u8) -> Rule {
+    let mut clauses = vec![when(
+        vec![Cond::AnySet(flags, CREATES), Cond::AnySet(mode, SETID)],
+        EPERM,
+    )];
+    if p.shm {
+        let named = (libc::O_CREAT | libc::O_NOFOLLOW | libc::O_ACCMODE) as u32;
+        clauses.push(when(vec![Cond::AnySet(flags, named)], Action::Supervise));
+    }
+    args(clauses, Action::Allow)
+}
+
 /// `chmod` to a set-id mode refused (a set-user-ID file in a root runs
 /// with its owner's rights outside), and without the view to a
 /// world-writable one too: then a server running as root owns every
@@ -524,14 +541,14 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
         libc::SYS_openat,
         "openat",
         "open files (Landlock rules the path); no set-id bits at creation",
-        creation(3, Some(2)),
+        open(p, 3, 2),
     ));
     #[cfg(target_arch = "x86_64")]
     t.push(one(
         libc::SYS_open,
         "open",
         "open files (Landlock rules the path); no set-id bits at creation",
-        creation(2, Some(1)),
+        open(p, 2, 1),
     ));
     t.push(one(
         libc::SYS_mkdirat,

@@ -19,6 +19,9 @@ fn policies() -> Vec<FilterPolicy> {
             observe: b(7),
             locks: b(8),
             observe_network: b(9),
+            // Only without namespaces, as launched; with and without
+            // report (its bit left free for this one).
+            shm: !b(4) && b(5),
         });
     }
     out
@@ -154,6 +157,7 @@ fn strict() -> FilterPolicy {
         observe: false,
         observe_network: false,
         locks: false,
+        shm: false,
     }
 }
 
@@ -362,6 +366,67 @@ fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
     // Calls that name no path are not observed.
     assert_eq!(run(&p, libc::SYS_read, [0; 6]), RET_ALLOW);
     assert_eq!(run(&p, libc::SYS_getpid, [0; 6]), RET_ALLOW);
+}
+
+#[test]
+fn dev_shm_names_send_their_calls_and_only_them_to_the_supervisor() {
+    let mut p = strict();
+    let arch = audit_arch().unwrap();
+    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
+        let t = entries(p);
+        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
+    };
+    let open = [
+        libc::AT_FDCWD as u64,
+        0x1000,
+        (libc::O_RDWR | libc::O_CREAT) as u64,
+        0o600,
+        0,
+        0,
+    ];
+    let calls = [
+        libc::SYS_openat,
+        libc::SYS_unlinkat,
+        libc::SYS_linkat,
+        libc::SYS_renameat2,
+    ];
+    for nr in calls {
+        assert_eq!(run(&p, nr, open), RET_ALLOW, "{nr}");
+    }
+    assert!(!p.needs_supervisor());
+    p.shm = true;
+    assert!(p.needs_supervisor());
+    for nr in calls {
+        assert_eq!(run(&p, nr, open), RET_USER_NOTIF, "{nr}");
+    }
+    // A plain read never names a semaphore or shared memory (shm_open and
+    // sem_open open with O_NOFOLLOW): it goes on, as most opens do.
+    let read = |flags: i32| [libc::AT_FDCWD as u64, 0x1000, flags as u64, 0, 0, 0];
+    for flags in [libc::O_RDONLY, libc::O_RDONLY | libc::O_CLOEXEC | libc::O_DIRECTORY] {
+        assert_eq!(run(&p, libc::SYS_openat, read(flags)), RET_ALLOW, "{flags:#x}");
+    }
+    for flags in [
+        libc::O_RDONLY | libc::O_NOFOLLOW,
+        libc::O_WRONLY,
+        libc::O_RDWR,
+        libc::O_RDONLY | libc::O_CREAT,
+    ] {
+        assert_eq!(
+            run(&p, libc::SYS_openat, read(flags)),
+            RET_USER_NOTIF,
+            "{flags:#x}"
+        );
+    }
+    // What the filter refuses is still refused by the filter itself, and
+    // what names no file runs.
+    let setuid = [libc::AT_FDCWD as u64, 0x1000, libc::O_CREAT as u64, 0o4755, 0, 0];
+    assert_eq!(
+        run(&p, libc::SYS_openat, setuid),
+        RET_ERRNO | libc::EPERM as u32
+    );
+    for nr in [libc::SYS_read, libc::SYS_newfstatat, libc::SYS_execve] {
+        assert_eq!(run(&p, nr, open), RET_ALLOW, "{nr}");
+    }
 }
 
 #[test]
