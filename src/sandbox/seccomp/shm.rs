@@ -26,11 +26,16 @@
 //!   place, from `/proc/self/fd`, and still neither write, link into nor
 //!   run from it), so the only files there are those the supervisor made
 //!   there: a link it makes joins two of them, and one with an end outside
-//!   is refused (`EXDEV`). A hard link to a file the server may only read
-//!   can never be opened here with rootfence's rights.
+//!   is refused (`EXDEV`). And it opens only a file it made there (by
+//!   device and inode, looked at before the file is opened): were the
+//!   directory reachable after all (a grant of a place above it), a hard
+//!   link to a file the server may only read is never opened here with
+//!   rootfence's rights.
 
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
 
 use super::notif::{Answer, last, read_string, still_pending};
 
@@ -61,12 +66,18 @@ const OPEN_FLAGS: i32 = libc::O_ACCMODE
 #[derive(Debug)]
 pub struct Shm {
     dir: OwnedFd,
+    /// The files rootfence made there (device and inode), the only ones it
+    /// opens.
+    made: Mutex<HashSet<(u64, u64)>>,
 }
 
 impl Shm {
-    /// The directory `dir` (opened by rootfence, `O_DIRECTORY`).
+    /// The directory `dir` (opened by rootfence, `O_DIRECTORY`, empty).
     pub fn new(dir: OwnedFd) -> Shm {
-        Shm { dir }
+        Shm {
+            dir,
+            made: Mutex::new(HashSet::new()),
+        }
     }
 }
 
@@ -278,21 +289,14 @@ fn open(
     flags: i32,
     mode: u32,
 ) -> Answer {
-    let own = (flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // Never a set-id or sticky bit (as the filter refuses them at creation).
-    let mode = mode & 0o777;
-    // SAFETY: openat on our directory, a NUL-terminated name; the result is
-    // checked.
-    let fd = unsafe { libc::openat(shm.dir.as_raw_fd(), name.as_ptr(), own, mode) };
-    if fd < 0 {
-        return Answer::Done(0, -last());
-    }
-    // SAFETY: a new descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let file = match made_or_found(shm, name, flags, mode) {
+        Ok(f) => f,
+        Err(e) => return Answer::Done(0, -e),
+    };
     let mut add = libc::seccomp_notif_addfd {
         id: n.id,
         flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-        srcfd: fd.as_raw_fd() as u32,
+        srcfd: file.as_raw_fd() as u32,
         newfd: 0,
         newfd_flags: if flags & libc::O_CLOEXEC != 0 {
             libc::O_CLOEXEC as u32
@@ -306,6 +310,69 @@ fn open(
         return Answer::Done(0, -last());
     }
     Answer::Later
+}
+
+/// `name` in `shm`, opened as `flags` say: made now (`O_CREAT`, and no
+/// entry of the name), or one rootfence made before; `Err` with the errno.
+///
+/// # Security
+///
+/// A file is opened only if rootfence made it here: a file of another
+/// origin under the name (were the directory reachable by the server
+/// after all, through a grant of a place above it) is refused (`EACCES`)
+/// before anything (`O_TRUNC`) touches it.
+fn made_or_found(shm: &Shm, name: &CString, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+    let d = shm.dir.as_raw_fd();
+    let wanted = flags & !(libc::O_CREAT | libc::O_EXCL) | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    if flags & libc::O_CREAT != 0 {
+        // Never a set-id or sticky bit (as the filter refuses them at
+        // creation).
+        let mode = mode & 0o777;
+        // SAFETY: openat on our directory, a NUL-terminated name; the
+        // result is checked.
+        let fd = unsafe { libc::openat(d, name.as_ptr(), wanted | libc::O_CREAT | libc::O_EXCL, mode) };
+        if fd >= 0 {
+            // SAFETY: a new descriptor we own.
+            let file = unsafe { OwnedFd::from_raw_fd(fd) };
+            let id = identity(&file)?;
+            if let Ok(mut made) = shm.made.lock() {
+                made.insert(id);
+            }
+            return Ok(file);
+        }
+        let e = last();
+        if e != libc::EEXIST || flags & libc::O_EXCL != 0 {
+            return Err(e);
+        }
+    }
+    // SAFETY: as above, O_PATH: nothing of the file is opened.
+    let fd = unsafe { libc::openat(d, name.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a new descriptor we own.
+    let found = unsafe { OwnedFd::from_raw_fd(fd) };
+    let id = identity(&found)?;
+    if !shm.made.lock().is_ok_and(|m| m.contains(&id)) {
+        return Err(libc::EACCES);
+    }
+    // The very file looked at, opened as asked.
+    let again = CString::new(format!("/proc/self/fd/{}", found.as_raw_fd()))
+        .map_err(|_| libc::EINVAL)?;
+    // SAFETY: open of our own descriptor's link, a NUL-terminated path; the
+    // result is checked.
+    let fd = unsafe { libc::open(again.as_ptr(), (wanted & !libc::O_NOFOLLOW) | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A file's device and inode.
+fn identity(f: &OwnedFd) -> Result<(u64, u64), i32> {
+    let st = rustix::fs::fstat(f).map_err(|e| e.raw_os_error())?;
+    Ok((st.st_dev, st.st_ino))
 }
 
 #[cfg(test)]
@@ -335,6 +402,51 @@ mod tests {
         let long = [b"/dev/shm/".as_slice(), &[b'a'; 256]].concat();
         assert_eq!(name_of(&long), None);
         assert!(name_of(&long[..long.len() - 1]).is_some());
+    }
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    #[test]
+    fn only_files_rootfence_made_there_are_opened() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let shm = Shm::new(dir.into());
+        let rw = libc::O_RDWR | libc::O_CLOEXEC;
+        // A file planted under a name, a link to a file outside: never
+        // opened, never truncated.
+        std::fs::write(t.path().join("planted"), "keep").unwrap();
+        let outside = t.path().join("../rootfence-shm-test-outside");
+        std::fs::write(&outside, "keep").unwrap();
+        std::os::unix::fs::symlink(&outside, t.path().join("link")).unwrap();
+        for name in ["planted", "link"] {
+            for flags in [rw, rw | libc::O_TRUNC, rw | libc::O_CREAT | libc::O_TRUNC] {
+                let got = made_or_found(&shm, &c(name), flags, 0o600).map(drop);
+                assert_eq!(got, Err(libc::EACCES), "{name} {flags:#x}");
+            }
+        }
+        assert_eq!(std::fs::read_to_string(t.path().join("planted")).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        std::fs::remove_file(&outside).unwrap();
+        // Its own: made, opened again, under a second name, refused when
+        // it must be new.
+        let creat = rw | libc::O_CREAT;
+        made_or_found(&shm, &c("own"), creat | libc::O_EXCL, 0o4777).unwrap();
+        let mode = std::fs::metadata(t.path().join("own")).unwrap().permissions();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o7000, 0);
+        made_or_found(&shm, &c("own"), rw, 0).unwrap();
+        made_or_found(&shm, &c("own"), creat, 0o600).unwrap();
+        assert_eq!(
+            made_or_found(&shm, &c("own"), creat | libc::O_EXCL, 0o600).map(drop),
+            Err(libc::EEXIST)
+        );
+        std::fs::hard_link(t.path().join("own"), t.path().join("own2")).unwrap();
+        made_or_found(&shm, &c("own2"), rw, 0).unwrap();
+        assert_eq!(
+            made_or_found(&shm, &c("none"), rw, 0).map(drop),
+            Err(libc::ENOENT)
+        );
     }
 
     #[test]
