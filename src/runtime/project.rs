@@ -51,7 +51,13 @@ pub fn collect(c: &mut Collect, argv: &[OsString], program: &Path, script: bool)
     for script in scripts {
         let why = format!("project of {}", c.shown(&script));
         match project_of(&script, c.env) {
-            Some(dir) => grant_project(c, &dir, &why),
+            Some(dir) => {
+                // Found by the markers in the directories from the script's
+                // up: read where the script lies.
+                c.from = script.parent().map(Path::to_path_buf).into_iter().collect();
+                grant_project(c, &dir, &why);
+                c.from.clear();
+            }
             None => c.add(&script, Rights::R, Rule::Project, why, false),
         }
     }
@@ -111,6 +117,9 @@ fn grant_project(c: &mut Collect, dir: &Path, why: &str) {
     for name in [".venv", "venv", ".env"] {
         let venv = dir.join(name);
         if venv.join("pyvenv.cfg").is_file() {
+            // What it holds and names: read in it.
+            let sources = c.from.len();
+            c.from.push(venv.clone());
             let shown = c.shown(&venv);
             c.add(
                 &venv,
@@ -136,6 +145,7 @@ fn grant_project(c: &mut Collect, dir: &Path, why: &str) {
                     true,
                 );
             }
+            c.from.truncate(sources);
         }
     }
 }

@@ -54,13 +54,13 @@ impl Rule {
                 "system: /usr, /bin, /lib*, the /etc files of the loader, DNS, TLS, time and locale, /dev/null and randomness, CPU and memory information: read (libraries and tools also executed)"
             }
             Rule::Program => {
-                "program: the server's executable and its #! interpreter; for a native program, the toolchain install its bin/ belongs to where the install's own layout shows one, and the shared libraries it names beside itself ($ORIGIN) within its own install, never the tree around it; for a script, its project (above its bin/); a virtual environment with the Python it was made from: read and execute"
+                "program: the server's executable and its #! interpreter; for a native program, the toolchain install its bin/ belongs to where the install's own layout shows one, and the shared libraries it names beside itself ($ORIGIN) within its own install, never the tree around it; for a script, its project (above its bin/); a virtual environment with the Python it was made from; nothing read in a place the server may write (a link there, a #! line, an ELF header, the layout around it) but the executable itself: read and execute"
             }
             Rule::Toolchain => {
                 "toolchain: from your PATH and what its directories hold: the programs in each PATH directory (the directory itself when it holds nothing else), where their links lead and the interpreters their #! lines name; an install tree only where its own layout shows a toolchain (a virtual environment with the Python it was made from; a Python, node, Ruby, Rust, Go or Java install; pyenv's or rbenv's commands, versions and hooks behind their shims; rustup's toolchains and settings behind its proxies; asdf's tree), never the project, sources or data around a program, and nothing from a PATH directory the server may write (in a root it may write, or under a [runtime] write path): read and execute"
             }
             Rule::Project => {
-                "project: for a script (the command itself or its first file argument), the nearest directory above it holding package.json, pyproject.toml, setup.py, Cargo.toml, go.mod or deno.json, with the node_modules above it: read and execute, .git left out"
+                "project: for a script (the command itself or its first file argument), the nearest directory above it holding package.json, pyproject.toml, setup.py, Cargo.toml, go.mod or deno.json, with the node_modules above it: read and execute, .git left out; nothing for a script in a place the server may write (it could remove a marker and reach your tree above), nor what a pyvenv.cfg there names"
             }
             Rule::Cache => {
                 "cache: the package caches of npm and uv and uv's tools and Pythons, and those the package runner the command runs names when asked (bun, pnpm, deno, pipx, yarn): read and execute, writes go to a private layer discarded at exit"

@@ -46,6 +46,9 @@ pub fn program(
     program: &Path,
     interpreter: Option<&(PathBuf, Option<PathBuf>)>,
 ) {
+    // The executable the command names, as its links resolve: a link on
+    // the way (a venv's python) is read where it lies.
+    c.from = link_places(found);
     c.add(
         program,
         Rights::RX,
@@ -53,6 +56,9 @@ pub fn program(
         "the server executable",
         false,
     );
+    // What follows comes from the program's contents and what lies beside
+    // it (its #! line, its ELF header, its layout): read where it lies.
+    c.from.extend(program.parent().map(Path::to_path_buf));
     // A native program's toolchain install and the libraries it names
     // beside itself; a script's tree is its project's.
     if interpreter.is_none() {
@@ -96,6 +102,25 @@ pub fn program(
             c.add(ld, Rights::RX, Rule::Program, why, false);
         }
     }
+    c.from.clear();
+}
+
+/// The directories of the links met resolving `path` (its own directory
+/// canonical, then each link's as it leads on), at most 40 of them.
+fn link_places(path: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&at) else {
+            break;
+        };
+        let Some(dir) = at.parent().map(|d| crate::canon::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())) else {
+            break;
+        };
+        at = dir.join(target);
+        out.push(dir);
+    }
+    out
 }
 
 /// The toolchain rule: the programs in each `PATH` directory, where they

@@ -751,6 +751,86 @@ fn a_path_directory_the_server_may_write_grants_nothing_at_the_next_launch() {
 }
 
 #[test]
+fn a_script_in_a_root_it_may_write_widens_nothing_at_the_next_launch() {
+    // A script's project is the nearest directory above it holding a
+    // marker (package.json, pyproject.toml, ...); a virtual environment's
+    // pyvenv.cfg names the Python it was made from. For a script in a root
+    // the server may write, both are what the server left there: at one
+    // launch it deletes its project's marker (the search would then go on
+    // up to the user's monorepo above the root) and writes a pyvenv.cfg
+    // naming a directory of the user's; at the next, neither is granted.
+    // The twins: the same layouts outside the roots, the user's own, are
+    // granted as before.
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let py = common::python();
+    let file = |p: &std::path::Path, text: &str| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let server = |p: &std::path::Path, code: &str| {
+        file(p, &format!("#!{}\n{}\n{code}\n", py.display(), common::PRELUDE));
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // The user's: a monorepo with notes above the root, a Python install.
+    for mono in ["mono", "mono2"] {
+        file(&t.p(&format!("{mono}/package.json")), "{}");
+        file(&t.p(&format!("{mono}/notes.txt")), SECRET);
+    }
+    for private in ["private6", "private7"] {
+        file(&t.p(&format!("{private}/bin/secret.txt")), SECRET);
+        let python = t.p(&format!("{private}/bin/python3"));
+        file(&python, "#!/bin/sh\n");
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let w = t.p("mono/app");
+    file(&w.join("a/pyproject.toml"), "");
+    file(&w.join("b/pyproject.toml"), "");
+    if let Some((uid, gid)) = t.user {
+        for d in [w.clone(), w.join("a"), w.join("b")] {
+            std::os::unix::fs::chown(&d, Some(uid), Some(gid)).unwrap();
+        }
+    }
+    let root = w.to_str().unwrap();
+    let extra = ["--root", root];
+    let venv = |home: &str| format!("home = {home}\nversion = 3.11.2\n");
+    // The first launch: the root is the server's to write.
+    let plant = format!(
+        "{}\n\
+         check('marker', lambda: os.unlink('{root}/a/pyproject.toml'))\n\
+         check('venv', lambda: (os.makedirs('{root}/b/.venv'), write('{root}/b/.venv/pyvenv.cfg', {cfg:?})))",
+        common::PRELUDE,
+        cfg = venv(&t.s("private6/bin")),
+    );
+    Probe::new(
+        t.command(&extra, &[py.to_str().unwrap(), "-c", &plant])
+            .output()
+            .unwrap(),
+    )
+    .allowed("marker")
+    .allowed("venv");
+    // The next launches run a script of the root.
+    let reads = |what: &str, path: PathBuf| {
+        format!("check('{what}', lambda p: read(p), path='{}')", path.display())
+    };
+    server(&w.join("a/server.py"), &reads("monorepo", t.p("mono/notes.txt")));
+    server(&w.join("b/server.py"), &reads("python", t.p("private6/bin/secret.txt")));
+    // The twins: the same, the user's own, outside the roots.
+    server(&t.p("mono2/app/a/server.py"), &reads("monorepo", t.p("mono2/notes.txt")));
+    file(&t.p("proj3/pyproject.toml"), "");
+    file(&t.p("proj3/.venv/pyvenv.cfg"), &venv(&t.s("private7/bin")));
+    server(&t.p("proj3/server.py"), &reads("python", t.p("private7/bin/secret.txt")));
+    let run = |script: PathBuf| {
+        Probe::new(t.command(&extra, &[script.to_str().unwrap()]).output().unwrap())
+    };
+    run(w.join("a/server.py")).refused("monorepo");
+    run(w.join("b/server.py")).refused("python");
+    run(t.p("mono2/app/a/server.py")).allowed("monorepo");
+    run(t.p("proj3/server.py")).allowed("python");
+    assert_eq!(content(&t.p("mono/notes.txt")), SECRET);
+}
+
+#[test]
 fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_it() {
     // The server's command names a program; what lies around it is not the
     // user's word. A native program in ~/go/bin runs, and does not read
