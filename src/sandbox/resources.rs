@@ -350,11 +350,12 @@ pub fn applied(r: &ResourcesSection, at: &Where) -> Vec<Applied> {
                 i.instances, i.watches
             ),
         ),
-        None if !at.namespaces => no(
+        None if !at.namespaces => yes(
             "inotify",
             format!(
-                "{} instances, counted by rootfence's supervisor (a quarter of the user's {iu}; one more is refused with EMFILE); watches not bounded without namespaces: the server's count against the user's {wu}, all of which it can take",
-                (iu / 4).max(1)
+                "{} instances and {} watches, counted by rootfence's supervisor (a quarter of the user's {iu} and {wu}; one more is refused with EMFILE or ENOSPC)",
+                (iu / 4).max(1),
+                (wu / 4).max(1)
             ),
         ),
         None => no(
@@ -483,7 +484,7 @@ mod tests {
     }
 
     #[test]
-    fn without_namespaces_processes_scratch_and_inotify_are_not_bounded() {
+    fn without_namespaces_processes_and_scratch_are_not_bounded_and_inotify_is_counted() {
         for own in [true, false] {
             let b = bounds(&section(), &at(false, own), |_| u64::MAX);
             assert_eq!((get(&b, libc::RLIMIT_NPROC), b.pid_max), (None, None));
@@ -493,9 +494,10 @@ mod tests {
             let a = applied(&section(), &at(false, own));
             assert_eq!(
                 a.iter().map(|x| x.bounded).collect::<Vec<_>>(),
-                [false, false, true, false, false]
+                [false, false, true, false, true]
             );
             assert!(a[3].how.contains("/dev/shm"), "{}", a[3].how);
+            assert!(a[4].how.contains("counted by rootfence's supervisor"), "{}", a[4].how);
         }
     }
 

@@ -552,15 +552,12 @@ const INOTIFY_ONE: &str = "import ctypes, errno\n\
 /// A server opening inotify instances until refused gets its share (a
 /// quarter of the user's: with namespaces its user namespace's limit,
 /// without them rootfence's supervisor's count), and the user, outside,
-/// can still open one while the server holds them all. Without namespaces
-/// doctor says watches are not bounded.
+/// can still open one while the server holds them all.
 fn inotify(t: &Tree) {
-    if t.namespaces {
-        let (bounded, how) = said(t).bound("inotify");
-        assert!(bounded, "{how}");
-    } else {
-        said(t).open("inotify", "counted by rootfence's supervisor");
-        said(t).open("inotify", "watches not bounded without namespaces");
+    let (bounded, how) = said(t).bound("inotify");
+    assert!(bounded, "{how}");
+    if !t.namespaces {
+        assert!(how.contains("counted by rootfence's supervisor"), "{how}");
     }
     let user_limit: usize = std::fs::read_to_string("/proc/sys/user/max_inotify_instances")
         .ok()
@@ -611,6 +608,108 @@ fn inotify(t: &Tree) {
         "{n} of the user's {user_limit} instances"
     );
     assert_eq!(value("init"), "EMFILE");
+    assert_eq!(outside.trim(), "outside=OK", "with {n} held inside");
+}
+
+/// Watches on the files of a directory, from 32 instances at most (the
+/// instance bound of every mode), until refused: how many, and the last
+/// error; held while stdin is open.
+const WATCH_HOG: &str = "import ctypes, errno\n\
+     libc = ctypes.CDLL(None, use_errno=True)\n\
+     d, per = sys.argv[1], int(sys.argv[2])\n\
+     names = [os.path.join(d, n).encode() for n in sorted(os.listdir(d))][:per]\n\
+     count, err = 0, 'OK'\n\
+     for i in range(32):\n\
+     \x20   fd = libc.inotify_init1(0)\n\
+     \x20   if fd < 0:\n\
+     \x20       break\n\
+     \x20   for n in names:\n\
+     \x20       if libc.inotify_add_watch(fd, n, 0x2) < 0:\n\
+     \x20           err = errno.errorcode[ctypes.get_errno()]\n\
+     \x20           break\n\
+     \x20       count += 1\n\
+     \x20   if err != 'OK':\n\
+     \x20       break\n\
+     print('watches=%d' % count)\n\
+     print('watch=' + err, flush=True)\n\
+     sys.stdin.read()";
+
+/// One inotify watch, added outside the sandbox on `argv[1]`.
+const WATCH_ONE: &str = "import ctypes, errno, sys\n\
+     libc = ctypes.CDLL(None, use_errno=True)\n\
+     fd = libc.inotify_init1(0)\n\
+     w = libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x2)\n\
+     print('outside=' + ('OK' if w >= 0 else errno.errorcode[ctypes.get_errno()]))";
+
+/// A server adding inotify watches until refused gets its share (a
+/// quarter of the user's: with namespaces its user namespace's limit,
+/// without them rootfence's supervisor's count), and the user, outside,
+/// can still add one while the server holds them all.
+fn inotify_watches(t: &Tree) {
+    let (bounded, how) = said(t).bound("inotify");
+    assert!(bounded, "{how}");
+    let user_limit: usize = std::fs::read_to_string("/proc/sys/user/max_inotify_watches")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(8192);
+    // Enough files that 32 instances watching each pass a quarter.
+    let per = user_limit / 4 / 32 + 64;
+    let dir = t.r.join("watched");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..per {
+        std::fs::write(dir.join(format!("f{i:06}")), "").unwrap();
+    }
+    let policy = t.policy(
+        "inotify.toml",
+        "version = 1\n[resources]\nopen_files = 1024\n",
+    );
+    let code = format!("{}\n{WATCH_HOG}", common::PRELUDE);
+    let per_s = per.to_string();
+    let mut c = t.command(
+        &["--policy", &policy],
+        &[
+            python().to_str().unwrap_or("python3"),
+            "-c",
+            &code,
+            dir.to_str().unwrap(),
+            &per_s,
+        ],
+    );
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rootfence exec");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut lines = String::new();
+    for _ in 0..2 {
+        out.read_line(&mut lines).expect("the server's count");
+    }
+    // While the server holds all it could add: one more, outside.
+    let mut one = Command::new(python());
+    one.args(["-c", WATCH_ONE, t.r.to_str().unwrap()]);
+    t.as_runner(&mut one);
+    let outside =
+        String::from_utf8_lossy(&one.output().expect("python outside").stdout).into_owned();
+    drop(child.stdin.take());
+    let status = child.wait().expect("wait for rootfence exec");
+    assert!(status.success(), "{status:?}: {lines}");
+    let value = |name: &str| {
+        lines
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {lines}"))
+            .to_string()
+    };
+    let n: usize = value("watches").parse().expect("a count");
+    // The twin: many watches added inside.
+    assert!(n >= per, "{n} watches");
+    assert!(
+        n <= user_limit / 4,
+        "{n} of the user's {user_limit} watches"
+    );
+    assert_eq!(value("watch"), "ENOSPC");
     assert_eq!(outside.trim(), "outside=OK", "with {n} held inside");
 }
 
@@ -790,6 +889,7 @@ modes!(
     scratch,
     dev_shm,
     inotify,
+    inotify_watches,
     own_cgroup
 );
 

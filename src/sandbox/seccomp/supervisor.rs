@@ -218,6 +218,9 @@ fn answer(
         Action::Supervise if nr == libc::SYS_inotify_init1 => {
             super::instances::answer(listener, n, args[0])
         }
+        Action::Supervise if nr == libc::SYS_inotify_add_watch => {
+            super::instances::add_watch(listener, n)
+        }
         #[cfg(target_arch = "x86_64")]
         Action::Supervise if nr == libc::SYS_inotify_init => {
             super::instances::answer(listener, n, 0)

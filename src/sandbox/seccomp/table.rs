@@ -393,10 +393,28 @@ pub fn entries(p: &FilterPolicy) -> Vec<Entry> {
             libc::SYS_linkat, libc::SYS_symlinkat, libc::SYS_truncate, libc::SYS_utimensat,
             libc::SYS_getxattr, libc::SYS_lgetxattr, libc::SYS_fgetxattr, libc::SYS_listxattr,
             libc::SYS_llistxattr, libc::SYS_flistxattr, SYS_getxattrat, SYS_listxattrat,
-            libc::SYS_inotify_add_watch, libc::SYS_inotify_rm_watch,
+            libc::SYS_inotify_rm_watch,
             libc::SYS_memfd_create, libc::SYS_umask,
         ),
     );
+    t.push(if p.namespaces {
+        Entry {
+            group: "files",
+            ..one(
+                libc::SYS_inotify_add_watch,
+                "inotify_add_watch",
+                "paths are Landlock's (and the view's) to rule on",
+                Allow,
+            )
+        }
+    } else {
+        one(
+            libc::SYS_inotify_add_watch,
+            "inotify_add_watch",
+            "inotify watches: without a user namespace of its own the server's count against the user's limit, so the supervisor adds them, counts them and refuses one past a quarter of it (ENOSPC)",
+            args(Vec::new(), Action::Supervise),
+        )
+    });
     let mut inotify = vec![(libc::SYS_inotify_init1, "inotify_init1")];
     #[cfg(target_arch = "x86_64")]
     inotify.push((libc::SYS_inotify_init, "inotify_init"));
