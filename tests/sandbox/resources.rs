@@ -711,6 +711,31 @@ fn inotify_watches(t: &Tree) {
     );
     assert_eq!(value("watch"), "ENOSPC");
     assert_eq!(outside.trim(), "outside=OK", "with {n} held inside");
+    // A watch needs the server's own right to read what it watches (the
+    // supervisor adding it without namespaces holds more): a directory of
+    // another user's, mode 0700, is refused; the server's root is not.
+    let private = std::env::temp_dir().join(format!("rootfence-watch-{}", common::unique()));
+    std::fs::create_dir_all(&private).unwrap();
+    std::os::unix::fs::chown(&private, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let code = format!(
+        "import ctypes\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def watch(p):\n\
+         \x20   fd = libc.inotify_init1(0)\n\
+         \x20   if libc.inotify_add_watch(fd, p.encode(), 0x100) < 0:\n\
+         \x20       raise OSError(ctypes.get_errno(), p)\n\
+         check('private', watch, path='{}')\n\
+         check('own', watch, path='{}')",
+        private.display(),
+        t.r.display(),
+    );
+    t.py(&[], &code).refused("private").allowed("own");
+    std::fs::remove_dir(&private).unwrap();
 }
 
 /// The server runs in a cgroup of its own holding the bounds, which is

@@ -31,8 +31,11 @@
 //!
 //! The supervisor adds a watch on the path the server named (its working
 //! directory's for a relative one), as the kernel would have for it:
-//! Landlock does not rule on inotify, so the supervisor's rights widen
-//! nothing. The path is read once from the caller's memory.
+//! Landlock does not rule on inotify, and the supervisor opens the file
+//! first and watches it only where the server's own ids may read it (a
+//! rootfence running as root passes over file modes; the server holds no
+//! capability that would). The path is read once from the caller's
+//! memory.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -190,13 +193,12 @@ pub(super) fn add_watch(listener: RawFd, n: &libc::seccomp_notif) -> Answer {
     if let Err(e) = still_pending(listener, n.id) {
         return Answer::Done(0, -e);
     }
-    // A relative path from the caller's working directory.
-    let mut at = Vec::new();
-    if path.first() != Some(&b'/') {
-        at.extend_from_slice(format!("/proc/{}/cwd/", n.pid).as_bytes());
-    }
-    at.extend_from_slice(&path);
-    let Ok(at) = std::ffi::CString::new(at) else {
+    let mask = args[2] as u32;
+    let file = match readable_by(n.pid, &path, mask) {
+        Ok(f) => f,
+        Err(e) => return Answer::Done(0, -e),
+    };
+    let Ok(at) = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
         return Answer::Done(0, -libc::EINVAL);
     };
     let mut held = match ONE_AT_A_TIME.lock() {
@@ -232,12 +234,60 @@ pub(super) fn add_watch(listener: RawFd, n: &libc::seccomp_notif) -> Answer {
     }
     // SAFETY: inotify_add_watch on our copy of the caller's instance, a
     // NUL-terminated path; the result is checked.
-    let wd = unsafe { libc::inotify_add_watch(instance.as_raw_fd(), at.as_ptr(), args[2] as u32) };
+    let wd = unsafe { libc::inotify_add_watch(instance.as_raw_fd(), at.as_ptr(), mask) };
     if wd < 0 {
         return Answer::Done(0, -last());
     }
     held.entry(id).or_default().insert(wd);
     Answer::Done(i64::from(wd), 0)
+}
+
+/// The file `path` names for process `pid` (from its working directory
+/// when relative; its last link not followed with `IN_DONT_FOLLOW`),
+/// opened `O_PATH` once it is seen that the process may read it, as the
+/// kernel requires of a watch: its owner, group or others' read bit for
+/// the process's own ids (it holds no capability that would pass over
+/// them). `Err` with the errno.
+fn readable_by(pid: u32, path: &[u8], mask: u32) -> Result<OwnedFd, i32> {
+    let mut at = Vec::new();
+    if path.first() != Some(&b'/') {
+        at.extend_from_slice(format!("/proc/{pid}/cwd/").as_bytes());
+    }
+    at.extend_from_slice(path);
+    let at = std::ffi::CString::new(at).map_err(|_| libc::EINVAL)?;
+    let mut flags = libc::O_PATH | libc::O_CLOEXEC;
+    if mask & libc::IN_DONT_FOLLOW != 0 {
+        flags |= libc::O_NOFOLLOW;
+    }
+    // SAFETY: open with a NUL-terminated path; the result is checked.
+    let fd = unsafe { libc::open(at.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a new descriptor we own.
+    let file = unsafe { OwnedFd::from_raw_fd(fd) };
+    let st = rustix::fs::fstat(&file).map_err(|e| e.raw_os_error())?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| libc::ESRCH)?;
+    let ids = |key: &str| -> Vec<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    // Effective (the second of the four), then every group.
+    let uid = ids("Uid:").get(1).copied().ok_or(libc::ESRCH)?;
+    let mut gids = ids("Gid:").get(1).copied().into_iter().collect::<Vec<_>>();
+    gids.extend(ids("Groups:"));
+    let mode = st.st_mode;
+    let readable = if st.st_uid == uid {
+        mode & 0o400 != 0
+    } else if gids.contains(&st.st_gid) {
+        mode & 0o040 != 0
+    } else {
+        mode & 0o004 != 0
+    };
+    if readable { Ok(file) } else { Err(libc::EACCES) }
 }
 
 /// The number `instance` (a copy of the caller's descriptor) was
