@@ -6,10 +6,12 @@
 //! - [`server`]: a server generation's process and tasks;
 //! - [`session`]: the session core (target, lifecycle, ids, faults), with
 //!   no I/O: events in, actions out;
+//! - [`planner`]: the target's plans, the filesystem read off the loop;
 //! - [`guard`]: the policy on sampling and elicitation requests.
 //!
 //! [`run`] is the loop that feeds the core its events and carries out its
-//! actions (writing lines, launching and stopping generations).
+//! actions (writing lines, planning off the loop, launching and stopping
+//! generations).
 
 pub mod canonical;
 pub mod flow;
@@ -19,6 +21,7 @@ pub mod id;
 pub mod init_cache;
 mod launcher;
 pub mod message;
+pub mod planner;
 pub mod scan;
 pub mod server;
 pub mod session;
@@ -40,7 +43,7 @@ pub use session::{
 
 use server::Generation;
 use session::ServerEvent;
-use session::{GenId, RootsObserver};
+use session::{GenId, Planned, RootsObserver};
 
 /// How long the relay keeps polling, without sleeping, after a message
 /// went through: the answer (or the next message) usually comes within
@@ -70,6 +73,8 @@ struct Effects<L> {
     max_line: usize,
     observer: Option<RootsObserver>,
     remember: Option<session::RememberFn>,
+    /// Where plans made off the loop come back.
+    plans: mpsc::UnboundedSender<Box<Planned>>,
 }
 
 impl<L: Launcher> Effects<L> {
@@ -109,6 +114,17 @@ impl<L: Launcher> Effects<L> {
                             pid
                         });
                         session.on_event(Event::Launched(g, report), Instant::now());
+                    }
+                    Action::Plan(request) => {
+                        // Off the loop: a root that does not answer stalls
+                        // this plan only. One no longer asked for when it
+                        // comes is dropped by the session.
+                        let plans = self.plans.clone();
+                        tokio::task::spawn_blocking(move || {
+                            let planned = planner::plan(&request);
+                            // The session may be over: nobody waits then.
+                            let _ = plans.send(Box::new(planned));
+                        });
                     }
                     Action::Stop(g, how) => {
                         if let Some(h) = self.gens.get_mut(&g) {
@@ -213,7 +229,10 @@ where
     let (host_tx, mut host_rx) = flow::channel::<Event>(64, flow::BUDGET);
     let reader = spawn_host_reader(host_in, max, host_tx);
 
-    let mut session = Session::new(config)?;
+    // The first plan, off the loop's thread like every other.
+    let (spec, first) = planner::first_off_loop(&config).await?;
+    let mut session = Session::new(config, spec, first);
+    let (plans_tx, mut plans_rx) = mpsc::unbounded_channel();
     let mut fx = Effects {
         launcher,
         gens: HashMap::new(),
@@ -223,6 +242,7 @@ where
         max_line: max,
         observer,
         remember,
+        plans: plans_tx,
     };
     let mut actions = Vec::new();
     let mut host_open = true;
@@ -290,6 +310,7 @@ where
                     next = srv_rx.try_recv();
                 }
             }
+            Some(planned) = plans_rx.recv() => session.on_event(Event::Planned(planned), Instant::now()),
             change = changes.recv(), if extra_open => match change {
                 Some(change) => session.on_event(change.into(), Instant::now()),
                 None => extra_open = false,

@@ -428,7 +428,9 @@ impl Session {
     }
 
     fn may_promote(&self) -> bool {
-        !self.fleet.revoked_alive() && self.exchange.awaiting.is_none()
+        !self.fleet.revoked_alive()
+            && self.exchange.awaiting.is_none()
+            && !self.planning.is_some_and(|p| p.hold)
     }
 
     fn may_launch(&self) -> bool {
@@ -894,7 +896,7 @@ impl Session {
             self.end(Ending::HostClosed, now);
             if asked {
                 self.drop_host_roots(RootsUnknown::HostClosed);
-                self.recompute(false, now);
+                self.recompute(super::target::Plan::Held, now);
             }
             return;
         }
