@@ -99,6 +99,71 @@ impl Tree {
     }
 }
 
+/// A planner that reads no file once the session is up: each root input
+/// is taken as the directory its text names (no root is opened, none is
+/// refused, the policy's ceiling is not looked at), and put in the plan
+/// the first request got (the only one built, with no root: it reads what
+/// a plan reads besides roots). Each path gets one handle on no file, kept
+/// across plans (the same directory in every plan); the ports are the
+/// policy's.
+pub fn fake_planner() -> Box<dyn FnMut(&PlanRequest) -> Planned> {
+    let mut handles: HashMap<PathBuf, crate::roots::RootHandle> = HashMap::new();
+    let mut base: Option<SandboxPlan> = None;
+    Box::new(move |request: &PlanRequest| {
+        let mut plan = base
+            .get_or_insert_with(|| {
+                crate::plan::build(
+                    &request.policy,
+                    Vec::new(),
+                    Vec::new(),
+                    request.spec.clone(),
+                    &request.env,
+                )
+            })
+            .clone();
+        let mut roots: Vec<crate::roots::CanonicalRoot> = Vec::new();
+        for input in &request.inputs {
+            let path = crate::roots::parse_file_uri(&input.raw)
+                .unwrap_or_else(|_| PathBuf::from(&input.raw));
+            if roots.iter().any(|r| r.path == path) {
+                continue;
+            }
+            let handle = handles
+                .entry(path.clone())
+                .or_insert_with(crate::roots::RootHandle::detached)
+                .clone();
+            let name = input.name.clone().unwrap_or_else(|| {
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+            roots.push(crate::roots::CanonicalRoot {
+                uri: crate::roots::path_to_uri(&path),
+                name,
+                path,
+                access: input.access,
+                kind: crate::roots::RootKind::Directory,
+                source: input.source,
+                input: input.raw.clone(),
+                handle,
+                control: (Vec::new(), false),
+            });
+        }
+        roots.sort_by(|a, b| a.path.cmp(&b.path));
+        plan.grants
+            .extend(crate::plan::root_grants(&roots, plan.exec_in_roots));
+        plan.roots = roots;
+        plan.network.tcp_connect.clone_from(&request.policy.tcp_connect);
+        Planned {
+            seq: request.seq,
+            rights: super::Entitlements::of(&plan),
+            plan,
+            discovered: request.discover.then(|| Ok(request.spec.clone())),
+            moved: Vec::new(),
+        }
+    })
+}
+
 /// How a launch goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
@@ -233,7 +298,36 @@ impl Sim {
             &config.env,
         )
         .expect("session");
-        let s = Session::new(config, spec, first);
+        Sim::started(tree, Session::new(config, spec, first))
+    }
+
+    /// A session whose every plan, its first included, `planner` makes,
+    /// its command taken as found with nothing discovered.
+    pub fn with_planner(
+        tree: Tree,
+        config: SessionConfig,
+        mut planner: Box<dyn FnMut(&PlanRequest) -> Planned>,
+    ) -> Sim {
+        let program = config.command.first().cloned().unwrap_or_default();
+        let spec = crate::runtime::CommandSpec::with_needs(program, Vec::new());
+        let mut inputs = config.policy.static_roots.clone();
+        inputs.extend(config.cli_roots.iter().cloned());
+        let first = planner(&PlanRequest {
+            seq: 1,
+            policy: Arc::new(config.policy.clone()),
+            inputs,
+            command: config.command.clone().into(),
+            env: Arc::new(config.env.clone()),
+            spec: spec.clone(),
+            discover: false,
+            check: Vec::new(),
+        });
+        let mut sim = Sim::started(tree, Session::new(config, spec, first));
+        sim.planner = planner;
+        sim
+    }
+
+    fn started(tree: Tree, s: Session) -> Sim {
         Sim {
             tree,
             s,
