@@ -10,7 +10,7 @@
 //! - [`guard`]: the policy on sampling and elicitation requests.
 //!
 //! [`run`] is the loop that feeds the core its events and carries out its
-//! actions (writing lines, planning off the loop, launching and stopping
+//! actions (writing lines, planning and launching off the loop, stopping
 //! generations).
 
 pub mod canonical;
@@ -20,6 +20,7 @@ pub mod guard;
 pub mod id;
 pub mod init_cache;
 mod launcher;
+mod launching;
 pub mod message;
 pub mod planner;
 pub mod scan;
@@ -63,8 +64,9 @@ const DRAIN: usize = 32;
 pub const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the loop owns to carry out the core's actions.
-struct Effects<L> {
-    launcher: L,
+struct Effects {
+    /// The launcher, on a task of its own.
+    launcher: launching::Launching,
     gens: HashMap<GenId, Generation>,
     host_out: framing::LineSender,
     /// Woken when a writer stops being backed up.
@@ -77,7 +79,7 @@ struct Effects<L> {
     plans: mpsc::UnboundedSender<Box<Planned>>,
 }
 
-impl<L: Launcher> Effects<L> {
+impl Effects {
     /// Carry out every action the session has decided, including those
     /// that the reports of launches lead to.
     fn apply(&mut self, session: &mut Session, buf: &mut Vec<Action>) {
@@ -99,21 +101,10 @@ impl<L: Launcher> Effects<L> {
                         }
                     }
                     Action::Launch(g, plan) => {
-                        let report = self.launcher.launch(&plan).and_then(|p| {
-                            Generation::start(
-                                g,
-                                p,
-                                self.max_line,
-                                self.server_events.clone(),
-                                self.drained.clone(),
-                            )
-                        });
-                        let report = report.map(|h| {
-                            let pid = h.pid.unwrap_or(0);
-                            self.gens.insert(g, h);
-                            pid
-                        });
-                        session.on_event(Event::Launched(g, report), Instant::now());
+                        // Off the loop: reported by `launched`.
+                        if let Err(e) = self.launcher.launch(g, plan) {
+                            session.on_event(Event::Launched(g, Err(e)), Instant::now());
+                        }
                     }
                     Action::Plan(request) => {
                         // Off the loop: a root that does not answer stalls
@@ -145,6 +136,27 @@ impl<L: Launcher> Effects<L> {
                 }
             }
         }
+    }
+
+    /// A launch came back: the generation's tasks are started and the
+    /// session told.
+    fn launched(&mut self, session: &mut Session, (g, outcome): launching::Launched) {
+        let report = outcome
+            .and_then(|p| {
+                Generation::start(
+                    g,
+                    p,
+                    self.max_line,
+                    self.server_events.clone(),
+                    self.drained.clone(),
+                )
+            })
+            .map(|h| {
+                let pid = h.pid.unwrap_or(0);
+                self.gens.insert(g, h);
+                pid
+            });
+        session.on_event(Event::Launched(g, report), Instant::now());
     }
 
     fn server_backed_up(&self) -> bool {
@@ -233,6 +245,7 @@ where
     let (spec, first) = planner::first_off_loop(&config).await?;
     let mut session = Session::new(config, spec, first);
     let (plans_tx, mut plans_rx) = mpsc::unbounded_channel();
+    let (launcher, mut launched_rx) = launching::Launching::start(launcher);
     let mut fx = Effects {
         launcher,
         gens: HashMap::new(),
@@ -311,6 +324,7 @@ where
                 }
             }
             Some(planned) = plans_rx.recv() => session.on_event(Event::Planned(planned), Instant::now()),
+            Some(launched) = launched_rx.recv() => fx.launched(&mut session, launched),
             change = changes.recv(), if extra_open => match change {
                 Some(change) => session.on_event(change.into(), Instant::now()),
                 None => extra_open = false,

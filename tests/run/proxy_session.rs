@@ -583,6 +583,48 @@ async fn a_plan_that_hangs_stalls_nothing_but_itself() {
     }
 }
 
+/// A launch that hangs stalls nothing but itself: while the rebuilt
+/// server's launch waits, the server in place finishes what it was
+/// doing and its answer reaches the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_that_hangs_stalls_nothing_but_itself() {
+    let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
+    let none = json!([]);
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    r.host.send_call(2, "sleep", json!({"ms": 300})).await;
+    r.log.hold();
+    // A port more: a rebuild, the server in place draining.
+    let newer = Policy::parse(
+        &format!(
+            "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\ndrain_timeout_ms = 5000\n",
+            fx.base.display()
+        ),
+        None,
+        Some(&fx.dir("home")),
+    )
+    .unwrap();
+    r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
+    let answered =
+        tokio::time::timeout(Duration::from_secs(5), r.host.response(json!(2), &none)).await;
+    r.log.release();
+    let reply = answered.expect("the server in place answers while the launch hangs");
+    assert_eq!(Host::text(&reply), "slept", "{reply}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut id = 3;
+    loop {
+        let reply = r.host.call(id, "pid", json!({}), &none).await;
+        id += 1;
+        if reply["result"].is_object() && Host::text(&reply) != pid1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the launch did not go through once let go: {reply}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
