@@ -521,6 +521,34 @@ async fn host_eof_shuts_the_server_down() {
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
 
+/// The test policy for `fx` with TCP port 443 opened, a short debounce,
+/// and `limits` (lines of `[limits]`).
+fn port_443(fx: &Fx, limits: &str) -> Policy {
+    let text = format!(
+        "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\n{limits}",
+        fx.base.display()
+    );
+    Policy::parse(&text, None, Some(&fx.dir("home"))).unwrap()
+}
+
+/// Ask for the server's pid (ids from `id` on) until a server other than
+/// `pid1` answers, within 10 s.
+async fn relaunched(r: &mut Running, pid1: &str, mut id: i64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = r.host.call(id, "pid", json!({}), &json!([])).await;
+        id += 1;
+        if reply["result"].is_object() && Host::text(&reply) != pid1 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no other server within 10 s: {reply}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A plan that hangs stalls nothing but itself: a policy edit is planned
 /// again (the command discovered again, which reads the user's git
 /// configuration, here a FIFO nobody writes: the read blocks), and
@@ -539,15 +567,7 @@ async fn a_plan_that_hangs_stalls_nothing_but_itself() {
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .unwrap();
-    let newer = Policy::parse(
-        &format!(
-            "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\n",
-            fx.base.display()
-        ),
-        None,
-        Some(&fx.dir("home")),
-    )
-    .unwrap();
+    let newer = port_443(&fx, "");
     r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
     // Past the debounce: the plan is being made, and hangs.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -567,20 +587,7 @@ async fn a_plan_that_hangs_stalls_nothing_but_itself() {
     assert_eq!(Host::text(&reply), pid1, "{reply}");
     waiting.expect("the plan was waiting on the FIFO");
     // The plan comes: the edit (a port more) relaunches the server.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let mut id = 3;
-    loop {
-        let reply = r.host.call(id, "pid", json!({}), &none).await;
-        id += 1;
-        if reply["result"].is_object() && Host::text(&reply) != pid1 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the edit did not apply once its plan came: {reply}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    relaunched(&mut r, &pid1, 3).await;
 }
 
 /// A launch that hangs stalls nothing but itself: while the rebuilt
@@ -594,35 +601,14 @@ async fn a_launch_that_hangs_stalls_nothing_but_itself() {
     r.host.send_call(2, "sleep", json!({"ms": 300})).await;
     r.log.hold();
     // A port more: a rebuild, the server in place draining.
-    let newer = Policy::parse(
-        &format!(
-            "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\ndrain_timeout_ms = 5000\n",
-            fx.base.display()
-        ),
-        None,
-        Some(&fx.dir("home")),
-    )
-    .unwrap();
+    let newer = port_443(&fx, "drain_timeout_ms = 5000\n");
     r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
     let answered =
         tokio::time::timeout(Duration::from_secs(5), r.host.response(json!(2), &none)).await;
     r.log.release();
     let reply = answered.expect("the server in place answers while the launch hangs");
     assert_eq!(Host::text(&reply), "slept", "{reply}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let mut id = 3;
-    loop {
-        let reply = r.host.call(id, "pid", json!({}), &none).await;
-        id += 1;
-        if reply["result"].is_object() && Host::text(&reply) != pid1 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the launch did not go through once let go: {reply}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    relaunched(&mut r, &pid1, 3).await;
 }
 
 #[tokio::test]
