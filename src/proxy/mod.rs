@@ -14,6 +14,7 @@
 //! generations).
 
 pub mod canonical;
+mod chores;
 pub mod flow;
 pub mod framing;
 pub mod guard;
@@ -44,7 +45,7 @@ pub use session::{
 
 use server::Generation;
 use session::ServerEvent;
-use session::{GenId, Planned, RootsObserver};
+use session::{GenId, Planned};
 
 /// How long the relay keeps polling, without sleeping, after a message
 /// went through: the answer (or the next message) usually comes within
@@ -73,8 +74,9 @@ struct Effects {
     drained: framing::Drained,
     server_events: flow::Sender<ServerEvent>,
     max_line: usize,
-    observer: Option<RootsObserver>,
-    remember: Option<session::RememberFn>,
+    /// Watching the roots and remembering handshakes, on a task of their
+    /// own.
+    chores: chores::Chores,
     /// Where plans made off the loop come back.
     plans: mpsc::UnboundedSender<Box<Planned>>,
 }
@@ -122,17 +124,9 @@ impl Effects {
                             h.stop(how);
                         }
                     }
-                    Action::WatchRoots(paths) => {
-                        if let Some(obs) = self.observer.as_mut() {
-                            obs(&paths);
-                        }
-                    }
+                    Action::WatchRoots(paths) => self.chores.watch(paths),
                     Action::ServerStarted(_) => self.launcher.started(),
-                    Action::RememberInit(init) => {
-                        if let Some(remember) = self.remember.as_mut() {
-                            remember(&init);
-                        }
-                    }
+                    Action::RememberInit(init) => self.chores.remember(init),
                 }
             }
         }
@@ -230,8 +224,7 @@ where
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
     let grace = std::time::Duration::from_millis(config.policy.raw.limits.shutdown_grace_ms);
-    let observer = config.roots_observer.take();
-    let remember = config.remember.take();
+    let chores = chores::Chores::start(config.roots_observer.take(), config.remember.take());
     let drained = framing::Drained::default();
     let (out_tx, out_rx) = framing::line_queue(drained.clone());
     let writer = spawn_host_writer(host_out, out_rx);
@@ -253,8 +246,7 @@ where
         drained: drained.clone(),
         server_events: srv_tx,
         max_line: max,
-        observer,
-        remember,
+        chores,
         plans: plans_tx,
     };
     let mut actions = Vec::new();
@@ -336,7 +328,8 @@ where
     let ending = session.ending().cloned().unwrap_or(Ending::HostClosed);
     reader.abort();
     drop(session);
-    drop(fx);
+    let Effects { chores, .. } = fx;
+    chores.finish(grace).await;
     // What is left for the host gets the shutdown grace to be read: a
     // host that closed its side and waits for rootfence's exit without
     // reading would otherwise wait forever.

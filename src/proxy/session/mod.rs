@@ -104,13 +104,14 @@ pub struct SessionConfig {
     /// rootfence's environment.
     pub env: HostEnv,
     /// Told the enforced root paths whenever they change (to watch them);
-    /// called by the loop on `Action::WatchRoots`.
+    /// called on `Action::WatchRoots`, off the loop's thread.
     pub roots_observer: Option<RootsObserver>,
     /// What a previous run of this command answered to `initialize`
     /// (`crate::proxy::init_cache`): with it, a session whose roots come
     /// from the host starts one server instead of two.
     pub remembered_init: Option<RememberedInit>,
-    /// Called by the loop on `Action::RememberInit`.
+    /// Called on `Action::RememberInit`, off the loop's thread (before
+    /// the session ends, within `limits.shutdown_grace_ms` at its end).
     pub remember: Option<RememberFn>,
 }
 
