@@ -1,5 +1,5 @@
 //! Planning the session's target: the shell's side of
-//! [`Action::Plan`](session::Action::Plan). Everything here reads the
+//! [`Action::Plan`](super::session::Action::Plan). Everything here reads the
 //! filesystem (each root opened and its canonical path read back, the
 //! command's runtime discovered, the roots of the target looked at again,
 //! the identity of each root's handle read), so the loop runs it off its
