@@ -7,6 +7,7 @@
 //! answer stalls its own plan, never the relay.
 
 use std::ffi::OsString;
+use std::sync::Arc;
 
 use super::session::{Entitlements, PlanRequest, Planned, SessionConfig, SessionError};
 use crate::policy::Policy;
@@ -38,6 +39,7 @@ pub fn plan(request: &PlanRequest) -> Planned {
     let rights = Entitlements::of(&plan);
     Planned {
         seq: request.seq,
+        policy: request.policy.clone(),
         plan,
         rights,
         discovered,
@@ -65,6 +67,7 @@ pub fn first(
     let rights = Entitlements::of(&plan);
     let planned = Planned {
         seq: 1,
+        policy: Arc::new(policy.clone()),
         plan,
         rights,
         discovered: None,

@@ -152,7 +152,7 @@ impl Session {
         };
         if waiting {
             // The host is waiting: no debounce.
-            self.recompute(Plan::Reported, now);
+            self.recompute(Plan::Reported);
         } else {
             self.schedule_recompute(now);
         }
@@ -178,7 +178,7 @@ impl Session {
             } else {
                 RootsUnknown::PlanTimeout(timeout)
             };
-            self.give_up_host_roots(why, now);
+            self.give_up_host_roots(why);
         }
     }
 
@@ -207,7 +207,7 @@ impl Session {
     /// Stop waiting for the host's answer to `roots/list` (if waiting):
     /// its roots are dropped (fail closed), host traffic is released, and
     /// a late answer still applies.
-    pub(super) fn give_up_host_roots(&mut self, why: RootsUnknown, now: Instant) {
+    pub(super) fn give_up_host_roots(&mut self, why: RootsUnknown) {
         if self.exchange.awaiting.is_none() {
             return;
         }
@@ -216,7 +216,7 @@ impl Session {
         self.exchange.late = true;
         self.drop_host_roots(why);
         // Host traffic goes on under the plan without them, not before.
-        self.recompute(Plan::Held, now);
+        self.recompute(Plan::Held);
     }
 
     /// Whether the exchange is idle (nothing held, no question but a late

@@ -188,6 +188,8 @@ pub struct PlanRequest {
 pub struct Planned {
     /// The request's number.
     pub seq: u64,
+    /// The policy it was planned with (the request's).
+    pub policy: Arc<Policy>,
     /// The plan (its `refused` says which roots were refused, and why).
     pub plan: SandboxPlan,
     /// What it grants (the identity of each root's open handle read).

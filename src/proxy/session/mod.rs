@@ -150,9 +150,10 @@ pub struct Session {
     planning: Option<target::Planning>,
     /// How many plans were asked for.
     plans_asked: u64,
-    /// Something changed near a root directory: the next plan looks at
-    /// the target's roots again.
-    check_moved: bool,
+    /// Something changed near a root directory: the roots of the target
+    /// then, which the next plans look at again (until one that did
+    /// comes).
+    to_check: Vec<CanonicalRoot>,
     exchange: host_roots::Exchange,
     handshake: handshake::Handshake,
     fleet: lifecycle::Fleet,
@@ -210,7 +211,7 @@ impl Session {
             recompute_at: None,
             planning: None,
             plans_asked: 1,
-            check_moved: false,
+            to_check: Vec::new(),
             exchange: host_roots::Exchange::default(),
             handshake: handshake::Handshake::default(),
             fleet: lifecycle::Fleet::default(),
@@ -250,7 +251,7 @@ impl Session {
     pub fn on_timer(&mut self, now: Instant) {
         self.roots_timer(now);
         if self.recompute_at.is_some_and(|d| d <= now) {
-            self.recompute(target::Plan::Reported, now);
+            self.recompute(target::Plan::Reported);
         }
         for key in self.ledger.due(now) {
             // Only `initialize` has a deadline: the server never answered.

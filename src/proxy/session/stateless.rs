@@ -347,14 +347,14 @@ impl Session {
             Ok(roots) => {
                 tracing::info!(roots = roots.len(), "the host gave its roots");
                 self.inputs.set_host_roots(roots);
-                self.recompute(super::target::Plan::Reported, now);
+                self.recompute(super::target::Plan::Reported);
             }
             Err(e) => {
                 tracing::warn!(
                     "the host answered rootfence's roots/list input request with something unreadable ({e}): the server keeps only the roots of the command line and the policy"
                 );
                 self.inputs.set_host_roots(Vec::new());
-                self.recompute(super::target::Plan::Reported, now);
+                self.recompute(super::target::Plan::Reported);
             }
         }
     }

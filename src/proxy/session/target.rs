@@ -45,12 +45,14 @@ pub struct Target {
 }
 
 impl Target {
-    fn new(version: u64, plan: SandboxPlan, rights: Entitlements, inputs: &Inputs) -> Target {
+    /// The target `planned` makes (under the policy it was planned with),
+    /// suspended when the inputs are.
+    fn new(version: u64, planned: Planned, inputs: &Inputs) -> Target {
         Target {
             version,
-            plan: Arc::new(plan),
-            rights: Arc::new(rights),
-            policy: Arc::new(inputs.policy.raw.clone()),
+            plan: Arc::new(planned.plan),
+            rights: Arc::new(planned.rights),
+            policy: Arc::new(planned.policy.raw.clone()),
             suspended: inputs.suspended.clone(),
         }
     }
@@ -246,6 +248,9 @@ pub struct Planning {
     report: bool,
     /// Host traffic waits for it (see [`Plan::Held`]).
     pub hold: bool,
+    /// How many of the roots to look at again (the first of
+    /// `Session::to_check`) it looks at.
+    checked: usize,
 }
 
 /// What a plan asked for does besides making the target.
@@ -268,7 +273,7 @@ pub fn first(inputs: &Inputs, planned: Planned) -> Target {
     for r in &planned.plan.refused {
         tracing::warn!("{r}");
     }
-    Target::new(1, planned.plan, planned.rights, inputs)
+    Target::new(1, planned, inputs)
 }
 
 impl Session {
@@ -276,7 +281,7 @@ impl Session {
     /// [`super::Event::Planned`]; until then the target in force stays).
     /// A plan asked for meanwhile replaces this one, and does what both
     /// would have done.
-    pub(super) fn recompute(&mut self, how: Plan, _now: Instant) {
+    pub(super) fn recompute(&mut self, how: Plan) {
         self.recompute_at = None;
         let seq = self.plans_asked + 1;
         self.plans_asked = seq;
@@ -285,13 +290,9 @@ impl Session {
             seq,
             report: how != Plan::Quiet || before.is_some_and(|p| p.report),
             hold: how == Plan::Held || before.is_some_and(|p| p.hold),
+            checked: self.to_check.len(),
         });
-        let check = if self.check_moved {
-            self.target.plan.roots.clone()
-        } else {
-            Vec::new()
-        };
-        let request = self.inputs.request(seq, check);
+        let request = self.inputs.request(seq, self.to_check.clone());
         tracing::debug!(seq, "planning the target");
         self.out.push(Action::Plan(Box::new(request)));
     }
@@ -303,19 +304,14 @@ impl Session {
             return;
         };
         self.planning = None;
-        self.check_moved = false;
-        let Planned {
-            plan,
-            rights,
-            discovered,
-            moved,
-            ..
-        } = planned;
-        if let Some(spec) = discovered {
+        self.to_check
+            .drain(..planning.checked.min(self.to_check.len()));
+        let mut planned = planned;
+        if let Some(spec) = planned.discovered.take() {
             self.inputs.discovered(spec);
         }
-        self.inputs.drop_moved(moved);
-        for r in &plan.refused {
+        self.inputs.drop_moved(std::mem::take(&mut planned.moved));
+        for r in &planned.plan.refused {
             tracing::warn!("{r}");
             if planning.report
                 && r.from == RootSource::Host
@@ -324,7 +320,7 @@ impl Session {
                 self.send_host(note);
             }
         }
-        let next = Target::new(self.target.version, plan, rights, &self.inputs);
+        let next = Target::new(self.target.version, planned, &self.inputs);
         // The host's roots are applied: what it sent meanwhile may go.
         self.host_roots_applied();
         self.retarget(next, now);
@@ -381,7 +377,7 @@ impl Session {
                 self.inputs.set_policy(*p);
                 self.guard.policy_changed(&self.inputs.policy);
                 if was_suspended {
-                    self.recompute(Plan::Quiet, now);
+                    self.recompute(Plan::Quiet);
                 } else {
                     self.schedule_recompute(now);
                 }
@@ -397,10 +393,10 @@ impl Session {
     }
 
     /// Something changed near a root directory: after the debounce, the
-    /// next plan looks at the target's roots again (those moved are
-    /// dropped).
+    /// next plan looks at the target's roots of now again (the inputs of
+    /// those whose directory is no longer the one resolved are dropped).
     pub(super) fn on_roots_maybe_changed(&mut self, now: Instant) {
-        self.check_moved = true;
+        self.to_check.extend(self.target.plan.roots.iter().cloned());
         self.schedule_recompute(now);
     }
 }

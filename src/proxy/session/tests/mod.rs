@@ -156,6 +156,7 @@ pub fn fake_planner() -> Box<dyn FnMut(&PlanRequest) -> Planned> {
         plan.network.tcp_connect.clone_from(&request.policy.tcp_connect);
         Planned {
             seq: request.seq,
+            policy: request.policy.clone(),
             rights: super::Entitlements::of(&plan),
             plan,
             discovered: request.discover.then(|| Ok(request.spec.clone())),

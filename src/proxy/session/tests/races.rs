@@ -720,3 +720,28 @@ fn host_roots_whose_plan_does_not_come_in_time_are_dropped() {
     assert!(sim.servers.values().all(|s| !s.roots.contains(&b)));
     assert_eq!(sim.answers_to(&json!(1)).len(), 1);
 }
+
+#[test]
+fn a_root_replaced_while_a_plan_is_made_is_looked_at_by_the_next() {
+    let mut sim = running(&["a", "b"], &[], "rebuild_debounce_ms = 100\n");
+    sim.hold_plans = true;
+    sim.set_roots(&["a", "b", "c"]);
+    assert_eq!(sim.plans_held.len(), 1);
+    // B is replaced by another directory under the same name while that
+    // plan is made (it checks nothing).
+    std::fs::rename(sim.tree.p("b"), sim.tree.p("b-moved")).unwrap();
+    std::fs::create_dir(sim.tree.p("b")).unwrap();
+    sim.event(Event::RootsMaybeChanged);
+    sim.deliver_plans(&[]);
+    // The debounced plan looks at the target's roots again: B is dropped,
+    // never granted as the directory now under its name.
+    sim.advance(100);
+    sim.deliver_plans(&[]);
+    sim.settle_all();
+    assert_eq!(
+        sim.enforced(),
+        paths(&sim, &["a", "c"]),
+        "{}",
+        sim.trace.join("\n")
+    );
+}
