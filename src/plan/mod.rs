@@ -551,7 +551,7 @@ pub fn proxied_env(env: &mut BTreeMap<String, (String, EnvSource)>, warnings: &m
 }
 
 /// The grants of the enforced roots, each from its handle.
-fn root_grants(enforced: &[CanonicalRoot], exec_in_roots: bool) -> Vec<Grant> {
+pub(crate) fn root_grants(enforced: &[CanonicalRoot], exec_in_roots: bool) -> Vec<Grant> {
     enforced
         .iter()
         .map(|r| {

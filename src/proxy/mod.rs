@@ -6,19 +6,24 @@
 //! - [`server`]: a server generation's process and tasks;
 //! - [`session`]: the session core (target, lifecycle, ids, faults), with
 //!   no I/O: events in, actions out;
+//! - [`planner`]: the target's plans, the filesystem read off the loop;
 //! - [`guard`]: the policy on sampling and elicitation requests.
 //!
 //! [`run`] is the loop that feeds the core its events and carries out its
-//! actions (writing lines, launching and stopping generations).
+//! actions (writing lines, planning and launching off the loop, stopping
+//! generations).
 
 pub mod canonical;
+mod chores;
 pub mod flow;
 pub mod framing;
 pub mod guard;
 pub mod id;
 pub mod init_cache;
 mod launcher;
+mod launching;
 pub mod message;
+pub mod planner;
 pub mod scan;
 pub mod server;
 pub mod session;
@@ -40,7 +45,7 @@ pub use session::{
 
 use server::Generation;
 use session::ServerEvent;
-use session::{GenId, RootsObserver};
+use session::{GenId, Planned};
 
 /// How long the relay keeps polling, without sleeping, after a message
 /// went through: the answer (or the next message) usually comes within
@@ -60,19 +65,23 @@ const DRAIN: usize = 32;
 pub const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the loop owns to carry out the core's actions.
-struct Effects<L> {
-    launcher: L,
+struct Effects {
+    /// The launcher, on a task of its own.
+    launcher: launching::Launching,
     gens: HashMap<GenId, Generation>,
     host_out: framing::LineSender,
     /// Woken when a writer stops being backed up.
     drained: framing::Drained,
     server_events: flow::Sender<ServerEvent>,
     max_line: usize,
-    observer: Option<RootsObserver>,
-    remember: Option<session::RememberFn>,
+    /// Watching the roots and remembering handshakes, on a task of their
+    /// own.
+    chores: chores::Chores,
+    /// Where plans made off the loop come back.
+    plans: mpsc::UnboundedSender<Box<Planned>>,
 }
 
-impl<L: Launcher> Effects<L> {
+impl Effects {
     /// Carry out every action the session has decided, including those
     /// that the reports of launches lead to.
     fn apply(&mut self, session: &mut Session, buf: &mut Vec<Action>) {
@@ -94,41 +103,54 @@ impl<L: Launcher> Effects<L> {
                         }
                     }
                     Action::Launch(g, plan) => {
-                        let report = self.launcher.launch(&plan).and_then(|p| {
-                            Generation::start(
-                                g,
-                                p,
-                                self.max_line,
-                                self.server_events.clone(),
-                                self.drained.clone(),
-                            )
+                        // Off the loop: reported by `launched`.
+                        if let Err(e) = self.launcher.launch(g, plan) {
+                            session.on_event(Event::Launched(g, Err(e)), Instant::now());
+                        }
+                    }
+                    Action::Plan(request) => {
+                        // Off the loop: a root that does not answer stalls
+                        // this plan only. One no longer asked for when it
+                        // comes is dropped by the session.
+                        let plans = self.plans.clone();
+                        tokio::task::spawn_blocking(move || {
+                            let planned = planner::plan(&request);
+                            // The session may be over: nobody waits then.
+                            let _ = plans.send(Box::new(planned));
                         });
-                        let report = report.map(|h| {
-                            let pid = h.pid.unwrap_or(0);
-                            self.gens.insert(g, h);
-                            pid
-                        });
-                        session.on_event(Event::Launched(g, report), Instant::now());
                     }
                     Action::Stop(g, how) => {
                         if let Some(h) = self.gens.get_mut(&g) {
                             h.stop(how);
                         }
                     }
-                    Action::WatchRoots(paths) => {
-                        if let Some(obs) = self.observer.as_mut() {
-                            obs(&paths);
-                        }
-                    }
+                    Action::WatchRoots(paths) => self.chores.watch(paths),
                     Action::ServerStarted(_) => self.launcher.started(),
-                    Action::RememberInit(init) => {
-                        if let Some(remember) = self.remember.as_mut() {
-                            remember(&init);
-                        }
-                    }
+                    Action::RememberInit(init) => self.chores.remember(init),
                 }
             }
         }
+    }
+
+    /// A launch came back: the generation's tasks are started and the
+    /// session told.
+    fn launched(&mut self, session: &mut Session, (g, outcome): launching::Launched) {
+        let report = outcome
+            .and_then(|p| {
+                Generation::start(
+                    g,
+                    p,
+                    self.max_line,
+                    self.server_events.clone(),
+                    self.drained.clone(),
+                )
+            })
+            .map(|h| {
+                let pid = h.pid.unwrap_or(0);
+                self.gens.insert(g, h);
+                pid
+            });
+        session.on_event(Event::Launched(g, report), Instant::now());
     }
 
     fn server_backed_up(&self) -> bool {
@@ -202,8 +224,7 @@ where
 {
     let max = usize::try_from(config.policy.raw.limits.max_message_bytes).unwrap_or(usize::MAX);
     let grace = std::time::Duration::from_millis(config.policy.raw.limits.shutdown_grace_ms);
-    let observer = config.roots_observer.take();
-    let remember = config.remember.take();
+    let chores = chores::Chores::start(config.roots_observer.take(), config.remember.take());
     let drained = framing::Drained::default();
     let (out_tx, out_rx) = framing::line_queue(drained.clone());
     let writer = spawn_host_writer(host_out, out_rx);
@@ -213,7 +234,11 @@ where
     let (host_tx, mut host_rx) = flow::channel::<Event>(64, flow::BUDGET);
     let reader = spawn_host_reader(host_in, max, host_tx);
 
-    let mut session = Session::new(config)?;
+    // The first plan, off the loop's thread like every other.
+    let (spec, first) = planner::first_off_loop(&config).await?;
+    let mut session = Session::new(config, spec, first);
+    let (plans_tx, mut plans_rx) = mpsc::unbounded_channel();
+    let (launcher, mut launched_rx) = launching::Launching::start(launcher);
     let mut fx = Effects {
         launcher,
         gens: HashMap::new(),
@@ -221,8 +246,8 @@ where
         drained: drained.clone(),
         server_events: srv_tx,
         max_line: max,
-        observer,
-        remember,
+        chores,
+        plans: plans_tx,
     };
     let mut actions = Vec::new();
     let mut host_open = true;
@@ -290,6 +315,8 @@ where
                     next = srv_rx.try_recv();
                 }
             }
+            Some(planned) = plans_rx.recv() => session.on_event(Event::Planned(planned), Instant::now()),
+            Some(launched) = launched_rx.recv() => fx.launched(&mut session, launched),
             change = changes.recv(), if extra_open => match change {
                 Some(change) => session.on_event(change.into(), Instant::now()),
                 None => extra_open = false,
@@ -301,7 +328,8 @@ where
     let ending = session.ending().cloned().unwrap_or(Ending::HostClosed);
     reader.abort();
     drop(session);
-    drop(fx);
+    let Effects { chores, .. } = fx;
+    chores.finish(grace).await;
     // What is left for the host gets the shutdown grace to be read: a
     // host that closed its side and waits for rootfence's exit without
     // reading would otherwise wait forever.

@@ -48,6 +48,16 @@ impl RootHandle {
     }
 }
 
+#[cfg(test)]
+impl RootHandle {
+    /// A handle on no file (a pipe's read end, its write end closed): for
+    /// plans made without a filesystem (the session's model test).
+    pub(crate) fn detached() -> RootHandle {
+        let (read, _write) = rustix::pipe::pipe().expect("a pipe");
+        RootHandle { fd: Arc::new(read) }
+    }
+}
+
 impl AsFd for RootHandle {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -296,7 +296,10 @@ pub fn place() -> &'static Place {
         && let Some(p) = REMEMBERED.get_or_init(|| {
             let cgroups = read_proc("/proc/self/cgroup");
             let at = depends_on(&cgroups);
-            from_record(super::machine::record().cgroup, &cgroups, &at, &Kernel)
+            let kept = super::machine::record()
+                .cgroup
+                .and_then(|v| serde_json::from_value::<Remembered>(v).ok());
+            from_record(kept, &cgroups, &at, &Kernel)
         })
     {
         return p;
@@ -312,7 +315,9 @@ pub fn probed() -> &'static Place {
     ONCE.get_or_init(|| {
         let cgroups = read_proc("/proc/self/cgroup");
         let place = find(&cgroups, &read_proc("/proc/self/mountinfo"));
-        let kept = place.to_remember(depends_on(&cgroups));
+        let kept = place
+            .to_remember(depends_on(&cgroups))
+            .and_then(|k| serde_json::to_value(k).ok());
         super::machine::update(|r| r.cgroup = kept);
         place
     })

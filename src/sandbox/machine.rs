@@ -19,8 +19,9 @@
 //! on the rung a refusal leaves, never on a better one than the kernel
 //! grants. The one thing it keeps that was granted, where servers'
 //! cgroups are made, is checked again before it is used and tried by the
-//! launch itself, which probes again when the kernel refuses it (see
-//! [`super::cgroup::Remembered`]). Where the policy requires namespaces the record is not read
+//! launch itself, which probes again when the kernel refuses it (the
+//! cgroup module's own section, which this file keeps without reading).
+//! Where the policy requires namespaces the record is not read
 //! (the launch tries, and a refusal is an error as it always was). A
 //! record can be stale (an AppArmor profile loaded since): `doctor`
 //! probes again and rewrites it.
@@ -68,9 +69,11 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_namespace: Option<NetnsSupport>,
     /// Where servers' cgroups are made, as a probe found it (only where
-    /// both controllers could be had; see [`super::cgroup::Remembered`]).
+    /// both controllers could be had). The cgroup module's own section: it
+    /// writes and reads it (a section it cannot read counts as none); this
+    /// record only keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<super::cgroup::Remembered>,
+    pub cgroup: Option<serde_json::Value>,
 }
 
 impl Record {

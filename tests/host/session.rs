@@ -26,6 +26,21 @@ pub struct Launches {
     pub roots: Arc<Mutex<Vec<Vec<PathBuf>>>>,
     /// `FAKE_TOOLS` for the next launches (extra tool names).
     pub tools: Arc<Mutex<String>>,
+    /// While true, launches wait (a launch that hangs).
+    pub hold: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Launches {
+    /// Make the next launches wait ([`Launches::release`] lets them go).
+    pub fn hold(&self) {
+        *self.hold.0.lock().unwrap() = true;
+    }
+
+    /// Let the launches waiting go.
+    pub fn release(&self) {
+        *self.hold.0.lock().unwrap() = false;
+        self.hold.1.notify_all();
+    }
 }
 
 /// Launches the fake server unconfined.
@@ -36,6 +51,8 @@ pub struct TestLauncher {
 
 impl Launcher for TestLauncher {
     fn launch(&mut self, plan: &SandboxPlan) -> Result<ServerProcess, LaunchError> {
+        let (held, released) = &*self.log.hold;
+        drop(released.wait_while(held.lock().unwrap(), |h| *h).unwrap());
         self.log
             .roots
             .lock()

@@ -521,6 +521,96 @@ async fn host_eof_shuts_the_server_down() {
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
 
+/// The test policy for `fx` with TCP port 443 opened, a short debounce,
+/// and `limits` (lines of `[limits]`).
+fn port_443(fx: &Fx, limits: &str) -> Policy {
+    let text = format!(
+        "[roots]\nallow_under = [\"{}\"]\n[network]\ntcp_connect = [443]\n[limits]\nrebuild_debounce_ms = 10\n{limits}",
+        fx.base.display()
+    );
+    Policy::parse(&text, None, Some(&fx.dir("home"))).unwrap()
+}
+
+/// Ask for the server's pid (ids from `id` on) until a server other than
+/// `pid1` answers, within 10 s.
+async fn relaunched(r: &mut Running, pid1: &str, mut id: i64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = r.host.call(id, "pid", json!({}), &json!([])).await;
+        id += 1;
+        if reply["result"].is_object() && Host::text(&reply) != pid1 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no other server within 10 s: {reply}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A plan that hangs stalls nothing but itself: a policy edit is planned
+/// again (the command discovered again, which reads the user's git
+/// configuration, here a FIFO nobody writes: the read blocks), and
+/// meanwhile the server in place still answers the host; once the read
+/// is let go, the edit applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_that_hangs_stalls_nothing_but_itself() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
+    let none = json!([]);
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    let fifo = fx.dir("home").join(".gitconfig");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let newer = port_443(&fx, "");
+    r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
+    // Past the debounce: the plan is being made, and hangs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answered = tokio::time::timeout(
+        Duration::from_secs(5),
+        r.host.call(2, "pid", json!({}), &none),
+    )
+    .await;
+    // Let the reader go: a writer that closes at once (the read gets the
+    // end of the file). It opens only if a reader waits (else ENXIO): the
+    // plan was hanging all along.
+    let waiting = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo);
+    let reply = answered.expect("the server in place answers while the new plan hangs");
+    assert_eq!(Host::text(&reply), pid1, "{reply}");
+    waiting.expect("the plan was waiting on the FIFO");
+    // The plan comes: the edit (a port more) relaunches the server.
+    relaunched(&mut r, &pid1, 3).await;
+}
+
+/// A launch that hangs stalls nothing but itself: while the rebuilt
+/// server's launch waits, the server in place finishes what it was
+/// doing and its answer reaches the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_that_hangs_stalls_nothing_but_itself() {
+    let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
+    let none = json!([]);
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    r.host.send_call(2, "sleep", json!({"ms": 300})).await;
+    r.log.hold();
+    // A port more: a rebuild, the server in place draining.
+    let newer = port_443(&fx, "drain_timeout_ms = 5000\n");
+    r.events.send(Change::Policy(Ok(Box::new(newer)))).unwrap();
+    let answered =
+        tokio::time::timeout(Duration::from_secs(5), r.host.response(json!(2), &none)).await;
+    r.log.release();
+    let reply = answered.expect("the server in place answers while the launch hangs");
+    assert_eq!(Host::text(&reply), "slept", "{reply}");
+    relaunched(&mut r, &pid1, 3).await;
+}
+
 #[tokio::test]
 async fn a_rejected_policy_change_stops_the_server_until_a_valid_one() {
     let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
@@ -595,7 +685,14 @@ async fn a_deleted_root_is_dropped_and_the_sandbox_rebuilt() {
     r.events.send(Change::RootsMaybeChanged).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let listed = roots_of(&r.host.call(2, "roots", json!({}), &none).await);
+        let reply = r.host.call(2, "roots", json!({}), &none).await;
+        if reply.get("error").is_some() {
+            // In flight on the server when its plan came (made off the
+            // loop): answered with what was revoked.
+            assert!(Host::error_message(&reply).contains("revoked"), "{reply}");
+            continue;
+        }
+        let listed = roots_of(&reply);
         if listed == vec![uri(&a)] {
             break;
         }

@@ -159,7 +159,9 @@ fn object_of(h: &impl AsFd) -> Option<(u64, u64)> {
 
 impl Entitlements {
     /// The rights `plan` grants. Reads the identity of each root's open
-    /// handle (one `fstat` each); everything else is taken from the plan.
+    /// handle (one `fstat` each): the shell's planner calls it, off the
+    /// loop (see `proxy/planner.rs`); everything else is taken from the
+    /// plan.
     pub fn of(plan: &SandboxPlan) -> Entitlements {
         let mut paths: Vec<PathRight> = plan
             .grants

@@ -681,9 +681,12 @@ impl Session {
     }
 
     /// Whether host traffic is held: while the host's roots are being
-    /// asked for, and while no generation serves the target.
+    /// asked for (and planned), while a plan dropping them is being made,
+    /// and while no generation serves the target.
     pub(super) fn holding(&self) -> bool {
-        self.exchange.awaiting.is_some() || self.fleet.serving_target().is_none()
+        self.exchange.awaiting.is_some()
+            || self.planning.is_some_and(|p| p.hold)
+            || self.fleet.serving_target().is_none()
     }
 
     /// Send what is held, in order, while nothing holds it.
@@ -712,6 +715,7 @@ impl Session {
                 if r.method == Method::Initialize {
                     return self.send_initialize(key, g);
                 }
+                let line = self.refilled(key.as_str(), line);
                 self.send_request(key, line, g);
             }
         }

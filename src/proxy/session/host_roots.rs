@@ -3,14 +3,15 @@
 //! rootfence asks (`roots/list`, its own id) after the host's
 //! `notifications/initialized` and after each `notifications/roots/list_changed`,
 //! when the host declared roots and the policy takes them. Host traffic is
-//! held from then until the answer has been turned into the new target and
-//! the fleet has settled on it. Changes announced while a request is in
+//! held from then until the answer has been planned (off the loop), turned
+//! into the new target and the fleet has settled on it. Changes announced while a request is in
 //! flight are folded into one more request; each answer applies as it
 //! arrives (a root it revokes is revoked at once), and the newest decides.
 //!
 //! Revocation never waits on the host: when no readable answer comes
 //! within `limits.roots_timeout_ms` (the host is silent, answers with
-//! an error or with something unreadable), the host's roots are dropped
+//! an error or with something unreadable), or its answer's plan does not
+//! (a root whose directory does not answer), the host's roots are dropped
 //! from the target, so every server keeps only what the host cannot have
 //! revoked (the roots of the command line and of the policy), and host
 //! traffic is released. The question stays asked: a late answer still
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Session;
+use super::target::Plan;
 use super::ledger::ToHost;
 use crate::proxy::message;
 use crate::roots::{Access, RootInput};
@@ -55,6 +57,10 @@ pub(super) enum RootsUnknown {
     /// It did not answer in time.
     #[error("no answer to roots/list within limits.roots_timeout_ms = {0}")]
     Timeout(u64),
+    /// Its answer could not be planned in time (a root whose directory
+    /// does not answer).
+    #[error("its roots could not be resolved within limits.roots_timeout_ms = {0}")]
+    PlanTimeout(u64),
     /// It closed its side.
     #[error("the host closed its side")]
     HostClosed,
@@ -140,11 +146,13 @@ impl Session {
             self.request_host_roots();
             true
         } else {
-            self.exchange.awaiting.take().is_some()
+            // Host traffic stays held until the answer's plan is the
+            // target ([`Session::host_roots_applied`]).
+            self.exchange.awaiting.is_some()
         };
         if waiting {
             // The host is waiting: no debounce.
-            self.recompute(true, now);
+            self.recompute(Plan::Reported);
         } else {
             self.schedule_recompute(now);
         }
@@ -158,19 +166,48 @@ impl Session {
         self.inputs.set_host_roots(Vec::new());
     }
 
-    /// The host did not answer in time: its roots are dropped (fail
-    /// closed), host traffic is released, and a late answer still applies.
+    /// The host did not answer in time, or its answer's plan did not come
+    /// in time (a root whose directory does not answer): its roots are
+    /// dropped (fail closed), host traffic is released, and a late answer
+    /// still applies.
     pub(super) fn roots_timer(&mut self, now: Instant) {
         if self.exchange.awaiting.is_some_and(|d| d <= now) {
             let timeout = self.inputs.policy.raw.limits.roots_timeout_ms;
-            self.give_up_host_roots(RootsUnknown::Timeout(timeout), now);
+            let why = if self.question_out() {
+                RootsUnknown::Timeout(timeout)
+            } else {
+                RootsUnknown::PlanTimeout(timeout)
+            };
+            self.give_up_host_roots(why);
         }
+    }
+
+    /// Whether a question to the host about its roots is out (not given
+    /// up).
+    fn question_out(&self) -> bool {
+        self.exchange.asked.is_some() && !self.exchange.late
+    }
+
+    /// A plan became the target: when it holds the host's latest answer
+    /// (no question is out), host traffic held for it is released.
+    pub(super) fn host_roots_applied(&mut self) {
+        if !self.question_out() {
+            self.exchange.awaiting = None;
+        }
+    }
+
+    /// The host gave its roots where it waits for what they lead to (a
+    /// stateless retry): its traffic is held until they are the target, or
+    /// until `limits.roots_timeout_ms` passes.
+    pub(super) fn hold_for_host_roots(&mut self, now: Instant) {
+        let timeout = Duration::from_millis(self.inputs.policy.raw.limits.roots_timeout_ms);
+        self.exchange.awaiting.get_or_insert(now + timeout);
     }
 
     /// Stop waiting for the host's answer to `roots/list` (if waiting):
     /// its roots are dropped (fail closed), host traffic is released, and
     /// a late answer still applies.
-    pub(super) fn give_up_host_roots(&mut self, why: RootsUnknown, now: Instant) {
+    pub(super) fn give_up_host_roots(&mut self, why: RootsUnknown) {
         if self.exchange.awaiting.is_none() {
             return;
         }
@@ -178,7 +215,8 @@ impl Session {
         self.exchange.again = false;
         self.exchange.late = true;
         self.drop_host_roots(why);
-        self.recompute(true, now);
+        // Host traffic goes on under the plan without them, not before.
+        self.recompute(Plan::Held);
     }
 
     /// Whether the exchange is idle (nothing held, no question but a late

@@ -2,13 +2,17 @@
 //! actions out. The core does no I/O; the loop in `proxy/mod.rs` carries
 //! out each [`Action`] and feeds back what happened as an [`Event`].
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::entitlements::Entitlements;
 use crate::plan::SandboxPlan;
 use crate::policy::{Policy, PolicyError};
 use crate::proxy::message::Ident;
+use crate::roots::{CanonicalRoot, RootInput};
+use crate::runtime::{CommandSpec, HostEnv, RuntimeError};
 
 /// A server generation's number (1, 2, ...), never reused in a session.
 pub type GenId = u64;
@@ -147,6 +151,54 @@ pub enum Event {
     /// The outcome of [`Action::Launch`]: the process id, or why the
     /// launch failed.
     Launched(GenId, Result<u32, LaunchError>),
+    /// The outcome of [`Action::Plan`]. One older than the newest asked
+    /// is dropped.
+    Planned(Box<Planned>),
+}
+
+/// Everything a target is planned from: what [`Action::Plan`] asks the
+/// shell to resolve (every root opened, the command discovered again when
+/// the policy changed, the roots of the target looked at again), off the
+/// session's loop.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    /// Its number: only the answer to the newest request is taken.
+    pub seq: u64,
+    /// The policy in force.
+    pub policy: Arc<Policy>,
+    /// Every root input, in the order given (the policy's, the command
+    /// line's, then the host's), those dropped before left out.
+    pub inputs: Vec<RootInput>,
+    /// The server command.
+    pub command: Arc<[OsString]>,
+    /// rootfence's environment.
+    pub env: Arc<HostEnv>,
+    /// The command as last discovered.
+    pub spec: CommandSpec,
+    /// The policy changed since: discover the command again (and plan
+    /// with `spec` when it cannot be).
+    pub discover: bool,
+    /// Roots to look at again: one whose directory is no longer the one
+    /// resolved (deleted, renamed or replaced) has its input left out.
+    pub check: Vec<CanonicalRoot>,
+}
+
+/// What the shell found for a [`PlanRequest`] ([`Event::Planned`]).
+#[derive(Debug)]
+pub struct Planned {
+    /// The request's number.
+    pub seq: u64,
+    /// The policy it was planned with (the request's).
+    pub policy: Arc<Policy>,
+    /// The plan (its `refused` says which roots were refused, and why).
+    pub plan: SandboxPlan,
+    /// What it grants (the identity of each root's open handle read).
+    pub rights: Entitlements,
+    /// The command discovered again, when the request asked.
+    pub discovered: Option<Result<CommandSpec, RuntimeError>>,
+    /// The inputs of the roots checked whose directory was no longer the
+    /// one resolved (left out of `plan`).
+    pub moved: Vec<String>,
 }
 
 /// How to stop a generation.
@@ -174,6 +226,9 @@ pub enum Action {
     /// Launch a generation under this plan, then report
     /// [`Event::Launched`].
     Launch(GenId, Arc<SandboxPlan>),
+    /// Plan the target (the filesystem read off the loop), then report
+    /// [`Event::Planned`].
+    Plan(Box<PlanRequest>),
     /// Stop a generation; its reaper reports
     /// [`ServerEvent::Exited`]
     /// once the process (and, in its own PID namespace, every descendant)

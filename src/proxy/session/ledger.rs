@@ -124,6 +124,20 @@ pub struct Judged {
     pub host_caps: Option<Value>,
     /// How many times in a row rootfence retried it itself.
     pub own_rounds: u32,
+    /// A host retry that brought the host's roots: its roots answers were
+    /// filled in before those roots were planned, and are filled again as
+    /// it is sent.
+    pub refill: Option<Refill>,
+}
+
+/// The roots answers of a host retry, filled in with the roots enforced
+/// when it came (see [`Judged::refill`]).
+#[derive(Debug, Clone)]
+pub struct Refill {
+    /// The keys of its `inputResponses` that answer a roots question.
+    pub keys: Vec<String>,
+    /// What they were filled with.
+    pub filled: Value,
 }
 
 /// Where a host request is.

@@ -428,7 +428,9 @@ impl Session {
     }
 
     fn may_promote(&self) -> bool {
-        !self.fleet.revoked_alive() && self.exchange.awaiting.is_none()
+        !self.fleet.revoked_alive()
+            && self.exchange.awaiting.is_none()
+            && !self.planning.is_some_and(|p| p.hold)
     }
 
     fn may_launch(&self) -> bool {
@@ -894,7 +896,7 @@ impl Session {
             self.end(Ending::HostClosed, now);
             if asked {
                 self.drop_host_roots(RootsUnknown::HostClosed);
-                self.recompute(false, now);
+                self.recompute(super::target::Plan::Held);
             }
             return;
         }
@@ -904,7 +906,7 @@ impl Session {
         let timeout = Duration::from_millis(self.inputs.policy.raw.limits.initialize_timeout_ms);
         self.host_closed = Some(now + timeout);
         self.defer_launch = None;
-        self.give_up_host_roots(RootsUnknown::HostClosed, now);
+        self.give_up_host_roots(RootsUnknown::HostClosed);
         self.settle(now);
     }
 

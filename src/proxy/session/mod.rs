@@ -1,12 +1,18 @@
 //! The session core: everything rootfence decides between the host and the
 //! server generations, with no I/O. It takes [`Event`]s (and the time) and
 //! answers with [`Action`]s, which the loop in `proxy/mod.rs` carries out;
-//! a test drives it with no process and no sleep.
+//! a test drives it with no process and no sleep. Planning the target
+//! reads the filesystem, so it is an action too ([`Action::Plan`], made
+//! by `proxy/planner.rs` off the loop, back as [`Event::Planned`]).
+//!
+//! One exception is left: the guard opens the policy's `[audit] file` and
+//! appends its records itself.
 //!
 //! Which file decides what:
 //!
 //! - `target.rs`: the target, the one plan the session converges on (host
-//!   roots, policy, command line), and when it is recomputed;
+//!   roots, policy, command line), when it is planned again, and which
+//!   plan is taken;
 //! - `entitlements.rs`: the one comparison of plans (what a plan grants outside
 //!   another), used for revocation, promotion and "no relaunch needed";
 //! - `lifecycle.rs`: generations and the fleet (launch, promote, drain,
@@ -57,17 +63,17 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+pub use entitlements::Entitlements;
 pub use io::{
-    Change,
-    Action, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchError, LaunchFailure, ServerEnd,
-    ServerEvent, Stop,
+    Action, Change, Ending, Event, ExitInfo, Frame, GenId, Gone, LaunchError, LaunchFailure,
+    PlanRequest, Planned, ServerEnd, ServerEvent, Stop,
 };
 
 use crate::policy::Policy;
 use crate::proxy::guard::Guard;
 use crate::proxy::init_cache::RememberedInit;
 use crate::roots::{CanonicalRoot, RootInput};
-use crate::runtime::HostEnv;
+use crate::runtime::{CommandSpec, HostEnv};
 
 /// Why a session cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +82,10 @@ pub enum SessionError {
     /// The server command cannot be resolved under the policy.
     #[error(transparent)]
     Command(#[from] crate::runtime::RuntimeError),
+    /// The thread making the first plan did not finish (it panicked, or
+    /// the runtime is shutting down).
+    #[error("the session's first plan could not be made: {0}")]
+    Planning(#[source] tokio::task::JoinError),
 }
 
 /// Called with the enforced root paths whenever they change.
@@ -94,13 +104,14 @@ pub struct SessionConfig {
     /// rootfence's environment.
     pub env: HostEnv,
     /// Told the enforced root paths whenever they change (to watch them);
-    /// called by the loop on `Action::WatchRoots`.
+    /// called on `Action::WatchRoots`, off the loop's thread.
     pub roots_observer: Option<RootsObserver>,
     /// What a previous run of this command answered to `initialize`
     /// (`crate::proxy::init_cache`): with it, a session whose roots come
     /// from the host starts one server instead of two.
     pub remembered_init: Option<RememberedInit>,
-    /// Called by the loop on `Action::RememberInit`.
+    /// Called on `Action::RememberInit`, off the loop's thread (before
+    /// the session ends, within `limits.shutdown_grace_ms` at its end).
     pub remember: Option<RememberFn>,
 }
 
@@ -135,6 +146,14 @@ pub struct Session {
     target: target::Target,
     /// A debounced recomputation of the target.
     recompute_at: Option<Instant>,
+    /// The plan asked for and not yet come.
+    planning: Option<target::Planning>,
+    /// How many plans were asked for.
+    plans_asked: u64,
+    /// Something changed near a root directory: the roots of the target
+    /// then, which the next plans look at again (until one that did
+    /// comes).
+    to_check: Vec<CanonicalRoot>,
     exchange: host_roots::Exchange,
     handshake: handshake::Handshake,
     fleet: lifecycle::Fleet,
@@ -170,23 +189,29 @@ pub struct Session {
 }
 
 impl Session {
-    /// A new session (nothing is launched before the host's first message).
-    /// The config's `roots_observer` is the loop's to call; it is ignored
+    /// A new session (nothing is launched before the host's first message),
+    /// its command discovered as `spec` and its first target `first`
+    /// (made by the shell: see `crate::proxy::planner::first`). The
+    /// config's `roots_observer` is the loop's to call; it is ignored
     /// here.
-    pub fn new(config: SessionConfig) -> Result<Session, SessionError> {
+    pub fn new(config: SessionConfig, spec: CommandSpec, first: Planned) -> Session {
         let inputs = target::Inputs::new(
             config.policy,
             config.cli_roots,
             config.no_host_roots,
             config.command,
             config.env,
-        )?;
-        let target = target::first(&inputs);
+            spec,
+        );
+        let target = target::first(&inputs, first);
         let guard = Guard::new(&inputs.policy);
         let mut session = Session {
             inputs,
             target,
             recompute_at: None,
+            planning: None,
+            plans_asked: 1,
+            to_check: Vec::new(),
             exchange: host_roots::Exchange::default(),
             handshake: handshake::Handshake::default(),
             fleet: lifecycle::Fleet::default(),
@@ -205,7 +230,7 @@ impl Session {
         };
         let plan = session.target.plan.clone();
         session.plan_notes(&plan);
-        Ok(session)
+        session
     }
 
     /// React to one event at `now`.
@@ -217,6 +242,7 @@ impl Session {
             Event::PolicyChanged(p) => self.on_policy(p, now),
             Event::RootsMaybeChanged => self.on_roots_maybe_changed(now),
             Event::Launched(g, result) => self.on_launched(g, result, now),
+            Event::Planned(planned) => self.on_planned(*planned, now),
         }
         self.end_once_host_done(now);
     }
@@ -225,7 +251,7 @@ impl Session {
     pub fn on_timer(&mut self, now: Instant) {
         self.roots_timer(now);
         if self.recompute_at.is_some_and(|d| d <= now) {
-            self.recompute(true, now);
+            self.recompute(target::Plan::Reported);
         }
         for key in self.ledger.due(now) {
             // Only `initialize` has a deadline: the server never answered.
@@ -299,12 +325,13 @@ impl Session {
 
     /// Whether nothing is in flight or held: no host request, no request
     /// of rootfence's, no batch, no held message, no roots exchange, no
-    /// pending recomputation.
+    /// pending recomputation, no plan being made.
     pub fn is_idle(&self) -> bool {
         self.ledger.is_empty(false)
             && self.batches.is_empty()
             && self.queue.is_empty()
             && self.exchange_idle()
             && self.recompute_at.is_none()
+            && self.planning.is_none()
     }
 }

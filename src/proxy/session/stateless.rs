@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::Session;
 use super::io::{Action, GenId};
-use super::ledger::{HostState, IdKey, Judged, Own};
+use super::ledger::{HostState, IdKey, Judged, Own, Refill};
 use crate::proxy::guard::stateless::{self, InputContext, InputPlan, RetryPlan};
 use crate::proxy::guard::{Refusal, Revision, version};
 use crate::proxy::message::{self, code};
@@ -230,6 +230,7 @@ impl Session {
             None => init_capabilities(&self.handshake),
         };
         let mut edited = None;
+        let mut refill = None;
         let mut roots = Value::Null;
         let state = match guarded {
             Some(g) => g.request_state.is_some(),
@@ -274,15 +275,16 @@ impl Session {
                 host_roots,
                 roots_keys,
             } => {
-                let mut params = params;
                 if let Some(hr) = host_roots {
+                    // The retry is held until those roots are planned,
+                    // and its answers filled again then (see
+                    // [`Session::refilled`]).
                     self.on_host_roots_answer(&hr, now);
-                    let after = roots_value(&self.inputs, self.target.roots());
-                    if after != roots
-                        && !roots_keys.is_empty()
-                        && let Some(p) = fill_roots(&params, &roots_keys, &after)
-                    {
-                        params = p;
+                    if !roots_keys.is_empty() {
+                        refill = Some(Refill {
+                            keys: roots_keys,
+                            filled: roots.clone(),
+                        });
                     }
                 }
                 edited = Some(params);
@@ -307,6 +309,7 @@ impl Session {
             stateless: is_stateless,
             host_caps: meta_caps,
             own_rounds: 0,
+            refill,
         };
         Prepared::Send {
             params: edited.filter(|_| params_raw.is_some()),
@@ -339,20 +342,56 @@ impl Session {
     /// (a `roots/list` result): applied as a handshake-era `roots/list`
     /// answer is, at once.
     fn on_host_roots_answer(&mut self, result: &Value, now: Instant) {
+        self.hold_for_host_roots(now);
         match super::host_roots::parse(&result.to_string(), self.inputs.host_access()) {
             Ok(roots) => {
                 tracing::info!(roots = roots.len(), "the host gave its roots");
                 self.inputs.set_host_roots(roots);
-                self.recompute(true, now);
+                self.recompute(super::target::Plan::Reported);
             }
             Err(e) => {
                 tracing::warn!(
                     "the host answered rootfence's roots/list input request with something unreadable ({e}): the server keeps only the roots of the command line and the policy"
                 );
                 self.inputs.set_host_roots(Vec::new());
-                self.recompute(true, now);
+                self.recompute(super::target::Plan::Reported);
             }
         }
+    }
+
+    /// `line`, host request `key`, as it is sent: a retry that brought
+    /// the host's roots has its roots answers filled with the roots
+    /// enforced now (planned since it came), where they differ.
+    pub(super) fn refilled(&mut self, key: &str, line: Vec<u8>) -> Vec<u8> {
+        let Some(refill) = self
+            .ledger
+            .host_mut(key)
+            .and_then(|r| r.judged.as_mut())
+            .and_then(|j| j.refill.take())
+        else {
+            return line;
+        };
+        let after = roots_value(&self.inputs, self.target.roots());
+        if after == refill.filled {
+            return line;
+        }
+        let Some((range, params)) = message::parse(&line).ok().and_then(|env| {
+            let raw = env.params?;
+            let params = fill_roots(raw.get(), &refill.keys, &after)?;
+            Some((message::span_in(&line, raw)?, params))
+        }) else {
+            return line;
+        };
+        let out = message::splice(&line, range, params.as_bytes());
+        if let Some(j) = self
+            .ledger
+            .host_mut(key)
+            .and_then(|r| r.judged.as_mut())
+            .filter(|j| j.params.is_some())
+        {
+            j.params = Some(params.into());
+        }
+        out
     }
 
     /// Judge `result` (raw JSON), `g`'s answer to host request `key`, when

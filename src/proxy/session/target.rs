@@ -5,20 +5,26 @@
 //! directories seen deleted, renamed or replaced), the policy and the
 //! command. It is recomputed at once when the host's roots arrive, and
 //! after `limits.rebuild_debounce_ms` for policy edits and changes on disk
-//! (a burst of them makes one recomputation). Every lifecycle decision
+//! (a burst of them makes one recomputation). A recomputation asks the
+//! shell for a plan ([`Action::Plan`]); the target changes when the
+//! newest plan asked for comes ([`Session::on_planned`]), an older one is
+//! dropped. A policy that cannot be read needs no plan: it suspends the
+//! target at once. Every lifecycle decision
 //! compares generations with the target (see `lifecycle.rs`), never with
 //! the plan enforced before.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Session;
 use super::entitlements::Entitlements;
-use crate::plan::{self, SandboxPlan};
+use super::io::{Action, PlanRequest, Planned};
+use crate::plan::SandboxPlan;
 use crate::policy::{Policy, PolicyError, PolicyFile};
 use crate::roots::{Access, CanonicalRoot, RootInput, RootSource};
-use crate::runtime::{self, CommandSpec, HostEnv};
+use crate::runtime::{CommandSpec, HostEnv};
 
 /// What the server should be allowed now.
 #[derive(Debug, Clone)]
@@ -39,13 +45,14 @@ pub struct Target {
 }
 
 impl Target {
-    fn new(version: u64, plan: SandboxPlan, inputs: &Inputs) -> Target {
-        let rights = Arc::new(Entitlements::of(&plan));
+    /// The target `planned` makes (under the policy it was planned with),
+    /// suspended when the inputs are.
+    fn new(version: u64, planned: Planned, inputs: &Inputs) -> Target {
         Target {
             version,
-            plan: Arc::new(plan),
-            rights,
-            policy: Arc::new(inputs.policy.raw.clone()),
+            plan: Arc::new(planned.plan),
+            rights: Arc::new(planned.rights),
+            policy: Arc::new(planned.policy.raw.clone()),
             suspended: inputs.suspended.clone(),
         }
     }
@@ -59,12 +66,15 @@ impl Target {
 /// Everything the target is computed from.
 pub struct Inputs {
     /// The policy in force.
-    pub policy: Policy,
+    pub policy: Arc<Policy>,
     cli_roots: Vec<RootInput>,
     no_host_roots: bool,
-    command: Vec<std::ffi::OsString>,
+    command: Arc<[OsString]>,
+    /// The command as last discovered.
     spec: CommandSpec,
-    env: HostEnv,
+    /// The policy changed since the command was discovered.
+    rediscover: bool,
+    env: Arc<HostEnv>,
     /// The host's roots, from its last readable `roots/list` answer.
     host_roots: Vec<RootInput>,
     /// Inputs whose directory was deleted, renamed or replaced after it
@@ -75,26 +85,28 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    /// The inputs at the start of a session.
+    /// The inputs at the start of a session, `command` discovered as
+    /// `spec`.
     pub fn new(
         policy: Policy,
         cli_roots: Vec<RootInput>,
         no_host_roots: bool,
-        command: Vec<std::ffi::OsString>,
+        command: Vec<OsString>,
         env: HostEnv,
-    ) -> Result<Inputs, runtime::RuntimeError> {
-        let spec = runtime::discover(&command, &policy, &env)?;
-        Ok(Inputs {
-            policy,
+        spec: CommandSpec,
+    ) -> Inputs {
+        Inputs {
+            policy: Arc::new(policy),
             cli_roots,
             no_host_roots,
-            command,
+            command: command.into(),
             spec,
-            env,
+            rediscover: false,
+            env: Arc::new(env),
             host_roots: Vec::new(),
             dropped: HashSet::new(),
             suspended: None,
-        })
+        }
     }
 
     /// Whether the host's roots count (not `--no-host-roots`, and the
@@ -123,12 +135,20 @@ impl Inputs {
         self.policy.raw.roots.host_access.into()
     }
 
-    /// A new policy: the command's runtime is discovered again. When it
-    /// cannot be resolved under the new policy, the policy cannot be
-    /// applied: the inputs are suspended (fail closed).
+    /// A new policy: the command's runtime is discovered again with the
+    /// next plan ([`Inputs::discovered`]).
     pub fn set_policy(&mut self, policy: Policy) {
-        self.policy = policy;
-        match runtime::discover(&self.command, &self.policy, &self.env) {
+        self.policy = Arc::new(policy);
+        self.rediscover = true;
+    }
+
+    /// The command discovered again under the policy in force. When it
+    /// cannot be resolved, the policy cannot be applied: the inputs are
+    /// suspended (fail closed) until another policy comes; when it can,
+    /// the policy applies.
+    fn discovered(&mut self, spec: Result<CommandSpec, crate::runtime::RuntimeError>) {
+        self.rediscover = false;
+        match spec {
             Ok(spec) => {
                 self.spec = spec;
                 self.suspended = None;
@@ -188,57 +208,126 @@ impl Inputs {
         out
     }
 
-    /// Resolve every input and build the plan (its `refused` says which
-    /// roots were refused, and why).
-    pub fn compute(&self) -> SandboxPlan {
+    /// What the target is planned from now, as request `seq`, with
+    /// `check`, the roots to look at again.
+    fn request(&self, seq: u64, check: Vec<CanonicalRoot>) -> PlanRequest {
         let mut inputs: Vec<RootInput> = self.policy.static_roots.clone();
         inputs.extend(self.cli_roots.iter().cloned());
         if self.accepts_host_roots() {
             inputs.extend(self.host_roots.iter().cloned());
         }
         inputs.retain(|i| !self.dropped.contains(&i.raw));
-        plan::with_roots(&self.policy, &inputs, self.spec.clone(), &self.env)
+        PlanRequest {
+            seq,
+            policy: self.policy.clone(),
+            inputs,
+            command: self.command.clone(),
+            env: self.env.clone(),
+            spec: self.spec.clone(),
+            discover: self.rediscover,
+            check,
+        }
     }
 
-    /// Drop the inputs of `roots` whose directory is no longer the one
-    /// resolved (deleted, renamed or replaced). Returns whether any was.
-    pub fn drop_moved(&mut self, roots: &[CanonicalRoot]) -> bool {
-        let mut changed = false;
-        for r in roots {
-            if !r.handle.still_at(&r.path) && self.dropped.insert(r.input.clone()) {
-                tracing::warn!(root = %r.uri, "root directory was deleted, renamed or replaced: dropping it");
-                changed = true;
+    /// The inputs of roots found moved: left out from now on.
+    fn drop_moved(&mut self, moved: Vec<String>) {
+        for input in moved {
+            if self.dropped.insert(input.clone()) {
+                tracing::warn!(root = %input, "root directory was deleted, renamed or replaced: dropping it");
             }
         }
-        changed
     }
 }
 
-/// The first target of a session (no host roots yet).
-pub fn first(inputs: &Inputs) -> Target {
-    let plan = inputs.compute();
-    for r in &plan.refused {
+/// The plan being made (see [`Session::recompute`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Planning {
+    /// The number of the newest request.
+    pub seq: u64,
+    /// Tell the host which of its roots were refused.
+    report: bool,
+    /// Host traffic waits for it (see [`Plan::Held`]).
+    pub hold: bool,
+    /// How many of the roots to look at again (the first of
+    /// `Session::to_check`) it looks at.
+    checked: usize,
+}
+
+/// What a plan asked for does besides making the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing more.
+    Quiet,
+    /// The host is told (as logging warnings) which of its roots were
+    /// refused.
+    Reported,
+    /// As `Reported`, and host traffic is held until it comes: the host's
+    /// roots were dropped, and what it sends goes to no server that may
+    /// still hold one.
+    Held,
+}
+
+/// The first target of a session (no host roots yet), from its first plan
+/// (made before the session starts).
+pub fn first(inputs: &Inputs, planned: Planned) -> Target {
+    for r in &planned.plan.refused {
         tracing::warn!("{r}");
     }
-    Target::new(1, plan, inputs)
+    Target::new(1, planned, inputs)
 }
 
 impl Session {
-    /// Recompute the target now. With `report`, the host is told (as
-    /// logging warnings) which of its roots were refused.
-    pub(super) fn recompute(&mut self, report: bool, now: Instant) {
+    /// Plan the target again now (the plan comes back as
+    /// [`super::Event::Planned`]; until then the target in force stays).
+    /// A plan asked for meanwhile replaces this one, and does what both
+    /// would have done.
+    pub(super) fn recompute(&mut self, how: Plan) {
         self.recompute_at = None;
-        let plan = self.inputs.compute();
-        for r in &plan.refused {
+        let seq = self.plans_asked + 1;
+        self.plans_asked = seq;
+        let before = self.planning;
+        self.planning = Some(Planning {
+            seq,
+            report: how != Plan::Quiet || before.is_some_and(|p| p.report),
+            hold: how == Plan::Held || before.is_some_and(|p| p.hold),
+            checked: self.to_check.len(),
+        });
+        let request = self.inputs.request(seq, self.to_check.clone());
+        tracing::debug!(seq, "planning the target");
+        self.out.push(Action::Plan(Box::new(request)));
+    }
+
+    /// A plan came: the target, when it answers the newest request.
+    pub(super) fn on_planned(&mut self, planned: Planned, now: Instant) {
+        let Some(planning) = self.planning.filter(|p| p.seq == planned.seq) else {
+            tracing::debug!(seq = planned.seq, "a plan no longer asked for: dropped");
+            return;
+        };
+        self.planning = None;
+        self.to_check
+            .drain(..planning.checked.min(self.to_check.len()));
+        let mut planned = planned;
+        if let Some(spec) = planned.discovered.take() {
+            self.inputs.discovered(spec);
+        }
+        self.inputs.drop_moved(std::mem::take(&mut planned.moved));
+        for r in &planned.plan.refused {
             tracing::warn!("{r}");
-            if report
+            if planning.report
                 && r.from == RootSource::Host
                 && let Some(note) = self.handshake.log_to_host("warning", &r.to_string())
             {
                 self.send_host(note);
             }
         }
-        let mut next = Target::new(self.target.version, plan, &self.inputs);
+        let next = Target::new(self.target.version, planned, &self.inputs);
+        // The host's roots are applied: what it sent meanwhile may go.
+        self.host_roots_applied();
+        self.retarget(next, now);
+    }
+
+    /// Make `next` the target (a new version when it differs), and settle.
+    fn retarget(&mut self, mut next: Target, now: Instant) {
         let same_roots = next.roots().len() == self.target.roots().len()
             && next
                 .roots()
@@ -261,6 +350,15 @@ impl Session {
         self.settle(now);
     }
 
+    /// The inputs were suspended: the target grants nothing from now, at
+    /// once (no plan is needed to take rights away); a plan being made is
+    /// no longer taken.
+    fn suspend_target(&mut self, now: Instant) {
+        self.planning = None;
+        let mut next = self.target.clone();
+        next.suspended = self.inputs.suspended.clone();
+        self.retarget(next, now);
+    }
     /// Recompute the target after the debounce (policy edits, changes on
     /// disk).
     pub(super) fn schedule_recompute(&mut self, now: Instant) {
@@ -278,8 +376,8 @@ impl Session {
                 let was_suspended = self.target.suspended.is_some();
                 self.inputs.set_policy(*p);
                 self.guard.policy_changed(&self.inputs.policy);
-                if self.inputs.suspended.is_some() || was_suspended {
-                    self.recompute(false, now);
+                if was_suspended {
+                    self.recompute(Plan::Quiet);
                 } else {
                     self.schedule_recompute(now);
                 }
@@ -289,17 +387,16 @@ impl Session {
                 // closed), at once.
                 self.inputs
                     .suspend(format!("the policy file changed and cannot be read ({e})"));
-                self.recompute(false, now);
+                self.suspend_target(now);
             }
         }
     }
 
-    /// Something changed near a root directory: drop the target's roots
-    /// that moved, and recompute.
+    /// Something changed near a root directory: after the debounce, the
+    /// next plan looks at the target's roots of now again (the inputs of
+    /// those whose directory is no longer the one resolved are dropped).
     pub(super) fn on_roots_maybe_changed(&mut self, now: Instant) {
-        let roots = self.target.plan.roots.clone();
-        if self.inputs.drop_moved(&roots) {
-            self.schedule_recompute(now);
-        }
+        self.to_check.extend(self.target.plan.roots.iter().cloned());
+        self.schedule_recompute(now);
     }
 }

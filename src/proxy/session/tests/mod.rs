@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Action, Event, GenId, Session, SessionConfig, Stop};
+use super::{Action, Event, GenId, PlanRequest, Planned, Session, SessionConfig, Stop};
 use crate::plan::SandboxPlan;
 use crate::policy::Policy;
 use crate::proxy::server::LaunchError;
@@ -99,6 +99,72 @@ impl Tree {
     }
 }
 
+/// A planner that reads no file once the session is up: each root input
+/// is taken as the directory its text names (no root is opened, none is
+/// refused, the policy's ceiling is not looked at), and put in the plan
+/// the first request got (the only one built, with no root: it reads what
+/// a plan reads besides roots). Each path gets one handle on no file, kept
+/// across plans (the same directory in every plan); the ports are the
+/// policy's.
+pub fn fake_planner() -> Box<dyn FnMut(&PlanRequest) -> Planned> {
+    let mut handles: HashMap<PathBuf, crate::roots::RootHandle> = HashMap::new();
+    let mut base: Option<SandboxPlan> = None;
+    Box::new(move |request: &PlanRequest| {
+        let mut plan = base
+            .get_or_insert_with(|| {
+                crate::plan::build(
+                    &request.policy,
+                    Vec::new(),
+                    Vec::new(),
+                    request.spec.clone(),
+                    &request.env,
+                )
+            })
+            .clone();
+        let mut roots: Vec<crate::roots::CanonicalRoot> = Vec::new();
+        for input in &request.inputs {
+            let path = crate::roots::parse_file_uri(&input.raw)
+                .unwrap_or_else(|_| PathBuf::from(&input.raw));
+            if roots.iter().any(|r| r.path == path) {
+                continue;
+            }
+            let handle = handles
+                .entry(path.clone())
+                .or_insert_with(crate::roots::RootHandle::detached)
+                .clone();
+            let name = input.name.clone().unwrap_or_else(|| {
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            });
+            roots.push(crate::roots::CanonicalRoot {
+                uri: crate::roots::path_to_uri(&path),
+                name,
+                path,
+                access: input.access,
+                kind: crate::roots::RootKind::Directory,
+                source: input.source,
+                input: input.raw.clone(),
+                handle,
+                control: (Vec::new(), false),
+            });
+        }
+        roots.sort_by(|a, b| a.path.cmp(&b.path));
+        plan.grants
+            .extend(crate::plan::root_grants(&roots, plan.exec_in_roots));
+        plan.roots = roots;
+        plan.network.tcp_connect.clone_from(&request.policy.tcp_connect);
+        Planned {
+            seq: request.seq,
+            policy: request.policy.clone(),
+            rights: super::Entitlements::of(&plan),
+            plan,
+            discovered: request.discover.then(|| Ok(request.spec.clone())),
+            moved: Vec::new(),
+        }
+    })
+}
+
 /// How a launch goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
@@ -161,8 +227,16 @@ pub struct Sim {
     pub answers: HashMap<String, Vec<Value>>,
     /// Every action, for failure messages.
     pub trace: Vec<String>,
-    /// The reference model's target, when the invariants are checked.
+    /// The reference model's target, when the invariants are checked: as
+    /// the host and the policy last set it.
     pub model: Option<Model>,
+    /// The model's target in force: [`Sim::model`] as it was when the
+    /// plan that is the session's target was asked for (the target
+    /// changes when its plan comes); a policy that cannot be read
+    /// suspends it at once.
+    in_force: Option<Model>,
+    /// The model's target as each plan asked for was asked.
+    plan_models: HashMap<u64, Model>,
     /// Invariants broken, with the step.
     pub violations: Vec<String>,
     /// Generations seen serving.
@@ -181,6 +255,13 @@ pub struct Sim {
     pub remembered: Vec<crate::proxy::init_cache::RememberedInit>,
     /// The servers declare no `logging` capability.
     pub no_logging: bool,
+    /// Makes the plans the session asks for (the real planner unless a
+    /// test says otherwise), at once unless [`Sim::hold_plans`].
+    pub planner: Box<dyn FnMut(&PlanRequest) -> Planned>,
+    /// Keep the plans asked for until [`Sim::deliver_plans`].
+    pub hold_plans: bool,
+    /// The plans asked for and held.
+    pub plans_held: Vec<PlanRequest>,
     events: VecDeque<Event>,
 }
 
@@ -211,7 +292,43 @@ fn plan_ports(plan: &SandboxPlan) -> BTreeSet<u16> {
 
 impl Sim {
     pub fn new(tree: Tree, config: SessionConfig) -> Sim {
-        let s = Session::new(config).expect("session");
+        let (spec, first) = crate::proxy::planner::first(
+            &config.policy,
+            &config.cli_roots,
+            &config.command,
+            &config.env,
+        )
+        .expect("session");
+        Sim::started(tree, Session::new(config, spec, first))
+    }
+
+    /// A session whose every plan, its first included, `planner` makes,
+    /// its command taken as found with nothing discovered.
+    pub fn with_planner(
+        tree: Tree,
+        config: SessionConfig,
+        mut planner: Box<dyn FnMut(&PlanRequest) -> Planned>,
+    ) -> Sim {
+        let program = config.command.first().cloned().unwrap_or_default();
+        let spec = crate::runtime::CommandSpec::with_needs(program, Vec::new());
+        let mut inputs = config.policy.static_roots.clone();
+        inputs.extend(config.cli_roots.iter().cloned());
+        let first = planner(&PlanRequest {
+            seq: 1,
+            policy: Arc::new(config.policy.clone()),
+            inputs,
+            command: config.command.clone().into(),
+            env: Arc::new(config.env.clone()),
+            spec: spec.clone(),
+            discover: false,
+            check: Vec::new(),
+        });
+        let mut sim = Sim::started(tree, Session::new(config, spec, first));
+        sim.planner = planner;
+        sim
+    }
+
+    fn started(tree: Tree, s: Session) -> Sim {
         Sim {
             tree,
             s,
@@ -226,6 +343,8 @@ impl Sim {
             answers: HashMap::new(),
             trace: Vec::new(),
             model: None,
+            in_force: None,
+            plan_models: HashMap::new(),
             violations: Vec::new(),
             promoted: BTreeSet::new(),
             expected: HashMap::new(),
@@ -235,6 +354,9 @@ impl Sim {
             host_closed: false,
             remembered: Vec::new(),
             no_logging: false,
+            planner: Box::new(crate::proxy::planner::plan),
+            hold_plans: false,
+            plans_held: Vec::new(),
             events: VecDeque::new(),
         }
     }
@@ -266,6 +388,7 @@ impl Sim {
         loop {
             while let Some(ev) = self.events.pop_front() {
                 self.trace.push(format!("event {}", short(&ev)));
+                self.model_in_force(&ev);
                 self.s.on_event(ev, self.now);
                 self.run_actions();
                 self.after_step();
@@ -280,6 +403,27 @@ impl Sim {
                 self.after_pump();
                 return;
             }
+        }
+    }
+
+    /// The model's target in force once `ev` is taken: the one a plan
+    /// was asked for under, when it is the one the session waits for.
+    fn model_in_force(&mut self, ev: &Event) {
+        if self.in_force.is_none() {
+            self.in_force.clone_from(&self.model);
+        }
+        match ev {
+            Event::Planned(p) if self.s.planning.is_some_and(|w| w.seq == p.seq) => {
+                if let Some(m) = self.plan_models.remove(&p.seq) {
+                    self.in_force = Some(m);
+                }
+            }
+            Event::PolicyChanged(Err(_)) => {
+                if let Some(m) = self.in_force.as_mut() {
+                    m.suspended = true;
+                }
+            }
+            _ => {}
         }
     }
 
@@ -320,7 +464,7 @@ impl Sim {
     /// The invariants that hold once a step (an event and the timers it
     /// makes due) is through, by the model.
     fn after_pump(&mut self) {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.in_force.clone() else {
             return;
         };
         // Revocation first: a live generation with a right outside the
@@ -340,7 +484,7 @@ impl Sim {
 
     /// The invariants that hold after every event, by the model.
     fn after_step(&mut self) {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.in_force.clone() else {
             return;
         };
         // Promotion: only of the target, and only once every generation
@@ -371,7 +515,7 @@ impl Sim {
 
     /// The invariants on one action, by the model.
     fn check_action(&mut self, a: &Action) {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.in_force.clone() else {
             return;
         };
         match a {
@@ -433,6 +577,32 @@ impl Sim {
                     }
                 }
                 Action::WatchRoots(_) | Action::ServerStarted(_) => {}
+                Action::Plan(request) => {
+                    if let Some(m) = &self.model {
+                        self.plan_models.insert(request.seq, m.clone());
+                    }
+                    if self.hold_plans {
+                        self.plans_held.push(*request);
+                    } else {
+                        let planned = (self.planner)(&request);
+                        self.events.push_back(Event::Planned(Box::new(planned)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deliver the plans held (see [`Sim::hold_plans`]) in the order
+    /// `order` gives (indices into them), then the rest in order.
+    pub fn deliver_plans(&mut self, order: &[usize]) {
+        let mut held: Vec<Option<PlanRequest>> =
+            std::mem::take(&mut self.plans_held).into_iter().map(Some).collect();
+        let mut picked: Vec<usize> = order.iter().copied().filter(|i| *i < held.len()).collect();
+        picked.extend(0..held.len());
+        for i in picked {
+            if let Some(request) = held[i].take() {
+                let planned = (self.planner)(&request);
+                self.event(Event::Planned(Box::new(planned)));
             }
         }
     }
@@ -916,6 +1086,7 @@ fn short(ev: &Event) -> String {
         Event::Server(ServerEvent::Frame(g, Frame::Line(l))) => format!("server {g} {}", clip(l)),
         Event::Server(e) => format!("{e:?}"),
         Event::Launched(g, r) => format!("launched {g} {r:?}"),
+        Event::Planned(p) => format!("planned {} ({} roots)", p.seq, p.plan.roots.len()),
         other => format!("{other:?}").chars().take(120).collect(),
     }
 }
@@ -936,5 +1107,6 @@ fn short_action(a: &Action) -> String {
         Action::WatchRoots(p) => format!("watch {}", p.len()),
         Action::RememberInit(_) => "remember initialize".to_string(),
         Action::ServerStarted(g) => format!("started {g}"),
+        Action::Plan(r) => format!("plan {} of {} inputs", r.seq, r.inputs.len()),
     }
 }

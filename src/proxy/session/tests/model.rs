@@ -1,4 +1,5 @@
-//! The session core against a small reference model, under random
+//! The session core against a small reference model, with plans made
+//! without a filesystem ([`fake_planner`]), under random
 //! interleavings of host requests (some answered first with a roots-only
 //! `input_required` result rootfence answers and sends again), batches,
 //! cancellations and duplicate
@@ -28,7 +29,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Value, json};
 
-use super::{Launch, Model, Sim, Tree};
+use super::{Launch, Model, Sim, Tree, fake_planner};
 use crate::policy::PolicyError;
 use crate::proxy::session::Event;
 
@@ -130,7 +131,8 @@ impl Driver {
     fn new(first: Launch, ports: u8) -> Driver {
         let tree = Tree::new();
         let config = tree.config(tree.policy(&mask_ports(ports), ""), &[]);
-        let mut sim = Sim::new(tree, config);
+        // Its plans read no file: the model needs no directory.
+        let mut sim = Sim::with_planner(tree, config, fake_planner());
         sim.auto_roots = false;
         sim.model = Some(Model {
             roots: BTreeSet::new(),

@@ -651,3 +651,97 @@ fn a_failed_launch_fails_closed() {
     sim.reap();
     assert!(sim.s.finished());
 }
+
+#[test]
+fn a_plan_that_comes_after_a_newer_one_is_dropped() {
+    let mut sim = running(&["a"], &[], "");
+    sim.hold_plans = true;
+    sim.set_roots(&["a", "b"]);
+    // Held while the host's roots are planned.
+    sim.call(json!(1), "echo");
+    assert!(sim.answers_to(&json!(1)).is_empty());
+    sim.set_roots(&["a"]);
+    assert_eq!(sim.plans_held.len(), 2, "{}", sim.trace.join("\n"));
+    // The newer plan comes first; the older one, granting B, comes last.
+    sim.deliver_plans(&[1, 0]);
+    sim.settle_all();
+    assert_eq!(sim.enforced(), paths(&sim, &["a"]));
+    let b = sim.tree.p("b");
+    assert!(
+        sim.servers.values().all(|s| !s.roots.contains(&b)),
+        "{}",
+        sim.trace.join("\n")
+    );
+    assert_eq!(sim.answers_to(&json!(1)).len(), 1);
+    assert!(sim.s.is_idle());
+}
+
+#[test]
+fn a_plan_that_does_not_come_stalls_only_itself() {
+    let mut sim = running(&["a"], &[], "");
+    let g = sim.current().unwrap();
+    sim.hold_plans = true;
+    let policy = sim.tree.policy(&[1001], "");
+    sim.event(Event::PolicyChanged(Ok(Box::new(policy))));
+    assert_eq!(sim.plans_held.len(), 1, "{}", sim.trace.join("\n"));
+    // The server in place answers meanwhile.
+    sim.call(json!(1), "echo");
+    sim.serve(g);
+    assert_eq!(
+        sim.answer(&json!(1))["result"]["content"][0]["text"],
+        format!("gen {g}")
+    );
+    // The plan comes: the port opened relaunches the server.
+    sim.deliver_plans(&[]);
+    sim.settle_all();
+    let now = sim.current().unwrap();
+    assert_ne!(now, g);
+    assert_eq!(sim.servers[&now].ports, [1001].into_iter().collect());
+}
+
+#[test]
+fn host_roots_whose_plan_does_not_come_in_time_are_dropped() {
+    let mut sim = running(&["a"], &[], "");
+    let g = sim.current().unwrap();
+    sim.hold_plans = true;
+    sim.set_roots(&["b"]);
+    sim.call(json!(1), "echo");
+    assert!(sim.answers_to(&json!(1)).is_empty());
+    // The plan of the host's answer hangs past limits.roots_timeout_ms:
+    // the host's roots are dropped, and the plan without them is taken.
+    sim.advance(1000);
+    assert_eq!(sim.plans_held.len(), 2, "{}", sim.trace.join("\n"));
+    sim.deliver_plans(&[1]);
+    // A, which the host no longer gives, is revoked.
+    assert_eq!(sim.servers[&g].stop, Some(Stop::Kill));
+    sim.settle_all();
+    assert_eq!(sim.enforced(), Vec::<std::path::PathBuf>::new());
+    let b = sim.tree.p("b");
+    assert!(sim.servers.values().all(|s| !s.roots.contains(&b)));
+    assert_eq!(sim.answers_to(&json!(1)).len(), 1);
+}
+
+#[test]
+fn a_root_replaced_while_a_plan_is_made_is_looked_at_by_the_next() {
+    let mut sim = running(&["a", "b"], &[], "rebuild_debounce_ms = 100\n");
+    sim.hold_plans = true;
+    sim.set_roots(&["a", "b", "c"]);
+    assert_eq!(sim.plans_held.len(), 1);
+    // B is replaced by another directory under the same name while that
+    // plan is made (it checks nothing).
+    std::fs::rename(sim.tree.p("b"), sim.tree.p("b-moved")).unwrap();
+    std::fs::create_dir(sim.tree.p("b")).unwrap();
+    sim.event(Event::RootsMaybeChanged);
+    sim.deliver_plans(&[]);
+    // The debounced plan looks at the target's roots again: B is dropped,
+    // never granted as the directory now under its name.
+    sim.advance(100);
+    sim.deliver_plans(&[]);
+    sim.settle_all();
+    assert_eq!(
+        sim.enforced(),
+        paths(&sim, &["a", "c"]),
+        "{}",
+        sim.trace.join("\n")
+    );
+}

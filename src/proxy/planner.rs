@@ -1,0 +1,93 @@
+//! Planning the session's target: the shell's side of
+//! [`Action::Plan`](super::session::Action::Plan). Everything here reads the
+//! filesystem (each root opened and its canonical path read back, the
+//! command's runtime discovered, the roots of the target looked at again,
+//! the identity of each root's handle read), so the loop runs it off its
+//! thread (`tokio::task::spawn_blocking`): a root whose directory does not
+//! answer stalls its own plan, never the relay.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use super::session::{Entitlements, PlanRequest, Planned, SessionConfig, SessionError};
+use crate::policy::Policy;
+use crate::roots::RootInput;
+use crate::runtime::{self, CommandSpec, HostEnv};
+
+/// The plan `request` asks for.
+pub fn plan(request: &PlanRequest) -> Planned {
+    let _memo = crate::canon::Memo::hold();
+    let discovered = request
+        .discover
+        .then(|| runtime::discover(&request.command, &request.policy, &request.env));
+    let spec = match &discovered {
+        Some(Ok(spec)) => spec.clone(),
+        // Not asked, or the command cannot be resolved under the new
+        // policy (the core then stops every server): the command as last
+        // discovered.
+        _ => request.spec.clone(),
+    };
+    let moved: Vec<String> = request
+        .check
+        .iter()
+        .filter(|r| !r.handle.still_at(&r.path))
+        .map(|r| r.input.clone())
+        .collect();
+    let mut inputs = request.inputs.clone();
+    inputs.retain(|i| !moved.contains(&i.raw));
+    let plan = crate::plan::with_roots(&request.policy, &inputs, spec, &request.env);
+    let rights = Entitlements::of(&plan);
+    Planned {
+        seq: request.seq,
+        policy: request.policy.clone(),
+        plan,
+        rights,
+        discovered,
+        moved,
+    }
+}
+
+/// A session's first plan (the policy's and the command line's roots; the
+/// host's come later), and its command as discovered.
+///
+/// # Errors
+///
+/// When the command cannot be resolved under the policy.
+pub fn first(
+    policy: &Policy,
+    cli_roots: &[RootInput],
+    command: &[OsString],
+    env: &HostEnv,
+) -> Result<(CommandSpec, Planned), SessionError> {
+    let _memo = crate::canon::Memo::hold();
+    let spec = runtime::discover(command, policy, env)?;
+    let mut inputs = policy.static_roots.clone();
+    inputs.extend(cli_roots.iter().cloned());
+    let plan = crate::plan::with_roots(policy, &inputs, spec.clone(), env);
+    let rights = Entitlements::of(&plan);
+    let planned = Planned {
+        seq: 1,
+        policy: Arc::new(policy.clone()),
+        plan,
+        rights,
+        discovered: None,
+        moved: Vec::new(),
+    };
+    Ok((spec, planned))
+}
+
+/// [`first`] for `config`, off the caller's thread.
+///
+/// # Errors
+///
+/// As [`first`], and when the planning thread could not finish.
+pub fn first_off_loop(
+    config: &SessionConfig,
+) -> impl Future<Output = Result<(CommandSpec, Planned), SessionError>> + Send + 'static {
+    let policy = config.policy.clone();
+    let cli_roots = config.cli_roots.clone();
+    let command = config.command.clone();
+    let env = config.env.clone();
+    let task = tokio::task::spawn_blocking(move || first(&policy, &cli_roots, &command, &env));
+    async move { task.await.map_err(SessionError::Planning)? }
+}
