@@ -42,7 +42,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::notif::{Answer, last, read_string, still_pending, take_fd};
+use super::notif::{Answer, hand_over, last, read_string, still_pending, take_fd};
 
 /// One count and one instance or watch at a time, whatever supervisor
 /// asks (`run` may hold two generations of the server): the watches added
@@ -114,24 +114,7 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, flags: u64) -> An
     {
         return Answer::Done(0, -last());
     }
-    let mut add = libc::seccomp_notif_addfd {
-        id: n.id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-        srcfd: fd.as_raw_fd() as u32,
-        newfd: 0,
-        newfd_flags: if flags & libc::IN_CLOEXEC != 0 {
-            libc::O_CLOEXEC as u32
-        } else {
-            0
-        },
-    };
-    // SAFETY: the ioctl reads the struct on the stack; with FLAG_SEND it
-    // answers the call with the new descriptor's number.
-    let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) };
-    if r < 0 {
-        return Answer::Done(0, -last());
-    }
-    Answer::Later
+    hand_over(listener, n.id, &fd, flags & libc::IN_CLOEXEC != 0)
 }
 
 /// rootfence's epoll set of the instances it made (see the module's

@@ -45,7 +45,6 @@
 //! seccomp profile), every lock on a descriptor `/proc` shows opened for
 //! writing.
 
-use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -249,34 +248,12 @@ fn let_through(caller: &super::lockwatch::Caller, fd: RawFd, own: &Writable) -> 
 
 /// The caller's `struct flock`, read once.
 fn read_lock(pid: u32, ptr: u64) -> Result<libc::flock, i32> {
-    let mut lock = std::mem::MaybeUninit::<libc::flock>::zeroed();
-    let len = std::mem::size_of::<libc::flock>();
-    let local = libc::iovec {
-        iov_base: lock.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: ptr as *mut libc::c_void,
-        iov_len: len,
-    };
-    // SAFETY: reads at most `len` bytes into `lock`; the remote range is
-    // the caller's, checked by the kernel.
-    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-    if n < 0 {
-        let e = io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EFAULT);
-        return Err(if e == libc::EPERM || e == libc::ENOSYS {
-            e
-        } else {
-            libc::EFAULT
-        });
-    }
-    if n as usize != len {
+    let mut bytes = [0u8; std::mem::size_of::<libc::flock>()];
+    if super::notif::read_memory(pid, ptr, &mut bytes)? != bytes.len() {
         return Err(libc::EFAULT);
     }
-    // SAFETY: zeroed, then fully written by the read above; plain data.
-    Ok(unsafe { lock.assume_init() })
+    // SAFETY: `struct flock` is plain data, every byte of it read above.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) })
 }
 
 fn errno_of(r: libc::c_int) -> Result<(), i32> {

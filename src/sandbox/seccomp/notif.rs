@@ -98,6 +98,32 @@ pub(super) fn last() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
+/// Read `buf.len()` bytes at `addr` in the memory of `pid` (at most: a
+/// range ending in an unmapped page reads short): how many, or the errno
+/// (`EPERM`, `ENOSYS` as the kernel said, else `EFAULT`).
+pub(super) fn read_memory(pid: u32, addr: u64, buf: &mut [u8]) -> Result<usize, i32> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: reads at most `buf.len()` bytes into `buf`; the remote range
+    // is the caller's, checked by the kernel.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        let e = last();
+        return Err(if e == libc::EPERM || e == libc::ENOSYS {
+            e
+        } else {
+            libc::EFAULT
+        });
+    }
+    Ok(n as usize)
+}
+
 /// The NUL-terminated string at `addr` in the memory of `pid`, read a page
 /// at a time (a string may end just before an unmapped page); `None` when
 /// it cannot be read or takes more than `max` bytes with its NUL.
@@ -108,22 +134,8 @@ pub(super) fn read_string(pid: u32, addr: u64, max: usize) -> Option<Vec<u8>> {
     let mut buf = [0u8; PAGE as usize];
     while out.len() < max {
         let want = (PAGE - at % PAGE).min((max - out.len()) as u64) as usize;
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: want,
-        };
-        let remote = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: want,
-        };
-        // SAFETY: reads at most `want` (no more than `buf.len()`) bytes
-        // into `buf`; the remote range is the caller's, checked by the
-        // kernel.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n <= 0 {
-            return None;
-        }
-        let got = &buf[..n as usize];
+        let n = read_memory(pid, at, &mut buf[..want]).ok().filter(|n| *n > 0)?;
+        let got = &buf[..n];
         if let Some(end) = memchr::memchr(0, got) {
             out.extend_from_slice(&got[..end]);
             return Some(out);
@@ -132,6 +144,24 @@ pub(super) fn read_string(pid: u32, addr: u64, max: usize) -> Option<Vec<u8>> {
         at = at.checked_add(n as u64)?;
     }
     None
+}
+
+/// Answer notification `id` with `file`, put in the caller's table
+/// (close-on-exec if `cloexec`) as the call's result.
+pub(super) fn hand_over(listener: RawFd, id: u64, file: &OwnedFd, cloexec: bool) -> Answer {
+    let mut add = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+        srcfd: file.as_raw_fd() as u32,
+        newfd: 0,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: the ioctl reads the struct on the stack; with FLAG_SEND it
+    // answers the call with the new descriptor's number.
+    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) } < 0 {
+        return Answer::Done(0, -last());
+    }
+    Answer::Later
 }
 
 #[cfg(test)]

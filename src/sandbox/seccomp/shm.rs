@@ -37,7 +37,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
-use super::notif::{Answer, last, read_string, still_pending};
+use super::notif::{Answer, hand_over, last, read_string, still_pending};
 
 /// Where glibc and musl put POSIX shared memory and semaphores.
 const PREFIX: &[u8] = b"/dev/shm/";
@@ -293,23 +293,7 @@ fn open(
         Ok(f) => f,
         Err(e) => return Answer::Done(0, -e),
     };
-    let mut add = libc::seccomp_notif_addfd {
-        id: n.id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-        srcfd: file.as_raw_fd() as u32,
-        newfd: 0,
-        newfd_flags: if flags & libc::O_CLOEXEC != 0 {
-            libc::O_CLOEXEC as u32
-        } else {
-            0
-        },
-    };
-    // SAFETY: the ioctl reads the struct on the stack; with FLAG_SEND it
-    // answers the call with the new descriptor's number.
-    if unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) } < 0 {
-        return Answer::Done(0, -last());
-    }
-    Answer::Later
+    hand_over(listener, n.id, &file, flags & libc::O_CLOEXEC != 0)
 }
 
 /// `name` in `shm`, opened as `flags` say: made now (`O_CREAT`, and no

@@ -327,18 +327,7 @@ fn read_address(pid: u32, ptr: u64, len: u64) -> Result<Vec<u8>, i32> {
         return Err(libc::EINVAL);
     }
     let mut buf = vec![0u8; len as usize];
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: ptr as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: reads at most `buf.len()` bytes into `buf`; the remote range
-    // is the caller's, checked by the kernel.
-    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-    if n < 0 || n as usize != buf.len() {
+    if super::notif::read_memory(pid, ptr, &mut buf).map_err(|_| libc::EFAULT)? != buf.len() {
         return Err(libc::EFAULT);
     }
     Ok(buf)
