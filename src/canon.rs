@@ -129,6 +129,59 @@ fn step(dir: &Path, name: OsString, links: &mut u32) -> io::Result<PathBuf> {
     Ok(resolved)
 }
 
+/// The directories holding each symbolic link met resolving `path` (each
+/// canonical, in the order met): the places that decided where the path
+/// leads. Empty for a path without links (or one that cannot be read
+/// past a link loop).
+pub fn link_holders(path: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let base = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        match std::env::current_dir() {
+            Ok(d) => d,
+            Err(_) => return out,
+        }
+    };
+    let mut links = 0;
+    let _ = walk(base, path, &mut links, &mut out);
+    out
+}
+
+/// [`resolve`], noting in `out` the directory of each link met.
+fn walk(
+    from: PathBuf,
+    path: &Path,
+    links: &mut u32,
+    out: &mut Vec<PathBuf>,
+) -> io::Result<PathBuf> {
+    let mut cur = from;
+    for c in path.components() {
+        match c {
+            Component::RootDir => cur = PathBuf::from("/"),
+            Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                cur.pop();
+            }
+            Component::Normal(name) => {
+                let candidate = cur.join(name);
+                match std::fs::read_link(&candidate) {
+                    Ok(target) => {
+                        *links += 1;
+                        if *links > MAX_LINKS {
+                            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+                        }
+                        out.push(cur.clone());
+                        cur = walk(cur, &target, links, out)?;
+                    }
+                    Err(_) => cur = candidate,
+                }
+            }
+        }
+    }
+    Ok(cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +224,30 @@ mod tests {
             }
         }
         assert_eq!(canonicalize(Path::new("/")).unwrap(), Path::new("/"));
+    }
+
+    #[test]
+    fn the_holders_of_every_link_met_are_named() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(base.join("w/real/bin")).unwrap();
+        std::fs::create_dir_all(base.join("elsewhere/bin")).unwrap();
+        std::fs::write(base.join("elsewhere/bin/python"), "").unwrap();
+        // A directory link in w, then a file link in elsewhere.
+        symlink(base.join("elsewhere"), base.join("w/venv")).unwrap();
+        symlink("../../w/real/bin", base.join("elsewhere/bin/up")).unwrap();
+        assert_eq!(
+            link_holders(&base.join("w/real/bin")),
+            Vec::<PathBuf>::new()
+        );
+        assert_eq!(
+            link_holders(&base.join("w/venv/bin/python")),
+            vec![base.join("w")]
+        );
+        assert_eq!(
+            link_holders(&base.join("w/venv/bin/up")),
+            vec![base.join("w"), base.join("elsewhere/bin")]
+        );
     }
 
     #[test]

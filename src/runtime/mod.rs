@@ -344,7 +344,7 @@ pub fn discover(
     if toolchains {
         toolchain::collect(&mut c);
     }
-    project::collect(&mut c, argv, &program, interpreter.is_some());
+    project::collect(&mut c, argv, &found, &program, interpreter.is_some());
     if toolchains {
         cache::collect(&mut c, argv);
     }

@@ -35,35 +35,41 @@ pub const LEFT_OUT: &[&str] = &[".git", ".hg", ".svn"];
 const SCRIPT_EXTENSIONS: &[&str] = &["js", "mjs", "cjs", "ts", "mts", "cts", "py", "pyw"];
 
 /// Grant the projects of the program (when it is a `#!` script) and of
-/// the command's script argument.
-pub fn collect(c: &mut Collect, argv: &[OsString], program: &Path, script: bool) {
-    let mut scripts = Vec::new();
+/// the command's script argument. What decides them is read where the
+/// script lies and where each link met on the way to it lies (see
+/// [`Collect::from`]): in a place the server may write, nothing.
+pub fn collect(c: &mut Collect, argv: &[OsString], found: &Path, program: &Path, script: bool) {
+    // Each script, canonical, and the places its path was decided in.
+    let mut scripts: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
     let in_a_tree = c
         .needs
         .iter()
         .any(|n| n.path != program && program.starts_with(&n.path) && !n.private);
     if script && !in_system_tree(program) && !in_a_tree {
-        scripts.push(program.to_path_buf());
+        scripts.push((program.to_path_buf(), crate::canon::link_holders(found)));
     }
-    if let Some(s) = script_argument(argv, c.env) {
-        scripts.push(s);
+    if let Some((spelled, s)) = script_argument(argv, c.env) {
+        scripts.push((s, crate::canon::link_holders(&spelled)));
     }
-    for script in scripts {
+    for (script, mut from) in scripts {
         let why = format!("project of {}", c.shown(&script));
+        from.extend(script.parent().map(Path::to_path_buf));
+        c.from = from;
         match project_of(&script, c.env) {
-            Some(dir) => {
-                // Found by the markers in the directories from the script's
-                // up: read where the script lies.
-                c.from = script.parent().map(Path::to_path_buf).into_iter().collect();
-                grant_project(c, &dir, &why);
-                c.from.clear();
-            }
+            Some(dir) => grant_project(c, &dir, &why),
             None => c.add(&script, Rights::R, Rule::Project, why, false),
         }
+        c.from.clear();
     }
-    for dir in uv_projects(argv, c.env) {
+    for spelled in uv_projects(argv, c.env) {
+        let Ok(dir) = crate::canon::canonicalize(&spelled) else {
+            continue;
+        };
         let why = format!("uv project {}", c.shown(&dir));
+        c.from = crate::canon::link_holders(&spelled);
+        c.from.push(dir.clone());
         grant_project(c, &dir, &why);
+        c.from.clear();
     }
 }
 
@@ -152,8 +158,9 @@ fn grant_project(c: &mut Collect, dir: &Path, why: &str) {
 
 /// The first argument that is not an option and names an existing script
 /// file (by extension, or an executable file), relative ones taken from
-/// the directory the command runs in (`uv --directory P` runs in P).
-fn script_argument(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
+/// the directory the command runs in (`uv --directory P` runs in P): as
+/// spelled (absolute), and canonical.
+fn script_argument(argv: &[OsString], env: &HostEnv) -> Option<(PathBuf, PathBuf)> {
     let cwd = uv_flag_dirs(argv, "--directory", env)
         .pop()
         .or_else(|| env.cwd.clone());
@@ -167,9 +174,10 @@ fn script_argument(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
             } else {
                 cwd.as_ref()?.join(a)
             };
-            crate::canon::canonicalize(&a).ok().filter(|p| p.is_file())
+            let real = crate::canon::canonicalize(&a).ok().filter(|p| p.is_file())?;
+            Some((a, real))
         })
-        .find(|p| {
+        .find(|(_, p)| {
             p.extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e))
@@ -179,7 +187,9 @@ fn script_argument(argv: &[OsString], env: &HostEnv) -> Option<PathBuf> {
 
 /// The directories a `uv` command names with `flag` (`--directory P`,
 /// `--project=P`, before or after `run`), canonical, relative ones taken
-/// from the current directory. Nothing for other commands.
+/// from the current directory. Nothing for other commands. As spelled:
+/// where each leads is the caller's to resolve (and the links met, its to
+/// weigh).
 fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
     let Some(first) = argv.first() else {
         return Vec::new();
@@ -199,7 +209,7 @@ fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
         } else {
             env.cwd.clone().unwrap_or_default().join(p)
         };
-        crate::canon::canonicalize(&p).ok().filter(|d| d.is_dir())
+        p.is_dir().then_some(p)
     };
     let mut out = Vec::new();
     for (i, a) in args.iter().enumerate() {
@@ -214,7 +224,7 @@ fn uv_flag_dirs(argv: &[OsString], flag: &str, env: &HostEnv) -> Vec<PathBuf> {
 
 /// The projects a `uv` command runs in: `--directory P` / `--project P`
 /// (before or after `run`), else, for `uv run`, the current directory
-/// when it holds a `pyproject.toml`.
+/// when it holds a `pyproject.toml`; as spelled.
 fn uv_projects(argv: &[OsString], env: &HostEnv) -> Vec<PathBuf> {
     if argv
         .first()

@@ -48,7 +48,7 @@ pub fn program(
 ) {
     // The executable the command names, as its links resolve: a link on
     // the way (a venv's python) is read where it lies.
-    c.from = link_places(found);
+    c.from = crate::canon::link_holders(found);
     c.add(
         program,
         Rights::RX,
@@ -105,23 +105,6 @@ pub fn program(
     c.from.clear();
 }
 
-/// The directories of the links met resolving `path` (its own directory
-/// canonical, then each link's as it leads on), at most 40 of them.
-fn link_places(path: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut at = path.to_path_buf();
-    for _ in 0..40 {
-        let Ok(target) = std::fs::read_link(&at) else {
-            break;
-        };
-        let Some(dir) = at.parent().map(|d| crate::canon::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())) else {
-            break;
-        };
-        at = dir.join(target);
-        out.push(dir);
-    }
-    out
-}
 
 /// The toolchain rule: the programs in each `PATH` directory, where they
 /// lead, and the toolchain installs their layout shows.

@@ -828,6 +828,83 @@ fn a_script_in_a_root_it_may_write_widens_nothing_at_the_next_launch() {
     run(t.p("mono2/app/a/server.py")).allowed("monorepo");
     run(t.p("proj3/server.py")).allowed("python");
     assert_eq!(content(&t.p("mono/notes.txt")), SECRET);
+
+    // Links planted in the root: one named as the command's first
+    // argument (`python3 -m evil` run in the root: the module is evil.py,
+    // the link `evil` leads to a script of another project of the
+    // user's), one as the virtual environment the command names.
+    file(&t.p("otherproj/pyproject.toml"), "");
+    file(&t.p("otherproj/manage.py"), "");
+    file(&t.p("otherproj/secret.txt"), SECRET);
+    let venv = t.p("uservenv");
+    let made = std::process::Command::new(&py)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    file(&venv.join("secret.txt"), SECRET);
+    Probe::new(
+        t.command(
+            &extra,
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\n\
+                     check('argument', lambda: os.symlink('{}', '{root}/evil'))\n\
+                     check('venv', lambda: os.symlink('{}', '{root}/.venv'))",
+                    common::PRELUDE,
+                    t.p("otherproj/manage.py").display(),
+                    venv.display(),
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("argument")
+    .allowed("venv");
+    file(
+        &w.join("evil.py"),
+        &format!(
+            "{}\n{}",
+            common::PRELUDE,
+            reads("argument", t.p("otherproj/secret.txt"))
+        ),
+    );
+    let mut c = t.command(&extra, &[py.to_str().unwrap(), "-m", "evil"]);
+    c.current_dir(&w);
+    Probe::new(c.output().unwrap()).refused("argument");
+    let venv_code = format!(
+        "{}\n{}",
+        common::PRELUDE,
+        reads("venv", venv.join("secret.txt"))
+    );
+    // Through the planted link the venv is not granted: its python runs
+    // as the Python it was made from and is refused the file, or (without
+    // a view, its pyvenv.cfg refused) does not start.
+    let through = w.join(".venv/bin/python3");
+    let p = Probe::new(
+        t.command(&extra, &[through.to_str().unwrap(), "-c", &venv_code])
+            .output()
+            .unwrap(),
+    );
+    assert!(!common::stdout(&p.out).contains(SECRET), "{:?}", p.out);
+    if p.results.contains_key("venv") {
+        p.refused("venv");
+    } else {
+        assert!(!p.out.status.success(), "{:?}", p.out);
+    }
+    // The twins: the user's own venv, named by the user.
+    let own = venv.join("bin/python3");
+    Probe::new(
+        t.command(&extra, &[own.to_str().unwrap(), "-c", &venv_code])
+            .output()
+            .unwrap(),
+    )
+    .allowed("venv");
+    assert_eq!(content(&t.p("otherproj/secret.txt")), SECRET);
 }
 
 #[test]
