@@ -100,7 +100,7 @@ impl Scratch {
 }
 
 /// The system temporary directory (`/tmp` if `TMPDIR` is not absolute).
-fn temp_base() -> PathBuf {
+pub(crate) fn temp_base() -> PathBuf {
     let base = std::env::temp_dir();
     if base.is_absolute() {
         base
@@ -223,7 +223,27 @@ fn alive(pid: i32) -> bool {
 fn remove(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir_all(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        // A directory the server made unwritable (Landlock does not rule
+        // on modes): each given back to its owner, then removed.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            writable_again(path);
+            std::fs::remove_dir_all(path)
+        }
         other => other,
+    }
+}
+
+/// Give each directory under `path` (links not followed) mode 0700.
+fn writable_again(path: &Path) {
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        return;
+    }
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            writable_again(&e.path());
+        }
     }
 }
 

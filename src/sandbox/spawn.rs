@@ -283,10 +283,14 @@ impl Layout {
         mode: Mode,
         size: Option<resources::ScratchSize>,
     ) -> Result<Layout, SandboxError> {
-        let scratch = if plan.scratch {
-            Some(Scratch::create()?)
+        let base = if plan.scratch {
+            Some(scratch_base(plan)?)
         } else {
             None
+        };
+        let scratch = match &base {
+            Some(b) => Some(Scratch::create_in(b)?),
+            None => None,
         };
         let mut env: Vec<(OsString, OsString)> = plan
             .env
@@ -345,8 +349,8 @@ impl Layout {
                     .map_err(|source| SandboxError::Scratch { dir, source })?;
             }
         }
-        let shm = match &scratch {
-            Some(_) if !mode.namespaces => Some(Scratch::create()?),
+        let shm = match &base {
+            Some(b) if !mode.namespaces => Some(Scratch::create_in(b)?),
             _ => None,
         };
         Ok(Layout {
@@ -362,6 +366,47 @@ impl Layout {
     fn scratch_path(&self) -> Option<&Path> {
         self.scratch.as_ref().map(Scratch::path)
     }
+}
+
+/// Where the server's scratch directory is made: the system temporary
+/// directory, or `/tmp` or `/var/tmp` where that lies in a place the server
+/// may write.
+///
+/// # Security
+///
+/// rootfence goes on using the scratch directory by its path after making
+/// it (its layers' directories, its rule): in a place the server may write,
+/// a server already running there could put a link in its place between
+/// the two and have the next launch grant what the link names.
+fn scratch_base(plan: &SandboxPlan) -> Result<PathBuf, SandboxError> {
+    let writable: Vec<PathBuf> = plan
+        .grants
+        .iter()
+        .filter(|g| g.rights.write)
+        .map(|g| g.path.clone())
+        .chain(plan.home_store.as_ref().map(|s| s.home()))
+        .collect();
+    let first = super::scratch::temp_base();
+    let candidates = [first.clone(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+    for c in &candidates {
+        let real = crate::canon::canonicalize(c).unwrap_or_else(|_| c.clone());
+        if !writable.iter().any(|w| real.starts_with(w)) {
+            if c != &first {
+                tracing::warn!(
+                    "the scratch directory is made in {} rather than in {}, which the server may write",
+                    c.display(),
+                    first.display()
+                );
+            }
+            return Ok(c.clone());
+        }
+    }
+    Err(SandboxError::Scratch {
+        dir: first,
+        source: std::io::Error::other(
+            "every temporary directory (TMPDIR, /tmp, /var/tmp) lies in a place the server may write",
+        ),
+    })
 }
 
 /// The XDG directories a server without namespaces keeps in its store.

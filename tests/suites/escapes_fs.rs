@@ -908,6 +908,41 @@ fn a_script_in_a_root_it_may_write_widens_nothing_at_the_next_launch() {
 }
 
 #[test]
+fn the_scratch_directory_is_never_made_where_the_server_may_write() {
+    // rootfence makes the server's scratch directory (TMPDIR) by a path it
+    // goes on using: where the server may write, a server already running
+    // there could swap it for a link between the two. With rootfence's own
+    // TMPDIR in the root, the scratch directory is made in /tmp instead;
+    // the twin: a TMPDIR the server may not write is used.
+    let t = tree();
+    let inside = t.r.join("tmp");
+    let outside = t.p("mytmp");
+    for d in [&inside, &outside] {
+        std::fs::create_dir_all(d).unwrap();
+        if let Some((uid, gid)) = t.user {
+            std::os::unix::fs::chown(d, Some(uid), Some(gid)).unwrap();
+        }
+    }
+    let code = format!(
+        "{}\ncheck('tmpdir', lambda: print('tmp=' + os.environ['TMPDIR']))",
+        common::PRELUDE
+    );
+    let py = common::python();
+    let run = |base: &std::path::Path| {
+        let mut c = t.command(&[], &[py.to_str().unwrap(), "-c", &code]);
+        c.env("TMPDIR", base);
+        Probe::new(c.output().unwrap())
+    };
+    let p = run(&inside);
+    let tmp = p.allowed("tmpdir").value("tmp");
+    assert!(!tmp.starts_with(&*t.r.to_string_lossy()), "{tmp}");
+    assert!(tmp.starts_with("/tmp/"), "{tmp}");
+    let p = run(&outside);
+    let tmp = p.allowed("tmpdir").value("tmp");
+    assert!(tmp.starts_with(&*outside.to_string_lossy()), "{tmp}");
+}
+
+#[test]
 fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_it() {
     // The server's command names a program; what lies around it is not the
     // user's word. A native program in ~/go/bin runs, and does not read

@@ -30,7 +30,8 @@
 //!   device and inode, looked at before the file is opened): were the
 //!   directory reachable after all (a grant of a place above it), a hard
 //!   link to a file the server may only read is never opened here with
-//!   rootfence's rights.
+//!   rootfence's rights. A file is forgotten once its last name is gone
+//!   (its inode may come again), and only regular files are opened.
 
 use std::collections::HashSet;
 use std::ffi::CString;
@@ -77,6 +78,23 @@ impl Shm {
         Shm {
             dir,
             made: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The file `name` names, when that is its last name.
+    fn last_link(&self, name: &CString) -> Option<(u64, u64)> {
+        let st = rustix::fs::statat(&self.dir, name.as_c_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        (st.st_nlink == 1).then_some((st.st_dev, st.st_ino))
+    }
+
+    /// Forget the file `gone` once the call that removed its last name
+    /// (returning `r`) has: its inode may come again for another file.
+    fn forget_if(&self, r: libc::c_int, gone: Option<(u64, u64)>) {
+        if r == 0
+            && let Some(id) = gone
+            && let Ok(mut made) = self.made.lock()
+        {
+            made.remove(&id);
         }
     }
 }
@@ -229,8 +247,11 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, shm: &Shm) -> Opt
                 return None;
             }
             still_pending(listener, n.id).ok()?;
+            let last = shm.last_link(&name);
             // SAFETY: unlinkat on our directory, a NUL-terminated name.
-            done(unsafe { libc::unlinkat(shm.dir.as_raw_fd(), name.as_ptr(), flags) })
+            let r = unsafe { libc::unlinkat(shm.dir.as_raw_fd(), name.as_ptr(), flags) };
+            shm.forget_if(r, last);
+            done(r)
         }
         Call::Two {
             from,
@@ -255,16 +276,24 @@ pub(super) fn answer(listener: RawFd, n: &libc::seccomp_notif, shm: &Shm) -> Opt
             };
             still_pending(listener, n.id).ok()?;
             let d = shm.dir.as_raw_fd();
+            // A rename that replaces a file's last name ends it.
+            let replaced = if rename && flags & libc::RENAME_EXCHANGE == 0 {
+                shm.last_link(&b)
+            } else {
+                None
+            };
             // SAFETY: linkat / renameat2 on our directory, NUL-terminated
             // names; no entry here is a link to follow (AT_SYMLINK_FOLLOW
             // changes nothing), a rename's flags the kernel checks.
-            done(unsafe {
+            let r = unsafe {
                 if rename {
                     libc::renameat2(d, a.as_ptr(), d, b.as_ptr(), flags)
                 } else {
                     libc::linkat(d, a.as_ptr(), d, b.as_ptr(), 0)
                 }
-            })
+            };
+            shm.forget_if(r, replaced);
+            done(r)
         }
     };
     Some(answer)
@@ -336,8 +365,10 @@ fn made_or_found(shm: &Shm, name: &CString, flags: i32, mode: u32) -> Result<Own
     }
     // SAFETY: a new descriptor we own.
     let found = unsafe { OwnedFd::from_raw_fd(fd) };
-    let id = identity(&found)?;
-    if !shm.made.lock().is_ok_and(|m| m.contains(&id)) {
+    let st = rustix::fs::fstat(&found).map_err(|e| e.raw_os_error())?;
+    let id = (st.st_dev, st.st_ino);
+    let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    if !regular || !shm.made.lock().is_ok_and(|m| m.contains(&id)) {
         return Err(libc::EACCES);
     }
     // The very file looked at, opened as asked.
@@ -430,6 +461,22 @@ mod tests {
         assert_eq!(
             made_or_found(&shm, &c("none"), rw, 0).map(drop),
             Err(libc::ENOENT)
+        );
+        // Its last name gone, it is forgotten; before, it is not.
+        std::fs::remove_file(t.path().join("own2")).unwrap();
+        let last = shm.last_link(&c("own"));
+        assert!(last.is_some());
+        assert_eq!(shm.made.lock().unwrap().len(), 1);
+        std::fs::remove_file(t.path().join("own")).unwrap();
+        shm.forget_if(0, last);
+        assert!(shm.made.lock().unwrap().is_empty());
+        // Nothing but a regular file is opened, made or not.
+        let fifo = c(t.path().join("fifo").to_str().unwrap());
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            made_or_found(&shm, &c("fifo"), rw | libc::O_NONBLOCK, 0).map(drop),
+            Err(libc::EACCES)
         );
     }
 
