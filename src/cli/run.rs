@@ -189,11 +189,12 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
         // Run the session as a task, not as the `block_on` future itself:
         // waking a task is a local queue push, waking `block_on` is a
         // futex wake-up.
-        let session = tokio::spawn(proxy::run(
+        let session = tokio::spawn(proxy::run_big_writes(
             config,
             launcher,
             stdin,
             proxy::stdio::stdout(),
+            proxy::stdio::stdout_big_writer(),
             rx,
         ));
         match session.await {
