@@ -34,13 +34,15 @@ impl BigWriter {
     /// through the other handle has reached the pipe.
     pub async fn write(&self, line: Vec<u8>) -> std::io::Result<()> {
         let fd = self.0.clone();
-        tokio::task::spawn_blocking(move || {
+        let (line, r) = tokio::task::spawn_blocking(move || {
             let r = write_all(&fd, &line);
-            super::framing::recycle(line);
-            r
+            (line, r)
         })
         .await
-        .map_err(std::io::Error::other)?
+        .map_err(std::io::Error::other)?;
+        // Freed or kept for the readers here, on the loop's thread.
+        super::framing::recycle(line);
+        r
     }
 }
 
