@@ -159,7 +159,9 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
     }
     // One thread: every message crosses several tasks (host reader,
     // session, server writer and reader, host writer), and waking a task on
-    // the same thread is far cheaper than waking another thread.
+    // the same thread is far cheaper than waking another thread. Only big
+    // lines are written from the blocking pool (`proxy::bigwrite`), where
+    // the copy is worth a hand-off.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -189,11 +191,12 @@ pub(super) fn run(mut args: RunArgs) -> ExitCode {
         // Run the session as a task, not as the `block_on` future itself:
         // waking a task is a local queue push, waking `block_on` is a
         // futex wake-up.
-        let session = tokio::spawn(proxy::run(
+        let session = tokio::spawn(proxy::run_big_writes(
             config,
             launcher,
             stdin,
             proxy::stdio::stdout(),
+            proxy::stdio::stdout_big_writer(),
             rx,
         ));
         match session.await {

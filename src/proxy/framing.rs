@@ -7,6 +7,7 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::bigwrite::BigWriter;
 use super::session::Frame;
 use super::sniff::Sniffer;
 
@@ -33,7 +34,7 @@ static SPARE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new())
 
 /// Give a written line's buffer back for reuse (kept only if big, and
 /// not too big).
-fn recycle(mut buf: Vec<u8>) {
+pub(crate) fn recycle(mut buf: Vec<u8>) {
     if !(HAND_OVER..=SPARE_MAX).contains(&buf.capacity()) {
         return;
     }
@@ -312,17 +313,25 @@ pub fn line_queue(drained: Drained) -> (LineSender, LineQueue) {
     )
 }
 
+/// Lines at least this long are written by another thread when the writer
+/// has a [`BigWriter`]: the loop's thread goes on reading and scanning while
+/// the kernel copies them into the pipe.
+const BIG_LINE: usize = 256 * 1024;
+
 /// Small messages queued together are written with one system call up to
 /// this size; larger ones are written straight from their own buffer.
 const COALESCE: usize = 64 * 1024;
 
 /// Write every message queued on `q` to `w`, each followed by a newline.
 /// Messages already queued are written together; the stream is flushed
-/// whenever the queue is empty. Returns when the queue closes (or on a
-/// write error, which is returned).
+/// whenever the queue is empty. A big line goes through `big` (a second
+/// handle on the same pipe as `w`, which must not buffer), written by
+/// another thread (see [`BigWriter`]). Returns when the queue closes (or on
+/// a write error, which is returned).
 pub async fn write_all_lines<W: AsyncWrite + Unpin>(
     w: &mut W,
     q: &mut LineQueue,
+    big: Option<&BigWriter>,
 ) -> std::io::Result<()> {
     let mut batch: Vec<u8> = Vec::with_capacity(COALESCE);
     while let Some(first) = q.rx.recv().await {
@@ -335,8 +344,17 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
                     batch.clear();
                 }
                 line.push(b'\n');
-                w.write_all(&line).await?;
-                recycle(line);
+                match big {
+                    Some(b) if line.len() >= BIG_LINE => {
+                        // What went through `w` is in the pipe already.
+                        w.flush().await?;
+                        b.write(line).await?;
+                    }
+                    _ => {
+                        w.write_all(&line).await?;
+                        recycle(line);
+                    }
+                }
             } else {
                 batch.extend_from_slice(&line);
                 batch.push(b'\n');

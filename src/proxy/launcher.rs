@@ -297,12 +297,14 @@ impl Launcher for SandboxLauncher {
         let _ = rustix::pipe::fcntl_setpipe_size(&stdin, PIPE_SIZE);
         let _ = rustix::pipe::fcntl_setpipe_size(&stdout, PIPE_SIZE);
         let io = |what| move |source| LaunchError::Io { what, source };
+        let stdin_pipe = std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned().ok();
         let stdin = tokio::process::ChildStdin::from_std(stdin)
             .map_err(io("cannot register the server's stdin"))?;
         let stdout = tokio::process::ChildStdout::from_std(stdout)
             .map_err(io("cannot register the server's stdout"))?;
         Ok(ServerProcess {
             stdin: Box::new(stdin),
+            stdin_pipe,
             stdout: Box::new(stdout),
             pid: child.pid(),
             // Reaps the server and removes its scratch directory.

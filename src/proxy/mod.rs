@@ -20,6 +20,7 @@ pub mod framing;
 pub mod guard;
 pub mod id;
 pub mod init_cache;
+pub mod bigwrite;
 mod launcher;
 mod launching;
 pub mod message;
@@ -158,14 +159,19 @@ impl Effects {
     }
 }
 
-/// The task writing the session's lines to the host.
-fn spawn_host_writer<W>(host_out: W, mut lines: framing::LineQueue) -> tokio::task::JoinHandle<()>
+/// The task writing the session's lines to the host (big ones through
+/// `big`, a second handle on the same pipe, when there is one).
+fn spawn_host_writer<W>(
+    host_out: W,
+    big: Option<bigwrite::BigWriter>,
+    mut lines: framing::LineQueue,
+) -> tokio::task::JoinHandle<()>
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
         let mut w = host_out;
-        if let Err(e) = framing::write_all_lines(&mut w, &mut lines).await {
+        if let Err(e) = framing::write_all_lines(&mut w, &mut lines, big.as_ref()).await {
             tracing::warn!("host stdout closed: {e}");
         }
     })
@@ -211,10 +217,29 @@ where
 /// `changes` carries what the embedder (or a watcher) says changed: a
 /// policy edit, roots on disk.
 pub async fn run<L, R, W>(
+    config: SessionConfig,
+    launcher: L,
+    host_in: R,
+    host_out: W,
+    changes: mpsc::UnboundedReceiver<Change>,
+) -> Result<Ending, SessionError>
+where
+    L: Launcher,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    run_big_writes(config, launcher, host_in, host_out, None, changes).await
+}
+
+/// [`run`], with big lines to the host written from another thread through
+/// `host_big` (a second handle on the pipe `host_out` writes to, which must
+/// not buffer: see [`bigwrite`]).
+pub async fn run_big_writes<L, R, W>(
     mut config: SessionConfig,
     launcher: L,
     host_in: R,
     host_out: W,
+    host_big: Option<bigwrite::BigWriter>,
     mut changes: mpsc::UnboundedReceiver<Change>,
 ) -> Result<Ending, SessionError>
 where
@@ -227,7 +252,7 @@ where
     let chores = chores::Chores::start(config.roots_observer.take(), config.remember.take());
     let drained = framing::Drained::default();
     let (out_tx, out_rx) = framing::line_queue(drained.clone());
-    let writer = spawn_host_writer(host_out, out_rx);
+    let writer = spawn_host_writer(host_out, host_big, out_rx);
     // Bounded: a server that writes faster than the host reads is held
     // back by its own pipe.
     let (srv_tx, mut srv_rx) = flow::channel(16, flow::BUDGET);

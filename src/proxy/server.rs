@@ -9,6 +9,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::flow;
+use super::bigwrite::BigWriter;
 use super::framing::{Drained, LineReader, LineSender, line_queue, write_all_lines};
 pub use super::session::LaunchError;
 use super::session::{ExitInfo, ServerEvent, Stop};
@@ -19,6 +20,11 @@ use crate::plan::SandboxPlan;
 pub struct ServerProcess {
     /// The server's stdin.
     pub stdin: Box<dyn AsyncWrite + Unpin + Send>,
+    /// A second handle on the server's stdin when it is a pipe: big lines
+    /// are written to it from another thread ([`super::bigwrite`]).
+    /// `stdin` must then write straight to that pipe (no buffer of its
+    /// own).
+    pub stdin_pipe: Option<OwnedFd>,
     /// The server's stdout.
     pub stdout: Box<dyn AsyncRead + Unpin + Send>,
     /// Its process id. The launcher must not reap it before `reap` runs.
@@ -110,15 +116,17 @@ impl Generation {
             })?);
         let handle_pidfd = pidfd.clone();
         let stdin = proc.stdin;
+        let big = proc.stdin_pipe.and_then(BigWriter::new);
         let stdout = proc.stdout;
 
         let (tx, mut rx) = line_queue(drained);
         tokio::spawn(async move {
             let mut stdin = stdin;
-            if let Err(e) = write_all_lines(&mut stdin, &mut rx).await {
+            if let Err(e) = write_all_lines(&mut stdin, &mut rx, big.as_ref()).await {
                 tracing::debug!(generation = id, "server stdin closed: {e}");
             }
-            // Dropping stdin closes it: the first step of a shutdown.
+            // Dropping stdin (and its second handle, `big`) closes it: the
+            // first step of a shutdown.
         });
 
         if let Some(mut denials) = proc.denials {

@@ -35,3 +35,9 @@ pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     }
     Box::new(tokio::io::stdout())
 }
+
+/// A second handle on rootfence's stdout for writing big lines from
+/// another thread ([`super::bigwrite`]), when it is a pipe.
+pub fn stdout_big_writer() -> Option<super::bigwrite::BigWriter> {
+    super::bigwrite::BigWriter::of(&std::io::stdout())
+}

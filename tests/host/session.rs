@@ -73,6 +73,7 @@ impl Launcher for TestLauncher {
         let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().unwrap()).unwrap();
         Ok(ServerProcess {
             stdin: Box::new(stdin),
+            stdin_pipe: None,
             stdout: Box::new(stdout),
             pid,
             reap: Box::new(move || Ok(ExitInfo::from_status(child.wait()?))),
