@@ -78,11 +78,17 @@ pub fn canonicalize(path: impl AsRef<Path>) -> io::Result<PathBuf> {
         std::env::current_dir()?
     };
     let mut links = 0;
-    resolve(base, path, &mut links)
+    resolve(base, path, &mut links, &mut None)
 }
 
-/// `path` resolved from the canonical directory `from`.
-fn resolve(from: PathBuf, path: &Path, links: &mut u32) -> io::Result<PathBuf> {
+/// `path` resolved from the canonical directory `from`; with `holders`,
+/// past the memo, noting the directory of each link met.
+fn resolve(
+    from: PathBuf,
+    path: &Path,
+    links: &mut u32,
+    holders: &mut Option<&mut Vec<PathBuf>>,
+) -> io::Result<PathBuf> {
     let mut cur = from;
     for c in path.components() {
         match c {
@@ -96,16 +102,23 @@ fn resolve(from: PathBuf, path: &Path, links: &mut u32) -> io::Result<PathBuf> {
                 }
                 cur.pop();
             }
-            Component::Normal(name) => cur = step(&cur, name.to_os_string(), links)?,
+            Component::Normal(name) => cur = step(&cur, name.to_os_string(), links, holders)?,
         }
     }
     Ok(cur)
 }
 
 /// The canonical name of `name` in the canonical directory `dir`.
-fn step(dir: &Path, name: OsString, links: &mut u32) -> io::Result<PathBuf> {
+fn step(
+    dir: &Path,
+    name: OsString,
+    links: &mut u32,
+    holders: &mut Option<&mut Vec<PathBuf>>,
+) -> io::Result<PathBuf> {
     let candidate = dir.join(&name);
-    if let Some(known) = MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&candidate).cloned()))
+    if holders.is_none()
+        && let Some(known) =
+            MEMO.with(|m| m.borrow().as_ref().and_then(|m| m.get(&candidate).cloned()))
     {
         return Ok(known);
     }
@@ -115,7 +128,10 @@ fn step(dir: &Path, name: OsString, links: &mut u32) -> io::Result<PathBuf> {
             if *links > MAX_LINKS {
                 return Err(io::Error::from_raw_os_error(libc::ELOOP));
             }
-            resolve(dir.to_path_buf(), &target, links)?
+            if let Some(h) = holders.as_deref_mut() {
+                h.push(dir.to_path_buf());
+            }
+            resolve(dir.to_path_buf(), &target, links, holders)?
         }
         // It exists and is not a link.
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => candidate.clone(),
@@ -144,42 +160,8 @@ pub fn link_holders(path: &Path) -> Vec<PathBuf> {
         }
     };
     let mut links = 0;
-    let _ = walk(base, path, &mut links, &mut out);
+    let _ = resolve(base, path, &mut links, &mut Some(&mut out));
     out
-}
-
-/// [`resolve`], noting in `out` the directory of each link met.
-fn walk(
-    from: PathBuf,
-    path: &Path,
-    links: &mut u32,
-    out: &mut Vec<PathBuf>,
-) -> io::Result<PathBuf> {
-    let mut cur = from;
-    for c in path.components() {
-        match c {
-            Component::RootDir => cur = PathBuf::from("/"),
-            Component::CurDir | Component::Prefix(_) => {}
-            Component::ParentDir => {
-                cur.pop();
-            }
-            Component::Normal(name) => {
-                let candidate = cur.join(name);
-                match std::fs::read_link(&candidate) {
-                    Ok(target) => {
-                        *links += 1;
-                        if *links > MAX_LINKS {
-                            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-                        }
-                        out.push(cur.clone());
-                        cur = walk(cur, &target, links, out)?;
-                    }
-                    Err(_) => cur = candidate,
-                }
-            }
-        }
-    }
-    Ok(cur)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! is a second layer around the same handles.
 //!
 //! One concept a file: [`paths`] (the model's view of paths), [`tools`]
-//! (the tool table and dispatch), [`read`], [`list`], [`write`], [`edit`],
+//! (the tool table and dispatch), [`read`], [`list`], [`write`](mod@write), [`edit`],
 //! [`walk`] (the operations), [`roots_client`] (which roots a call is
 //! served with), [`session`] (the stdio loop), [`error`].
 

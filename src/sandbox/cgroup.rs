@@ -1108,16 +1108,7 @@ fn kill_all(dir: &Path, cgroup: &Path, v2: bool) {
         let inside = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
             .is_ok_and(|t| in_cgroup(&t, cgroup, v2));
         if inside {
-            // SAFETY: pidfd_send_signal on our own pidfd, no info struct.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    pidfd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                );
-            }
+            let _ = super::handle::pidfd_signal(&pidfd, libc::SIGKILL);
         }
     }
 }

@@ -15,6 +15,25 @@ use super::coverage::{DomainRung, Rung};
 use super::scratch::Scratch;
 use super::seccomp::{self, FilterPolicy, supervisor};
 
+/// Send `signal` (0: only check) to the process `pidfd` names: never
+/// another's, even if its number was taken again.
+pub(super) fn pidfd_signal(pidfd: &OwnedFd, signal: i32) -> io::Result<()> {
+    // SAFETY: pidfd_send_signal on a pidfd we hold, no info struct.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// What a started server is confined by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confinement {
@@ -276,18 +295,7 @@ impl SandboxedChild {
         if self.status.is_some() {
             return Ok(());
         }
-        // SAFETY: pidfd_send_signal on our own pidfd, no info struct.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.pidfd.as_raw_fd(),
-                signal,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
-        if r < 0 {
-            let e = io::Error::last_os_error();
+        if let Err(e) = pidfd_signal(&self.pidfd, signal) {
             if e.raw_os_error() == Some(libc::ESRCH) {
                 return Ok(());
             }

@@ -21,7 +21,7 @@
 //! - [`view`]: the server's filesystem view: the survey of the grants and
 //!   the pure plan of mounts; `translate`: that plan as the child's
 //!   operations; `mount`: the child carrying them out;
-//! - `spawn`: [`spawn`], the launch's steps in the parent; `stdio`: the
+//! - `spawn`: [`spawn`](mod@spawn), the launch's steps in the parent; `stdio`: the
 //!   server's standard streams; `launcher`: the thread every server is
 //!   cloned from; `clone`: the one `clone3`/`clone` helper of the probe and
 //!   the launch; `ids`: who rootfence runs as, the user namespace's maps;

@@ -1398,15 +1398,9 @@ fn clone_and_start(
     } = parent;
     drop(child_ends);
     let abort = |what: &'static str, e: io::Error| {
-        // SAFETY: signalling and reaping our own child.
+        let _ = super::handle::pidfd_signal(&started.pidfd, libc::SIGKILL);
+        // SAFETY: reaping our own child.
         unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                started.pidfd.as_raw_fd(),
-                libc::SIGKILL,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            );
             libc::waitpid(started.pid, std::ptr::null_mut(), 0);
         }
         StartError::Os(what, e)

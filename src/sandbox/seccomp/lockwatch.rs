@@ -715,30 +715,11 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 /// Whether the process has not been reaped (a zombie holds no lock, and
 /// keeps its pid from another process).
 fn alive(pidfd: &OwnedFd) -> bool {
-    // SAFETY: signal 0 through a pidfd we hold: a check, nothing sent.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            0,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        ) == 0
-    }
+    crate::sandbox::handle::pidfd_signal(pidfd, 0).is_ok()
 }
 
 fn kill(pidfd: &OwnedFd) {
-    // SAFETY: SIGKILL through a pidfd we hold (never another process's
-    // pid, even if the number was reused).
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        );
-    }
+    let _ = crate::sandbox::handle::pidfd_signal(pidfd, libc::SIGKILL);
 }
 
 #[cfg(test)]
