@@ -29,7 +29,8 @@ pub fn for_launch(
     env: &HostEnv,
 ) -> Result<SandboxPlan, RuntimeError> {
     let _memo = crate::canon::Memo::hold();
-    let spec = runtime::discover(command, policy, env)?;
+    let spec =
+        runtime::discover_with(command, policy, env, &crate::roots::writable_paths(roots))?;
     let mut inputs = policy.static_roots.clone();
     inputs.extend(roots.iter().cloned());
     Ok(with_roots(policy, &inputs, spec, env))

@@ -230,6 +230,19 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// Where this policy lets a server write (its `[runtime] write` paths
+    /// and the roots it names for writing), canonical where they exist.
+    pub fn server_writes(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .extra
+            .iter()
+            .filter(|e| e.kind == ExtraKind::Write)
+            .map(|e| crate::canon::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone()))
+            .collect();
+        out.extend(crate::roots::writable_paths(&self.static_roots));
+        out
+    }
+
     /// The built-in default policy (`policy/default.toml`).
     pub fn builtin(home: Option<&Path>) -> Result<Policy, PolicyError> {
         Policy::parse(DEFAULT_POLICY, None, home)

@@ -19,7 +19,14 @@ pub fn plan(request: &PlanRequest) -> Planned {
     let _memo = crate::canon::Memo::hold();
     let discovered = request
         .discover
-        .then(|| runtime::discover(&request.command, &request.policy, &request.env));
+        .then(|| {
+            runtime::discover_with(
+                &request.command,
+                &request.policy,
+                &request.env,
+                &crate::roots::writable_paths(&request.inputs),
+            )
+        });
     let spec = match &discovered {
         Some(Ok(spec)) => spec.clone(),
         // Not asked, or the command cannot be resolved under the new
@@ -60,7 +67,12 @@ pub fn first(
     env: &HostEnv,
 ) -> Result<(CommandSpec, Planned), SessionError> {
     let _memo = crate::canon::Memo::hold();
-    let spec = runtime::discover(command, policy, env)?;
+    let spec = runtime::discover_with(
+        command,
+        policy,
+        env,
+        &crate::roots::writable_paths(cli_roots),
+    )?;
     let mut inputs = policy.static_roots.clone();
     inputs.extend(cli_roots.iter().cloned());
     let plan = crate::plan::with_roots(policy, &inputs, spec.clone(), env);

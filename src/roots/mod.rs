@@ -103,6 +103,24 @@ pub struct RootInput {
     pub source: RootSource,
 }
 
+/// The places `inputs` asked for writing name, canonical, as far as they
+/// can be read now (a hint for what is found before roots are resolved:
+/// never a grant).
+pub fn writable_paths(inputs: &[RootInput]) -> Vec<PathBuf> {
+    inputs
+        .iter()
+        .filter(|i| i.access == Access::ReadWrite)
+        .filter_map(|i| {
+            let path = if i.raw.starts_with("file:") {
+                uri::parse_file_uri(&i.raw).ok()?
+            } else {
+                PathBuf::from(&i.raw)
+            };
+            crate::canon::canonicalize(&path).ok()
+        })
+        .collect()
+}
+
 impl RootInput {
     /// A root announced by the MCP host (`roots/list` entry).
     pub fn host(uri: impl Into<String>, name: Option<String>, access: Access) -> Self {

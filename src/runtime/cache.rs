@@ -67,8 +67,17 @@ fn uv_pythons(env: &HostEnv) -> Option<PathBuf> {
 /// launcher `argv` runs says it has ([`super::launchers`]).
 pub fn collect(c: &mut Collect, argv: &[OsString]) {
     if let Some(l) = super::launchers::of(argv) {
-        for (ask, dir) in l.cache_dirs(c.env) {
-            grant(c, dir, ask.var, ask.why);
+        match l.cache_dirs(c.env, &c.writable) {
+            Ok(dirs) => {
+                for (ask, dir) in dirs {
+                    grant(c, dir, ask.var, ask.why);
+                }
+            }
+            Err(at) => c.note(format!(
+                "{} not asked where its caches are: it lies in {}, which the server may write, and rootfence runs nothing the server may have written; the server runs with no such cache",
+                l.program,
+                super::shown(&at, c.env.home.as_deref())
+            )),
         }
     }
     for cache in caches(c.env) {

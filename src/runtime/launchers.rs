@@ -41,7 +41,7 @@ pub struct Launcher {
     /// The commands that run it (`bunx` is bun's).
     commands: &'static [&'static str],
     /// The program asked, found on `PATH`.
-    program: &'static str,
+    pub(super) program: &'static str,
     /// Its questions, one per cache.
     pub asks: &'static [Ask],
 }
@@ -164,11 +164,35 @@ impl Launcher {
     /// Where this launcher says each of its caches is (see
     /// [`Ask::cache_dir`]): the directory its variable names, with the
     /// question answered.
-    pub fn cache_dirs(&self, env: &HostEnv) -> Vec<(&'static Ask, PathBuf)> {
+    ///
+    /// # Security
+    ///
+    /// The launcher runs with the user's rights, outside any sandbox: one
+    /// whose place (its directory, or the directory of any link on the way
+    /// to it) lies under `writable` is not run (`Err` with that place).
+    pub fn cache_dirs(
+        &self,
+        env: &HostEnv,
+        writable: &[PathBuf],
+    ) -> Result<Vec<(&'static Ask, PathBuf)>, PathBuf> {
         let Some(program) = which(self.program, env) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        self.asks
+        let mut places = crate::canon::link_holders(&program);
+        places.extend(program.parent().map(Path::to_path_buf));
+        places.extend(
+            crate::canon::canonicalize(&program)
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+        );
+        if let Some(at) = places
+            .into_iter()
+            .find(|p| writable.iter().any(|w| p.starts_with(w)))
+        {
+            return Err(at);
+        }
+        Ok(self
+            .asks
             .iter()
             .filter_map(|a| {
                 let answer = a.cache_dir(self.program, &program, env)?;
@@ -178,7 +202,7 @@ impl Launcher {
                 };
                 Some((a, dir))
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -359,7 +383,8 @@ esac"#,
         let argv = [OsString::from("pnpm"), "dlx".into(), "x".into()];
         let got: Vec<(&str, PathBuf)> = of(&argv)
             .unwrap()
-            .cache_dirs(&env)
+            .cache_dirs(&env, &[])
+            .unwrap()
             .into_iter()
             .map(|(a, p)| (a.var, p))
             .collect();
@@ -405,7 +430,11 @@ esac"#,
         let l = &LAUNCHERS[0];
         let want = home.join(".bun/install/cache");
         let dirs = |env: &HostEnv| -> Vec<PathBuf> {
-            l.cache_dirs(env).into_iter().map(|(_, p)| p).collect()
+            l.cache_dirs(env, &[])
+                .unwrap()
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect()
         };
         assert_eq!(dirs(&env), vec![want.clone()]);
         assert_eq!(dirs(&env), vec![want]);

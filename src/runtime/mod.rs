@@ -238,6 +238,9 @@ struct Collect<'a> {
     notes: Vec<String>,
     /// The directories whose contents the grants being added come from.
     from: Vec<PathBuf>,
+    /// Where the server may write, as far as discovery knows (canonical):
+    /// nothing found there is run.
+    writable: Vec<PathBuf>,
 }
 
 impl Collect<'_> {
@@ -322,6 +325,24 @@ pub fn discover(
     policy: &Policy,
     env: &HostEnv,
 ) -> Result<CommandSpec, RuntimeError> {
+    discover_with(argv, policy, env, &[])
+}
+
+/// [`discover`], knowing that the server may write under `writable` (its
+/// roots that it may write, canonical) besides the policy's own write
+/// paths and roots.
+///
+/// # Security
+///
+/// A launcher asked where its caches are runs with the user's rights,
+/// outside any sandbox: one found in a place the server may write (a
+/// `PATH` directory in a writable root) is never run.
+pub fn discover_with(
+    argv: &[OsString],
+    policy: &Policy,
+    env: &HostEnv,
+    writable: &[PathBuf],
+) -> Result<CommandSpec, RuntimeError> {
     let first = argv.first().ok_or(RuntimeError::Empty)?;
     let first_s = first.to_string_lossy().into_owned();
     let found = which(&first_s, env).ok_or_else(|| RuntimeError::NotFound(first_s.clone()))?;
@@ -332,11 +353,14 @@ pub fn discover(
     }
     let interpreter = exe::script_interpreter(&program, env);
 
+    let mut server_writes: Vec<PathBuf> = writable.to_vec();
+    server_writes.extend(policy.server_writes());
     let mut c = Collect {
         env,
         needs: Vec::new(),
         notes: Vec::new(),
         from: Vec::new(),
+        writable: server_writes,
     };
     system::collect(&mut c);
     toolchain::program(&mut c, &found, &program, interpreter.as_ref());

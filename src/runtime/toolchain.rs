@@ -575,6 +575,7 @@ mod tests {
             needs: Vec::new(),
             notes: Vec::new(),
             from: Vec::new(),
+            writable: Vec::new(),
         };
         collect(&mut c);
         c.needs

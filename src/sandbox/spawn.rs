@@ -601,12 +601,20 @@ fn prepare(
         n.adjust_filter(&mut filter);
     }
     let seccomp = seccomp::compiled(filter)?;
-    let without_locks = FilterPolicy {
+    // Under a seccomp listener already (rootfence inside a rootfence
+    // sandbox, a container's supervisor), the kernel refuses a second: the
+    // calls supervised only for locks and the server's own /dev/shm then
+    // go to the kernel as they would without rootfence.
+    let unsupervised = FilterPolicy {
         locks: false,
+        shm: false,
         ..filter
     };
-    let seccomp_unsupervised = if filter.locks && !without_locks.needs_supervisor() && filtered() {
-        Some(seccomp::compiled(without_locks)?)
+    let seccomp_unsupervised = if (filter.locks || filter.shm)
+        && !unsupervised.needs_supervisor()
+        && filtered()
+    {
+        Some(seccomp::compiled(unsupervised)?)
     } else {
         None
     };
@@ -906,8 +914,8 @@ struct Parent {
     /// and what its supervisor knows.
     supervise: Option<(OwnedFd, supervisor::Rules)>,
     /// The child may start without sending the listener: the kernel
-    /// refused a second one, and only locks wanted it (see
-    /// `Prepared::seccomp_unsupervised`).
+    /// refused a second one, and only locks and the server's own
+    /// `/dev/shm` wanted it (see `Prepared::seccomp_unsupervised`).
     listener_optional: bool,
 }
 

@@ -943,6 +943,70 @@ fn the_scratch_directory_is_never_made_where_the_server_may_write() {
 }
 
 #[test]
+fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
+    // rootfence asks a package runner where its caches are (pipx
+    // environment), running it with the user's rights, outside any
+    // sandbox. One found on PATH in a root the server may write is the
+    // server's: planted at one launch, it is not run at the next (a file
+    // it would write outside stays unwritten). The twin: the same
+    // launcher in a PATH directory of the user's is asked.
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let marker = t.outside.join("asked");
+    let fake = format!(
+        "#!/bin/sh\necho \"$@\" >> {}\necho {}\n",
+        marker.display(),
+        t.outside.display()
+    );
+    // The first launch plants it in the root.
+    let planted = t.r.join(".venv/bin");
+    let py = common::python();
+    Probe::new(
+        t.command(
+            &[],
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\ncheck('plant', lambda: (os.makedirs('{d}'), write('{d}/pipx', {fake:?}), os.chmod('{d}/pipx', 0o755)))",
+                    common::PRELUDE,
+                    d = planted.display(),
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("plant");
+    let run = |bin: &std::path::Path| {
+        t.command(&[], &["pipx", "run", "cowsay"])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .output()
+            .unwrap()
+    };
+    let out = run(&planted);
+    assert!(!marker.exists(), "rootfence ran the server's pipx: {out:?}");
+    assert!(
+        common::stderr(&out).contains("not asked where its caches are"),
+        "{}",
+        common::stderr(&out)
+    );
+    // The twin: the user's own.
+    let own = t.p("userbin");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::write(own.join("pipx"), &fake).unwrap();
+    std::fs::set_permissions(own.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    if let Some((uid, gid)) = t.user {
+        std::os::unix::fs::chown(&t.outside, Some(uid), Some(gid)).unwrap();
+    }
+    run(&own);
+    assert!(
+        std::fs::read_to_string(&marker).is_ok_and(|m| m.contains("environment")),
+        "the user's pipx was not asked"
+    );
+}
+
+#[test]
 fn the_servers_own_program_grants_itself_and_its_libraries_not_the_tree_around_it() {
     // The server's command names a program; what lies around it is not the
     // user's word. A native program in ~/go/bin runs, and does not read
