@@ -121,8 +121,10 @@ pub fn collect(c: &mut Collect) {
         let Ok(real) = crate::canon::canonicalize(&dir) else {
             continue;
         };
-        // What follows comes from this directory's contents.
-        c.from = vec![real.clone()];
+        // What follows comes from this directory's contents, and from
+        // where each link on the way to it lies.
+        c.from = crate::canon::link_holders(&dir);
+        c.from.push(real.clone());
         if !real.is_dir() || in_system_tree(&real) {
             continue;
         }
@@ -283,6 +285,7 @@ fn leads_to(
     // What follows comes from the file the link leads to (its `#!`
     // line, the layout around it) as well as from the PATH directory.
     let sources = c.from.len();
+    c.from.extend(crate::canon::link_holders(&p.path));
     c.from.extend(p.target.parent().map(Path::to_path_buf));
     leads_to_from(c, p, granted, seen, interps);
     c.from.truncate(sources);
@@ -317,6 +320,7 @@ fn leads_to_from(
         && !in_system_tree(&real)
     {
         // The layout around the interpreter is read too.
+        c.from.extend(crate::canon::link_holders(Path::new(interp)));
         c.from.extend(Path::new(interp).parent().map(Path::to_path_buf));
         c.from.extend(real.parent().map(Path::to_path_buf));
         // A venv's python links to the Python it was made from: the venv

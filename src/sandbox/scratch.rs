@@ -5,7 +5,7 @@
 //! in the background, the scratch directories left by rootfences that are
 //! gone: see [`sweep_stale`].
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -128,11 +128,12 @@ fn lock(dir: &std::fs::File) -> std::io::Result<()> {
 
 /// Remove, once per process and in the background, the scratch
 /// directories that rootfences which are gone (killed before they could
-/// clean up) left in the system temporary directory.
-pub fn sweep_stale() {
+/// clean up) left in `base`, where this one makes its own (never a place
+/// a server may write).
+pub fn sweep_stale(base: &Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let base = temp_base();
+        let base = base.to_path_buf();
         let spawned = std::thread::Builder::new()
             .name("scratch-sweep".into())
             .spawn(move || {
@@ -233,16 +234,25 @@ fn remove(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Give each directory under `path` (links not followed) mode 0700.
+/// Give each directory under `path` mode 0700, through the directory
+/// itself opened without following a link (a link put in its place is
+/// never followed).
 fn writable_again(path: &Path) {
-    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
-    if !is_dir {
+    let Ok(dir) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(path)
+    else {
         return;
-    }
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
-    if let Ok(entries) = std::fs::read_dir(path) {
+    };
+    let _ = dir.set_permissions(std::fs::Permissions::from_mode(0o700));
+    // Its entries through the open directory, not its path again.
+    let here = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    if let Ok(entries) = std::fs::read_dir(&here) {
         for e in entries.flatten() {
-            writable_again(&e.path());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                writable_again(&here.join(e.file_name()));
+            }
         }
     }
 }

@@ -385,6 +385,10 @@ fn scratch_base(plan: &SandboxPlan) -> Result<PathBuf, SandboxError> {
         .filter(|g| g.rights.write)
         .map(|g| g.path.clone())
         .chain(plan.home_store.as_ref().map(|s| s.home()))
+        .flat_map(|p| {
+            let real = crate::canon::canonicalize(&p).ok();
+            std::iter::once(p).chain(real)
+        })
         .collect();
     let first = super::scratch::temp_base();
     let candidates = [first.clone(), PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
@@ -1196,10 +1200,10 @@ fn finish(
             }
         }
     }
-    if child.scratch.is_some() {
+    if let Some(base) = child.scratch.as_ref().and_then(|s| s.path().parent()) {
         // Scratch directories of rootfences killed before they could clean
         // up: removed once per process, in the background.
-        super::scratch::sweep_stale();
+        super::scratch::sweep_stale(base);
     }
     child.stdin = stdin;
     child.stdout = stdout;

@@ -725,16 +725,23 @@ fn inotify_watches(t: &Tree) {
     let code = format!(
         "import ctypes\n\
          libc = ctypes.CDLL(None, use_errno=True)\n\
-         def watch(p):\n\
+         def watch(p, mask=0x100):\n\
          \x20   fd = libc.inotify_init1(0)\n\
-         \x20   if libc.inotify_add_watch(fd, p.encode(), 0x100) < 0:\n\
+         \x20   if libc.inotify_add_watch(fd, p.encode(), mask) < 0:\n\
          \x20       raise OSError(ctypes.get_errno(), p)\n\
          check('private', watch, path='{}')\n\
-         check('own', watch, path='{}')",
+         check('own', watch, path='{r}')\n\
+         check('own_nofollow', lambda: watch('{r}', 0x100 | 0x02000000))\n\
+         check('proc', lambda: watch('/proc/self/cwd'))",
         private.display(),
-        t.r.display(),
+        r = t.r.display(),
     );
-    t.py(&[], &code).refused("private").allowed("own");
+    let p = t.py(&[], &code);
+    p.refused("private").allowed("own").allowed("own_nofollow");
+    // Without namespaces /proc/self would be rootfence's, the watch its.
+    if !t.namespaces {
+        p.expect("proc", "EACCES");
+    }
     std::fs::remove_dir(&private).unwrap();
 }
 

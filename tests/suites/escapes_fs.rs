@@ -940,6 +940,18 @@ fn the_scratch_directory_is_never_made_where_the_server_may_write() {
     let p = run(&outside);
     let tmp = p.allowed("tmpdir").value("tmp");
     assert!(tmp.starts_with(&*outside.to_string_lossy()), "{tmp}");
+    // A [runtime] write path spelled through a link is the same place.
+    let link = t.p("wlink");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let policy = t.policy(
+        "write-link.toml",
+        &format!("version = 1\n[runtime]\nwrite = [\"{}\"]\n", link.display()),
+    );
+    let mut c = t.command(&["--policy", &policy], &[py.to_str().unwrap(), "-c", &code]);
+    c.env("TMPDIR", &outside);
+    let p = Probe::new(c.output().unwrap());
+    let tmp = p.allowed("tmpdir").value("tmp");
+    assert!(tmp.starts_with("/tmp/"), "{tmp}");
 }
 
 #[test]
@@ -1004,6 +1016,68 @@ fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
         std::fs::read_to_string(&marker).is_ok_and(|m| m.contains("environment")),
         "the user's pipx was not asked"
     );
+}
+
+#[test]
+fn links_the_server_planted_on_the_way_to_a_path_directory_grant_nothing() {
+    // The toolchain rule grants what a PATH directory's programs lead to
+    // and the install their layout shows. Links the server planted in its
+    // root lead there too: a virtual environment directory in the root
+    // that is a link to an install of the user's (PATH names root/.venv/bin),
+    // and a link in the root that a link of the user's PATH leads through.
+    // Neither grants the install at the next launch; the twin: the user's
+    // own PATH directory of that install does.
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let install = t.p("otherproj");
+    std::fs::create_dir_all(install.join("bin")).unwrap();
+    std::fs::create_dir_all(install.join("lib/python3.11")).unwrap();
+    std::fs::write(install.join("bin/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(install.join("bin/tool"), std::fs::Permissions::from_mode(0o755))
+        .unwrap();
+    std::fs::write(install.join("secret.txt"), SECRET).unwrap();
+    let userbin = t.p("userbin2");
+    std::fs::create_dir_all(&userbin).unwrap();
+    std::os::unix::fs::symlink(t.r.join("bin/mytool"), userbin.join("mytool")).unwrap();
+    let py = common::python();
+    // The first launch plants the links.
+    Probe::new(
+        t.command(
+            &[],
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\n\
+                     check('venv', lambda: os.symlink('{i}', '{r}/.venv'))\n\
+                     check('bin', lambda: (os.makedirs('{r}/bin'), os.symlink('{i}/bin/tool', '{r}/bin/mytool')))",
+                    common::PRELUDE,
+                    i = install.display(),
+                    r = t.r.display(),
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("venv")
+    .allowed("bin");
+    let code = format!(
+        "{}\ncheck('secret', lambda p: read(p), path='{}')",
+        common::PRELUDE,
+        install.join("secret.txt").display()
+    );
+    let run = |path: String| {
+        Probe::new(
+            t.command(&[], &[py.to_str().unwrap(), "-c", &code])
+                .env("PATH", path)
+                .output()
+                .unwrap(),
+        )
+    };
+    run(format!("{}:/usr/bin:/bin", t.r.join(".venv/bin").display())).refused("secret");
+    run(format!("{}:/usr/bin:/bin", userbin.display())).refused("secret");
+    run(format!("{}:/usr/bin:/bin", install.join("bin").display())).allowed("secret");
 }
 
 #[test]

@@ -35,7 +35,8 @@
 //! first and watches it only where the server's own ids may read it (a
 //! rootfence running as root passes over file modes; the server holds no
 //! capability that would). The path is read once from the caller's
-//! memory.
+//! memory. A path in `/proc` is refused (`EACCES`): its links would name
+//! rootfence's process, not the server's.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -177,6 +178,10 @@ pub(super) fn add_watch(listener: RawFd, n: &libc::seccomp_notif) -> Answer {
         return Answer::Done(0, -e);
     }
     let mask = args[2] as u32;
+    // /proc's links name the process that reads them: here rootfence's.
+    if path == b"/proc" || path.starts_with(b"/proc/") {
+        return Answer::Done(0, -libc::EACCES);
+    }
     let file = match readable_by(n.pid, &path, mask) {
         Ok(f) => f,
         Err(e) => return Answer::Done(0, -e),
@@ -217,7 +222,15 @@ pub(super) fn add_watch(listener: RawFd, n: &libc::seccomp_notif) -> Answer {
     }
     // SAFETY: inotify_add_watch on our copy of the caller's instance, a
     // NUL-terminated path; the result is checked.
-    let wd = unsafe { libc::inotify_add_watch(instance.as_raw_fd(), at.as_ptr(), mask) };
+    // The file is open: its link in /proc/self/fd is followed to it (a
+    // last link of the path the server named was not, with IN_DONT_FOLLOW).
+    let wd = unsafe {
+        libc::inotify_add_watch(
+            instance.as_raw_fd(),
+            at.as_ptr(),
+            mask & !libc::IN_DONT_FOLLOW,
+        )
+    };
     if wd < 0 {
         return Answer::Done(0, -last());
     }
