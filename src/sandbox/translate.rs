@@ -381,26 +381,20 @@ mod tests {
             host.staged(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-host/tmp/rootfence-1-ab/.rootfence-layer-0/upper")
         );
-        let sized = ScratchView {
+        let sized_as = |holds_layers| ScratchView {
             size: Some(ScratchSize {
                 bytes: 1 << 20,
                 inodes: 1024,
-                holds_layers: true,
+                holds_layers,
             }),
             ..host
         };
+        let sized = sized_as(true);
         assert_eq!(
             sized.layer(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-scratch/.rootfence-layer-0/upper")
         );
-        let sized_without_layers = ScratchView {
-            size: Some(ScratchSize {
-                bytes: 1 << 20,
-                inodes: 1024,
-                holds_layers: false,
-            }),
-            ..host
-        };
+        let sized_without_layers = sized_as(false);
         assert_eq!(
             sized_without_layers.layer(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-host/tmp/rootfence-1-ab/.rootfence-layer-0/upper")
@@ -419,14 +413,15 @@ mod tests {
             size: None,
             dirs: &dirs,
         };
-        let sized = ScratchView {
+        let sized_as = |holds_layers| ScratchView {
             size: Some(ScratchSize {
                 bytes: 1 << 20,
                 inodes: 1024,
-                holds_layers: true,
+                holds_layers,
             }),
             ..host
         };
+        let sized = sized_as(true);
         for (s, src) in [
             (host, "/.rootfence-host/tmp/rootfence-1-ab/.rootfence-shm"),
             (sized, "/.rootfence-scratch/.rootfence-shm"),
