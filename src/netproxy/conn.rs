@@ -340,11 +340,34 @@ impl Conn {
         ]
     }
 
-    fn connect_result(
+    /// Connect to the next address `left`, if any remains; else answer
+    /// `req` with `none`.
+    fn try_next(
         &mut self,
         req: Request,
         rule: usize,
         mut left: VecDeque<(SocketAddr, Reach)>,
+        refused: Option<&'static str>,
+        none: impl FnOnce(&mut Self, &Request) -> Vec<Action>,
+    ) -> Vec<Action> {
+        let Some(next) = left.pop_front() else {
+            return none(self, &req);
+        };
+        self.state = State::Connecting {
+            req,
+            rule,
+            left,
+            trying: next,
+            refused,
+        };
+        vec![Action::Connect(next.0, next.1)]
+    }
+
+    fn connect_result(
+        &mut self,
+        req: Request,
+        rule: usize,
+        left: VecDeque<(SocketAddr, Reach)>,
         trying: (SocketAddr, Reach),
         mut refused: Option<&'static str>,
         ev: Event<'_>,
@@ -352,41 +375,21 @@ impl Conn {
         if let Event::OwnAddress = ev {
             const OWN: &str = "an address of this machine's own interfaces";
             refused = refused.or(Some(OWN));
-            return match left.pop_front() {
-                Some(next) => {
-                    self.state = State::Connecting {
-                        req,
-                        rule,
-                        left,
-                        trying: next,
-                        refused,
-                    };
-                    vec![Action::Connect(next.0, next.1)]
-                }
-                None => self.refuse_addresses(&req, rule, OWN),
-            };
+            return self.try_next(req, rule, left, refused, |c, req| {
+                c.refuse_addresses(req, rule, OWN)
+            });
         }
         let trying = trying.0;
         if let Event::ConnectFailed(why) = ev {
-            return match left.pop_front() {
-                Some(next) => {
-                    self.state = State::Connecting {
-                        req,
-                        rule,
-                        left,
-                        trying: next,
-                        refused,
-                    };
-                    vec![Action::Connect(next.0, next.1)]
-                }
-                None => self.fail(
-                    &req,
+            return self.try_next(req, rule, left, refused, |c, req| {
+                c.fail(
+                    req,
                     rule,
                     502,
                     "Bad Gateway",
                     format!("cannot connect to {trying}: {why}"),
-                ),
-            };
+                )
+            });
         }
         let r = &self.config.rules[rule];
         let pinned =
