@@ -165,6 +165,11 @@ fn act(p: &FilterPolicy, nr: i64, args: [u64; 6]) -> Action {
     decide(&entries(p), nr, &args).action
 }
 
+/// What the table decides for `unshare(flags)`.
+fn unshare(p: &FilterPolicy, flags: i32) -> Action {
+    act(p, libc::SYS_unshare, [flags as u64, 0, 0, 0, 0, 0])
+}
+
 #[test]
 fn unix_datagrams_are_refused_in_every_shape_when_unix_sockets_are() {
     let p = strict();
@@ -260,17 +265,10 @@ fn namespaces_cannot_be_made_from_inside() {
     );
     assert_eq!(clone(libc::SIGCHLD as u64), Action::Allow);
     assert_eq!(
-        act(&p, libc::SYS_unshare, [0x80, 0, 0, 0, 0, 0]),
+        unshare(&p, 0x80),
         Action::Errno(libc::EPERM)
     );
-    assert_eq!(
-        act(
-            &p,
-            libc::SYS_unshare,
-            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
-        ),
-        Action::Allow
-    );
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Allow);
 }
 
 #[test]
@@ -519,21 +517,13 @@ fn a_process_keeps_one_descriptor_table_where_locks_are_supervised() {
     );
     assert_eq!(clone(libc::SIGCHLD), Action::Allow);
     // Unsharing the table: the supervisor looks at the process's threads.
-    let unshare = |flags: i32| act(&p, libc::SYS_unshare, [flags as u64, 0, 0, 0, 0, 0]);
-    assert_eq!(unshare(libc::CLONE_FILES), Action::Supervise);
-    assert_eq!(unshare(libc::CLONE_FS), Action::Allow);
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Supervise);
+    assert_eq!(unshare(&p, libc::CLONE_FS), Action::Allow);
     let close_range = |flags: u64| act(&p, libc::SYS_close_range, [3, 10, flags, 0, 0, 0]);
     assert_eq!(close_range(2), Action::Supervise);
     assert_eq!(close_range(0), Action::Allow);
     assert_eq!(close_range(4), Action::Allow);
     // Without the lock supervision, nothing to look at.
     p.locks = false;
-    assert_eq!(
-        act(
-            &p,
-            libc::SYS_unshare,
-            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
-        ),
-        Action::Allow
-    );
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Allow);
 }
