@@ -777,22 +777,17 @@ mod tests {
         assert_eq!(audit(&a).decision, Decision::Failed);
         assert!(body(&a).starts_with("HTTP/1.1 502"));
         // Pinned by the policy, or localhost listed: connected, never resolved.
-        let mut c = Conn::new(config(
-            &["site.test:8080", "localhost:9000"],
-            &[("site.test", "127.0.0.2")],
-        ));
-        let a = c.on(Event::Client(
-            b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n",
-        ));
-        assert_eq!(a, connect("127.0.0.2:8080", Reach::Named));
-        let mut c = Conn::new(config(
-            &["site.test:8080", "localhost:9000"],
-            &[("site.test", "127.0.0.2")],
-        ));
-        let a = c.on(Event::Client(
-            b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n",
-        ));
-        assert_eq!(a, connect("127.0.0.1:9000", Reach::Named));
+        for (req, addr) in [
+            (&b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n"[..], "127.0.0.2:8080"),
+            (b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n", "127.0.0.1:9000"),
+        ] {
+            let mut c = Conn::new(config(
+                &["site.test:8080", "localhost:9000"],
+                &[("site.test", "127.0.0.2")],
+            ));
+            let a = c.on(Event::Client(req));
+            assert_eq!(a, connect(addr, Reach::Named), "{addr}");
+        }
         // A loopback address or localhost not listed: refused before anything.
         for req in [
             &b"GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n"[..],
