@@ -133,6 +133,31 @@ impl Fixture {
             ask_host_roots: false,
         }
     }
+
+    /// The host's retry of the sent request: `responses` as its
+    /// `inputResponses` and `state` as its `requestState`.
+    fn retry(&self, responses: &str, state: &Value) -> String {
+        message::edit_members(
+            &self.sent,
+            &[
+                ("inputResponses", Some(responses)),
+                ("requestState", Some(&state.to_string())),
+            ],
+        )
+        .unwrap()
+    }
+}
+
+/// What a retry the guard lets through sends: the params and the host's
+/// roots.
+fn sent(plan: RetryPlan) -> (String, Option<Value>) {
+    let RetryPlan::Send {
+        params, host_roots, ..
+    } = plan
+    else {
+        panic!("not sent: {plan:?}")
+    };
+    (params, host_roots)
 }
 
 fn sampling_req(max_tokens: u64) -> Value {
@@ -358,26 +383,11 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
     );
     // The host retries with its answer: the server gets the enforced roots,
     // the answer, and its own state back as it wrote it.
-    let host_retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(r#"{"who":{"action":"accept","content":{"name":"Ann"}}}"#),
-            ),
-            (
-                "requestState",
-                Some(&Value::String(token.clone()).to_string()),
-            ),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params, host_roots, ..
-    } = g.on_host_retry("tools/call", &host_retry, &f.roots)
-    else {
-        panic!()
-    };
+    let host_retry = f.retry(
+        r#"{"who":{"action":"accept","content":{"name":"Ann"}}}"#,
+        &Value::String(token.clone()),
+    );
+    let (params, host_roots) = sent(g.on_host_retry("tools/call", &host_retry, &f.roots));
     assert_eq!(host_roots, None);
     let v: Value = serde_json::from_str(&params).unwrap();
     assert_eq!(v["inputResponses"]["where"], f.roots);
@@ -397,19 +407,10 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
         panic!()
     };
     let token = serde_json::from_str::<Value>(&out).unwrap()["requestState"].clone();
-    let bad = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(
-                    r#"{"who":{"action":"accept","content":{"name":"Ann","password":"hunter2"}}}"#,
-                ),
-            ),
-            ("requestState", Some(&token.to_string())),
-        ],
-    )
-    .unwrap();
+    let bad = f.retry(
+        r#"{"who":{"action":"accept","content":{"name":"Ann","password":"hunter2"}}}"#,
+        &token,
+    );
     let RetryPlan::Refuse(e) = g.on_host_retry("tools/call", &bad, &f.roots) else {
         panic!()
     };
@@ -489,25 +490,9 @@ fn the_host_roots_are_learned_through_input_requests() {
         json!({HOST_ROOTS_KEY: {"method":"roots/list"}})
     );
     let host_roots = json!({"roots":[{"uri":"file:///home/me/project","name":"project"}]});
-    let retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(&json!({HOST_ROOTS_KEY: host_roots}).to_string()),
-            ),
-            ("requestState", Some(&v["requestState"].to_string())),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params,
-        host_roots: got,
-        ..
-    } = g.on_host_retry("tools/call", &retry, &f.roots)
-    else {
-        panic!()
-    };
+    let responses = json!({HOST_ROOTS_KEY: host_roots}).to_string();
+    let retry = f.retry(&responses, &v["requestState"]);
+    let (params, got) = sent(g.on_host_retry("tools/call", &retry, &f.roots));
     assert_eq!(got, Some(host_roots.clone()));
     // The server gets the original request, as it was.
     assert_eq!(params, f.sent);
@@ -526,25 +511,9 @@ fn the_host_roots_are_learned_through_input_requests() {
     let mine = format!("{HOST_ROOTS_KEY}-2");
     assert_eq!(v["inputRequests"][&mine], json!({"method":"roots/list"}));
     assert_eq!(v["inputRequests"].as_object().unwrap().len(), 2);
-    let retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(&json!({"who":{"action":"decline"}, mine.as_str(): host_roots}).to_string()),
-            ),
-            ("requestState", Some(&v["requestState"].to_string())),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params,
-        host_roots: got,
-        ..
-    } = g.on_host_retry("tools/call", &retry, &f.roots)
-    else {
-        panic!()
-    };
+    let responses = json!({"who":{"action":"decline"}, mine.as_str(): host_roots}).to_string();
+    let retry = f.retry(&responses, &v["requestState"]);
+    let (params, got) = sent(g.on_host_retry("tools/call", &retry, &f.roots));
     assert_eq!(got, Some(host_roots));
     let v: Value = serde_json::from_str(&params).unwrap();
     assert_eq!(
