@@ -148,6 +148,14 @@ impl Fixture {
     }
 }
 
+/// The refusal of an `input_required` result.
+fn refused(plan: InputPlan) -> Refusal {
+    let InputPlan::Refuse(e) = plan else {
+        panic!("not refused: {plan:?}")
+    };
+    e
+}
+
 /// What a retry the guard lets through sends: the params and the host's
 /// roots.
 fn sent(plan: RetryPlan) -> (String, Option<Value>) {
@@ -216,17 +224,13 @@ fn roots_only_results_are_retried_by_rootfence_with_the_enforced_roots() {
     // Rounds are capped.
     let mut ctx = f.ctx();
     ctx.own_rounds = MAX_OWN_ROUNDS;
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("stateless.roots_rounds", -32001));
     // Params not kept (a large request of the handshake era): refused,
     // never retried with something else.
     let mut ctx = f.ctx();
     ctx.sent_params = None;
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("stateless.input_request", -32001));
     assert!(e.message.contains("64 KiB"), "{}", e.message);
 }
@@ -237,9 +241,7 @@ fn sampling_through_input_required_meets_the_same_policy() {
     let f = Fixture::new("");
     let mut g = Guard::new(&f.policy);
     let r = result(json!({"llm": sampling_req(50)}), Some("s1"));
-    let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("sampling.allow", -32001));
     assert!(
         e.message
@@ -268,9 +270,7 @@ fn sampling_through_input_required_meets_the_same_policy() {
     let mut tools = sampling_req(50);
     tools["params"]["tools"] = json!([{"name":"t","inputSchema":{"type":"object"}}]);
     let r = result(json!({"llm": tools}), None);
-    let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
     assert_eq!(e.rule, "sampling.allow_tools");
 }
 
@@ -289,9 +289,7 @@ fn secret_forms_through_input_required_are_refused() {
             json!({"form": form_req(props.clone()), "where": {"method":"roots/list"}}),
             Some("s"),
         );
-        let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-            panic!("{props}")
-        };
+        let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
         assert_eq!(
             (e.rule, e.code),
             ("elicitation.refuse_sensitive", -32001),
@@ -302,11 +300,7 @@ fn secret_forms_through_input_required_are_refused() {
     let f = Fixture::new("[elicitation]\nurl = true\n");
     let mut g = Guard::new(&f.policy);
     let url = json!({"method":"elicitation/create","params":{"mode":"url","message":"Sign in","elicitationId":"e1","url":"https://127.0.0.1/login"}});
-    let InputPlan::Refuse(e) =
-        g.on_input_required(f.ctx(), &result(json!({"u": url}), None), Instant::now())
-    else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &result(json!({"u": url}), None), Instant::now()));
     assert_eq!(e.rule, "elicitation.url_allow_ip");
 }
 
@@ -340,9 +334,7 @@ fn unknown_or_malformed_input_requests_fail_closed() {
             "not a string",
         ),
     ] {
-        let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-            panic!("{r}")
-        };
+        let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
         assert_eq!((e.rule, e.code), ("stateless.input_request", -32001), "{r}");
         assert!(e.message.contains(needle), "{}: {needle}", e.message);
     }
@@ -531,9 +523,7 @@ fn handshake_era_results_carrying_input_requests_are_judged_too() {
     ctx.revision = Revision::V2025_11_25;
     let r = json!({"content":[],"inputRequests":{"llm": sampling_req(10)}}).to_string();
     assert!(needs_judging(&r));
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!(e.rule, "sampling.allow");
 }
 
