@@ -381,6 +381,13 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
     } else {
         "memfds stay executable (vm.memfd_noexec needs rootfence to run as the machine's root)"
     };
+    // Under a view, with Landlock or without, the view alone closes these.
+    let view_metadata = row(
+        m,
+        Yes,
+        "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
+    );
+    let view_existence = row(e, Yes, "the server's own filesystem view");
     match h.rung {
         Rung::Full => vec![
             row(
@@ -388,12 +395,8 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
                 Yes,
                 "Landlock (every filesystem right of the running ABI handled); the view holds only the grants",
             ),
-            row(
-                m,
-                Yes,
-                "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
-            ),
-            row(e, Yes, "the server's own filesystem view"),
+            view_metadata.clone(),
+            view_existence.clone(),
             row(
                 x,
                 Partly,
@@ -430,12 +433,8 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
                 Yes,
                 "no Landlock: the server's own filesystem view holds only the grants, read-only grants are read-only mounts",
             ),
-            row(
-                m,
-                Yes,
-                "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
-            ),
-            row(e, Yes, "the server's own filesystem view"),
+            view_metadata.clone(),
+            view_existence.clone(),
             row(
                 x,
                 Partly,
