@@ -268,26 +268,23 @@ fn socket_losses(plan: &SandboxPlan, caps: &Capabilities, out: &mut Vec<Loss>) {
             !n.tcp_connect.is_empty() || !n.tcp_bind.is_empty() || !caps.seccomp,
         );
     }
+    // What seccomp closes in Landlock's place: lost, and fatal, without it.
+    let mut by_seccomp = |wants: &str, with: &str, without: &str| {
+        let missing = if caps.seccomp { with } else { without };
+        loss(wants, missing.into(), !caps.seccomp);
+    };
     if !n.unix_sockets && abi < 9 {
-        loss(
+        by_seccomp(
             "no connections to pathname unix sockets outside the sandbox",
-            if caps.seccomp {
-                "Landlock ABI 9 (resolve_unix); closed instead by seccomp refusing socket(AF_UNIX) (socketpair() still works; unix sockets inside the roots cannot be used either)".into()
-            } else {
-                "Landlock ABI 9 (resolve_unix), and seccomp is not available to close it".into()
-            },
-            !caps.seccomp,
+            "Landlock ABI 9 (resolve_unix); closed instead by seccomp refusing socket(AF_UNIX) (socketpair() still works; unix sockets inside the roots cannot be used either)",
+            "Landlock ABI 9 (resolve_unix), and seccomp is not available to close it",
         );
     }
     if !n.udp {
-        loss(
+        by_seccomp(
             "no UDP, raw, packet or other non-TCP sockets",
-            if caps.seccomp {
-                "not covered by Landlock at any ABI; closed by seccomp: socket() allows only unix, TCP and netlink-route sockets, io_uring is refused".into()
-            } else {
-                "not covered by Landlock, and seccomp is not available".into()
-            },
-            !caps.seccomp,
+            "not covered by Landlock at any ABI; closed by seccomp: socket() allows only unix, TCP and netlink-route sockets, io_uring is refused",
+            "not covered by Landlock, and seccomp is not available",
         );
     }
 }
