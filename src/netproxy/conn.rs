@@ -113,6 +113,17 @@ pub enum Decision {
     Failed,
 }
 
+impl Decision {
+    /// The decision as the audit log writes it (as it is serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Refused => "refused",
+            Decision::Failed => "failed",
+        }
+    }
+}
+
 /// One decision, for the audit log and `learn`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judged {
@@ -689,6 +700,13 @@ mod tests {
                 _ => None,
             })
             .expect("an audit record")
+    }
+
+    #[test]
+    fn a_decision_is_logged_as_it_is_serialized() {
+        for d in [Decision::Allowed, Decision::Refused, Decision::Failed] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
     }
 
     #[test]
