@@ -229,7 +229,7 @@ mod tests {
     use super::*;
     use crate::policy::Policy;
     use crate::runtime::{CommandSpec, Rights, Rule, RuntimeNeed};
-    use crate::sandbox::observed::{Outside, RefusedBy};
+    use crate::sandbox::observed::Outside;
 
     fn env() -> HostEnv {
         HostEnv {
@@ -248,16 +248,7 @@ mod tests {
     }
 
     fn refusal(path: &str, need: Need, kind: Kind, uid: u32) -> Refusal {
-        Refusal {
-            path: path.into(),
-            asked: None,
-            in_dir: false,
-            call: "openat",
-            need,
-            by: RefusedBy::NotInView,
-            outside: Outside { kind, uid },
-            count: 1,
-        }
+        Refusal::not_in_view(path, need, Outside { kind, uid }, 1)
     }
 
     /// `judge` on the refusal, under the built-in policy, for uid 1000.
@@ -333,22 +324,36 @@ mod tests {
 
     #[test]
     fn what_the_server_needed_is_proposed_as_it_needed_it() {
-        assert_eq!(
-            v("/home/u/.fakepm/cache", Need::Read, Kind::Dir, 1000),
-            Verdict::Propose(Right::Read)
-        );
-        assert_eq!(
-            v("/home/u/.fakepm/cache", Need::Look, Kind::Dir, 1000),
-            Verdict::Propose(Right::Read)
-        );
-        assert_eq!(
-            v("/home/u/.fakepm/cache", Need::Write, Kind::Dir, 1000),
-            Verdict::Propose(Right::Write)
-        );
-        assert_eq!(
-            v("/srv/tools/bin/x", Need::Exec, Kind::File, 0),
-            Verdict::Propose(Right::Exec)
-        );
+        for (path, need, kind, uid, right) in [
+            (
+                "/home/u/.fakepm/cache",
+                Need::Read,
+                Kind::Dir,
+                1000,
+                Right::Read,
+            ),
+            (
+                "/home/u/.fakepm/cache",
+                Need::Look,
+                Kind::Dir,
+                1000,
+                Right::Read,
+            ),
+            (
+                "/home/u/.fakepm/cache",
+                Need::Write,
+                Kind::Dir,
+                1000,
+                Right::Write,
+            ),
+            ("/srv/tools/bin/x", Need::Exec, Kind::File, 0, Right::Exec),
+        ] {
+            assert_eq!(
+                v(path, need, kind, uid),
+                Verdict::Propose(right),
+                "{path} {need:?}"
+            );
+        }
     }
 
     #[test]

@@ -113,6 +113,17 @@ pub enum Decision {
     Failed,
 }
 
+impl Decision {
+    /// The decision as the audit log writes it (as it is serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Refused => "refused",
+            Decision::Failed => "failed",
+        }
+    }
+}
+
 /// One decision, for the audit log and `learn`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judged {
@@ -340,11 +351,34 @@ impl Conn {
         ]
     }
 
-    fn connect_result(
+    /// Connect to the next address `left`, if any remains; else answer
+    /// `req` with `none`.
+    fn try_next(
         &mut self,
         req: Request,
         rule: usize,
         mut left: VecDeque<(SocketAddr, Reach)>,
+        refused: Option<&'static str>,
+        none: impl FnOnce(&mut Self, &Request) -> Vec<Action>,
+    ) -> Vec<Action> {
+        let Some(next) = left.pop_front() else {
+            return none(self, &req);
+        };
+        self.state = State::Connecting {
+            req,
+            rule,
+            left,
+            trying: next,
+            refused,
+        };
+        vec![Action::Connect(next.0, next.1)]
+    }
+
+    fn connect_result(
+        &mut self,
+        req: Request,
+        rule: usize,
+        left: VecDeque<(SocketAddr, Reach)>,
         trying: (SocketAddr, Reach),
         mut refused: Option<&'static str>,
         ev: Event<'_>,
@@ -352,41 +386,21 @@ impl Conn {
         if let Event::OwnAddress = ev {
             const OWN: &str = "an address of this machine's own interfaces";
             refused = refused.or(Some(OWN));
-            return match left.pop_front() {
-                Some(next) => {
-                    self.state = State::Connecting {
-                        req,
-                        rule,
-                        left,
-                        trying: next,
-                        refused,
-                    };
-                    vec![Action::Connect(next.0, next.1)]
-                }
-                None => self.refuse_addresses(&req, rule, OWN),
-            };
+            return self.try_next(req, rule, left, refused, |c, req| {
+                c.refuse_addresses(req, rule, OWN)
+            });
         }
         let trying = trying.0;
         if let Event::ConnectFailed(why) = ev {
-            return match left.pop_front() {
-                Some(next) => {
-                    self.state = State::Connecting {
-                        req,
-                        rule,
-                        left,
-                        trying: next,
-                        refused,
-                    };
-                    vec![Action::Connect(next.0, next.1)]
-                }
-                None => self.fail(
-                    &req,
+            return self.try_next(req, rule, left, refused, |c, req| {
+                c.fail(
+                    req,
                     rule,
                     502,
                     "Bad Gateway",
                     format!("cannot connect to {trying}: {why}"),
-                ),
-            };
+                )
+            });
         }
         let r = &self.config.rules[rule];
         let pinned =
@@ -639,6 +653,45 @@ mod tests {
         body(actions)
     }
 
+    /// The one action connecting to `addr` as `reach`.
+    fn connect(addr: &str, reach: Reach) -> Vec<Action> {
+        vec![Action::Connect(addr.parse().unwrap(), reach)]
+    }
+
+    /// The resolver's answer: `addrs`.
+    fn resolved(addrs: &[&str]) -> Event<'static> {
+        Event::Resolved(Ok(addrs.iter().map(|a| a.parse().unwrap()).collect()))
+    }
+
+    /// A connection allowed to api.example.com that sent its `CONNECT`
+    /// and waits for the name to be resolved.
+    fn connecting_to_api_example_com() -> Conn {
+        let mut c = Conn::new(config(&["api.example.com"], &[]));
+        c.on(Event::Client(
+            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
+        ));
+        c
+    }
+
+    /// A connection allowed to site.test:8080 (pinned to 10.0.0.1) that
+    /// sent `request`, and what it did once connected.
+    fn connected_to_site_test(request: &[u8]) -> (Conn, Vec<Action>) {
+        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
+        c.on(Event::Client(request));
+        let a = c.on(Event::Connected);
+        (c, a)
+    }
+
+    /// After the audit record: `POST /p` with its two-byte body sent
+    /// upstream whole, then the answer read.
+    fn forwarded_whole() -> [Action; 3] {
+        [
+            Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
+            Action::StreamBody(Body::new(Framing::None)),
+            Action::ReadUpstream,
+        ]
+    }
+
     fn audit(actions: &[Action]) -> &Judged {
         actions
             .iter()
@@ -647,6 +700,13 @@ mod tests {
                 _ => None,
             })
             .expect("an audit record")
+    }
+
+    #[test]
+    fn a_decision_is_logged_as_it_is_serialized() {
+        for d in [Decision::Allowed, Decision::Refused, Decision::Failed] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
     }
 
     #[test]
@@ -659,27 +719,12 @@ mod tests {
         assert!(c.wants_client());
         let a = c.on(Event::Client(b"\r\n\x16\x03\x01"));
         assert_eq!(a, vec![Action::Resolve("api.github.com".into())]);
-        let a = c.on(Event::Resolved(Ok(vec![
-            "140.82.112.5".parse().unwrap(),
-            "140.82.112.6".parse().unwrap(),
-        ])));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "140.82.112.5:443".parse().unwrap(),
-                Reach::Global
-            )]
-        );
+        let a = c.on(resolved(&["140.82.112.5", "140.82.112.6"]));
+        assert_eq!(a, connect("140.82.112.5:443", Reach::Global));
         let a = c.on(Event::ConnectFailed(Unanswered::Timeout(
             std::time::Duration::from_secs(10),
         )));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "140.82.112.6:443".parse().unwrap(),
-                Reach::Global
-            )]
-        );
+        assert_eq!(a, connect("140.82.112.6:443", Reach::Global));
         let a = c.on(Event::Connected);
         assert_eq!(audit(&a).decision, Decision::Allowed);
         assert_eq!(audit(&a).address, Some("140.82.112.6:443".parse().unwrap()));
@@ -732,14 +777,8 @@ mod tests {
     #[test]
     fn loopback_answers_are_refused_unless_named() {
         // A listed name resolving to loopback (rebinding): refused, no connect.
-        let mut c = Conn::new(config(&["api.example.com"], &[]));
-        c.on(Event::Client(
-            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
-        ));
-        let a = c.on(Event::Resolved(Ok(vec![
-            "127.0.0.1".parse().unwrap(),
-            "::1".parse().unwrap(),
-        ])));
+        let mut c = connecting_to_api_example_com();
+        let a = c.on(resolved(&["127.0.0.1", "::1"]));
         assert!(!a.iter().any(|x| matches!(x, Action::Connect(..))), "{a:?}");
         assert!(
             body(&a).contains("resolves to a loopback address"),
@@ -747,55 +786,26 @@ mod tests {
             body(&a)
         );
         // Mixed answers: only the public address is tried.
-        let mut c = Conn::new(config(&["api.example.com"], &[]));
-        c.on(Event::Client(
-            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
-        ));
-        let a = c.on(Event::Resolved(Ok(vec![
-            "127.0.0.1".parse().unwrap(),
-            "93.184.216.34".parse().unwrap(),
-        ])));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "93.184.216.34:443".parse().unwrap(),
-                Reach::Global
-            )]
-        );
+        let mut c = connecting_to_api_example_com();
+        let a = c.on(resolved(&["127.0.0.1", "93.184.216.34"]));
+        assert_eq!(a, connect("93.184.216.34:443", Reach::Global));
         let a = c.on(Event::ConnectFailed(Unanswered::Io(
             std::io::ErrorKind::ConnectionRefused.into(),
         )));
         assert_eq!(audit(&a).decision, Decision::Failed);
         assert!(body(&a).starts_with("HTTP/1.1 502"));
         // Pinned by the policy, or localhost listed: connected, never resolved.
-        let mut c = Conn::new(config(
-            &["site.test:8080", "localhost:9000"],
-            &[("site.test", "127.0.0.2")],
-        ));
-        let a = c.on(Event::Client(
-            b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n",
-        ));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "127.0.0.2:8080".parse().unwrap(),
-                Reach::Named
-            )]
-        );
-        let mut c = Conn::new(config(
-            &["site.test:8080", "localhost:9000"],
-            &[("site.test", "127.0.0.2")],
-        ));
-        let a = c.on(Event::Client(
-            b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n",
-        ));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "127.0.0.1:9000".parse().unwrap(),
-                Reach::Named
-            )]
-        );
+        for (req, addr) in [
+            (&b"GET http://site.test:8080/x HTTP/1.1\r\n\r\n"[..], "127.0.0.2:8080"),
+            (b"GET http://localhost:9000/ HTTP/1.1\r\n\r\n", "127.0.0.1:9000"),
+        ] {
+            let mut c = Conn::new(config(
+                &["site.test:8080", "localhost:9000"],
+                &[("site.test", "127.0.0.2")],
+            ));
+            let a = c.on(Event::Client(req));
+            assert_eq!(a, connect(addr, Reach::Named), "{addr}");
+        }
         // A loopback address or localhost not listed: refused before anything.
         for req in [
             &b"GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n"[..],
@@ -815,29 +825,11 @@ mod tests {
         // A listed name resolving to one of this machine's addresses: the
         // shell answers OwnAddress; the next address is tried, and with
         // none left the request is refused (403), never connected.
-        let mut c = Conn::new(config(&["api.example.com"], &[]));
-        c.on(Event::Client(
-            b"CONNECT api.example.com:443 HTTP/1.1\r\n\r\n",
-        ));
-        let a = c.on(Event::Resolved(Ok(vec![
-            "93.184.216.34".parse().unwrap(),
-            "93.184.216.35".parse().unwrap(),
-        ])));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "93.184.216.34:443".parse().unwrap(),
-                Reach::Global
-            )]
-        );
+        let mut c = connecting_to_api_example_com();
+        let a = c.on(resolved(&["93.184.216.34", "93.184.216.35"]));
+        assert_eq!(a, connect("93.184.216.34:443", Reach::Global));
         let a = c.on(Event::OwnAddress);
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "93.184.216.35:443".parse().unwrap(),
-                Reach::Global
-            )]
-        );
+        assert_eq!(a, connect("93.184.216.35:443", Reach::Global));
         let a = c.on(Event::OwnAddress);
         assert_eq!(audit(&a).decision, Decision::Refused);
         assert!(body(&a).starts_with("HTTP/1.1 403"), "{}", body(&a));
@@ -849,35 +841,18 @@ mod tests {
         // Named by the policy: connected as named, never checked.
         let mut c = Conn::new(config(&["93.184.216.34:443"], &[]));
         let a = c.on(Event::Client(b"CONNECT 93.184.216.34:443 HTTP/1.1\r\n\r\n"));
-        assert_eq!(
-            a,
-            vec![Action::Connect(
-                "93.184.216.34:443".parse().unwrap(),
-                Reach::Named
-            )]
-        );
+        assert_eq!(a, connect("93.184.216.34:443", Reach::Named));
     }
 
     #[test]
     fn what_follows_the_body_is_never_forwarded() {
         // A pipelined second request after a complete body: dropped.
-        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
-        c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n"));
-        let a = c.on(Event::Connected);
-        assert_eq!(
-            &a[1..],
-            &[
-                Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
-                Action::StreamBody(Body::new(Framing::None)),
-                Action::ReadUpstream
-            ]
-        );
+        let (_, a) = connected_to_site_test(b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 2\r\n\r\nhiGET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+        assert_eq!(a[1..], forwarded_whole());
         // A body still coming: streamed, up to its end only.
-        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
-        c.on(Event::Client(
+        let (_, a) = connected_to_site_test(
             b"POST http://site.test:8080/p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhi",
-        ));
-        let a = c.on(Event::Connected);
+        );
         let Action::StreamBody(mut body) = a[2].clone() else {
             panic!("{a:?}")
         };
@@ -914,17 +889,8 @@ mod tests {
 
     #[test]
     fn plain_http_is_forwarded_once_and_closed() {
-        let mut c = Conn::new(config(&["site.test:8080"], &[("site.test", "10.0.0.1")]));
-        c.on(Event::Client(b"POST http://site.test:8080/p HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: 2\r\n\r\nhi"));
-        let a = c.on(Event::Connected);
-        assert_eq!(
-            &a[1..],
-            &[
-                Action::ToUpstream(b"POST /p HTTP/1.1\r\nHost: site.test:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi".to_vec()),
-                Action::StreamBody(Body::new(Framing::None)),
-                Action::ReadUpstream
-            ]
-        );
+        let (mut c, a) = connected_to_site_test(b"POST http://site.test:8080/p HTTP/1.1\r\nHost: elsewhere\r\nContent-Length: 2\r\n\r\nhi");
+        assert_eq!(a[1..], forwarded_whole());
         assert_eq!(
             c.on(Event::Upstream(
                 b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nKeep"

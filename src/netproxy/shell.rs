@@ -97,18 +97,12 @@ impl Sink {
                 j.rule.as_deref().unwrap_or("-"),
                 j.address.map(|a| a.to_string()).unwrap_or_default()
             ),
-            Decision::Refused => tracing::warn!(
+            Decision::Refused | Decision::Failed => tracing::warn!(
                 target: "audit",
-                "network: {} {} refused: {}",
+                "network: {} {} {}: {}",
                 j.method,
                 target,
-                j.reason.as_deref().unwrap_or("-")
-            ),
-            Decision::Failed => tracing::warn!(
-                target: "audit",
-                "network: {} {} failed: {}",
-                j.method,
-                target,
+                j.decision.as_str(),
                 j.reason.as_deref().unwrap_or("-")
             ),
         }

@@ -1004,23 +1004,16 @@ mod tests {
             expand("${HOME}/x", Some(h)).unwrap(),
             PathBuf::from("/home/a/x")
         );
-        let given = |s: &str| s.to_string();
-        assert_eq!(
-            expand("~bob/x", Some(h)),
-            Err(ExpandError::OtherUser(given("~bob/x")))
-        );
-        assert_eq!(
-            expand("$USER/x", Some(h)),
-            Err(ExpandError::Variable(given("$USER/x")))
-        );
-        assert_eq!(
-            expand("x/y", Some(h)),
-            Err(ExpandError::Relative(given("x/y")))
-        );
-        assert_eq!(
-            expand("/a/../b", Some(h)),
-            Err(ExpandError::Dots(given("/a/../b")))
-        );
+        // Each refused, naming the path as given.
+        let refused = [
+            ("~bob/x", ExpandError::OtherUser as fn(String) -> ExpandError),
+            ("$USER/x", ExpandError::Variable),
+            ("x/y", ExpandError::Relative),
+            ("/a/../b", ExpandError::Dots),
+        ];
+        for (given, error) in refused {
+            assert_eq!(expand(given, Some(h)), Err(error(given.to_string())));
+        }
         assert_eq!(
             expand("~/x", None).unwrap_err().to_string(),
             "\"~/x\" uses the home directory, but HOME is not set"

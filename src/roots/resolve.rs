@@ -289,25 +289,19 @@ fn check_rules(path: &Path, rules: &RootRules) -> Result<(), RefusalReason> {
     if path == Path::new("/") && !rules.allow_filesystem_root {
         return Err(RefusalReason::FilesystemRoot);
     }
-    for rule in &rules.deny {
-        for denied in rule.names() {
-            if super::within(path, denied) {
-                return Err(RefusalReason::InsideDenied {
-                    shown: rule.shown.clone(),
-                    origin: rule.origin.clone(),
-                });
-            }
-        }
+    // The first deny rule one of whose names `hits`.
+    let denied_by = |hits: &dyn Fn(&Path) -> bool| {
+        rules
+            .deny
+            .iter()
+            .find(|rule| rule.names().any(hits))
+            .map(|rule| (rule.shown.clone(), rule.origin.clone()))
+    };
+    if let Some((shown, origin)) = denied_by(&|denied| super::within(path, denied)) {
+        return Err(RefusalReason::InsideDenied { shown, origin });
     }
-    for rule in &rules.deny {
-        for denied in rule.names() {
-            if super::within(denied, path) {
-                return Err(RefusalReason::ContainsDenied {
-                    shown: rule.shown.clone(),
-                    origin: rule.origin.clone(),
-                });
-            }
-        }
+    if let Some((shown, origin)) = denied_by(&|denied| super::within(denied, path)) {
+        return Err(RefusalReason::ContainsDenied { shown, origin });
     }
     if let Some(ceiling) = &rules.allow_under {
         let inside = ceiling

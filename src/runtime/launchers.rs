@@ -402,31 +402,16 @@ esac"#,
 
     #[test]
     fn a_launcher_is_asked_once_and_its_answer_recorded() {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(tmp.path()).unwrap();
-        let bin = base.join("bin");
-        let home = base.join("home");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        let asked = base.join("asked");
-        let bun = bin.join("bun");
-        std::fs::write(
-            &bun,
-            format!(
-                "#!/bin/sh\necho x >> {}\n[ \"$1 $2\" = \"pm cache\" ] && echo \"$HOME/.bun/install/cache\"\n",
+        // Each time bun is asked, a line is added to `asked`.
+        let log = tempfile::tempdir().unwrap();
+        let asked = log.path().join("asked");
+        let (_tmp, mut env, home) = fake(
+            "bun",
+            &format!(
+                "echo x >> {}\n[ \"$1 $2\" = \"pm cache\" ] && echo \"$HOME/.bun/install/cache\"",
                 asked.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&bun, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let mut env = HostEnv {
-            home: Some(home.clone()),
-            ..HostEnv::default()
-        };
-        env.vars
-            .insert("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()));
-        env.vars.insert("HOME".into(), home.display().to_string());
+        );
         let l = &LAUNCHERS[0];
         let want = home.join(".bun/install/cache");
         let dirs = |env: &HostEnv| -> Vec<PathBuf> {

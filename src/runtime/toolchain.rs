@@ -623,6 +623,21 @@ mod tests {
         file(&venv.join("bin/activate"), "# sourced\n", 0o644);
     }
 
+    /// A tool installed as pipx and `uv tool install` do: a Python at
+    /// `prefix`, a virtual environment at `venv` made from it, and the
+    /// tool's script `name` run by that environment's python, linked in
+    /// `local`/bin.
+    fn venv_tool(prefix: &Path, venv_dir: &Path, name: &str, local: &Path) {
+        python_tree(prefix);
+        venv(venv_dir, prefix);
+        let script = venv_dir.join("bin").join(name);
+        exec(
+            &script,
+            &format!("#!{}\n", venv_dir.join("bin/python").display()),
+        );
+        link(&script, &local.join("bin").join(name));
+    }
+
     /// The rights of grants of exactly `p`.
     fn granted(needs: &[RuntimeNeed], p: &Path) -> Option<Rights> {
         needs
@@ -848,30 +863,12 @@ mod tests {
         mkdir(&local.join("lib/python3.11/site-packages/httpie"));
         // pipx: a venv made from pyenv's Python.
         let pyenv_python = home.join(".pyenv/versions/3.12.1");
-        python_tree(&pyenv_python);
         let pipx = local.join("share/pipx/venvs/markitdown-mcp");
-        venv(&pipx, &pyenv_python);
-        exec(
-            &pipx.join("bin/markitdown-mcp"),
-            &format!("#!{}\n", pipx.join("bin/python").display()),
-        );
-        link(
-            pipx.join("bin/markitdown-mcp"),
-            &local.join("bin/markitdown-mcp"),
-        );
+        venv_tool(&pyenv_python, &pipx, "markitdown-mcp", &local);
         // uv tool install: a venv made from uv's own Python.
         let uv_python = local.join("share/uv/python/cpython-3.12.1-linux-x86_64-gnu");
-        python_tree(&uv_python);
         let tool = local.join("share/uv/tools/mcp-server-sqlite");
-        venv(&tool, &uv_python);
-        exec(
-            &tool.join("bin/mcp-server-sqlite"),
-            &format!("#!{}\n", tool.join("bin/python").display()),
-        );
-        link(
-            tool.join("bin/mcp-server-sqlite"),
-            &local.join("bin/mcp-server-sqlite"),
-        );
+        venv_tool(&uv_python, &tool, "mcp-server-sqlite", &local);
         file(&local.join("share/keyrings/login.keyring"), "", 0o600);
         file(&local.join("share/app/data.db"), "", 0o644);
         let needs = toolchain(&env(&home, &[local.join("bin")]));

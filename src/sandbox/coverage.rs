@@ -268,26 +268,23 @@ fn socket_losses(plan: &SandboxPlan, caps: &Capabilities, out: &mut Vec<Loss>) {
             !n.tcp_connect.is_empty() || !n.tcp_bind.is_empty() || !caps.seccomp,
         );
     }
+    // What seccomp closes in Landlock's place: lost, and fatal, without it.
+    let mut by_seccomp = |wants: &str, with: &str, without: &str| {
+        let missing = if caps.seccomp { with } else { without };
+        loss(wants, missing.into(), !caps.seccomp);
+    };
     if !n.unix_sockets && abi < 9 {
-        loss(
+        by_seccomp(
             "no connections to pathname unix sockets outside the sandbox",
-            if caps.seccomp {
-                "Landlock ABI 9 (resolve_unix); closed instead by seccomp refusing socket(AF_UNIX) (socketpair() still works; unix sockets inside the roots cannot be used either)".into()
-            } else {
-                "Landlock ABI 9 (resolve_unix), and seccomp is not available to close it".into()
-            },
-            !caps.seccomp,
+            "Landlock ABI 9 (resolve_unix); closed instead by seccomp refusing socket(AF_UNIX) (socketpair() still works; unix sockets inside the roots cannot be used either)",
+            "Landlock ABI 9 (resolve_unix), and seccomp is not available to close it",
         );
     }
     if !n.udp {
-        loss(
+        by_seccomp(
             "no UDP, raw, packet or other non-TCP sockets",
-            if caps.seccomp {
-                "not covered by Landlock at any ABI; closed by seccomp: socket() allows only unix, TCP and netlink-route sockets, io_uring is refused".into()
-            } else {
-                "not covered by Landlock, and seccomp is not available".into()
-            },
-            !caps.seccomp,
+            "not covered by Landlock at any ABI; closed by seccomp: socket() allows only unix, TCP and netlink-route sockets, io_uring is refused",
+            "not covered by Landlock, and seccomp is not available",
         );
     }
 }
@@ -381,6 +378,13 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
     } else {
         "memfds stay executable (vm.memfd_noexec needs rootfence to run as the machine's root)"
     };
+    // Under a view, with Landlock or without, the view alone closes these.
+    let view_metadata = row(
+        m,
+        Yes,
+        "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
+    );
+    let view_existence = row(e, Yes, "the server's own filesystem view");
     match h.rung {
         Rung::Full => vec![
             row(
@@ -388,12 +392,8 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
                 Yes,
                 "Landlock (every filesystem right of the running ABI handled); the view holds only the grants",
             ),
-            row(
-                m,
-                Yes,
-                "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
-            ),
-            row(e, Yes, "the server's own filesystem view"),
+            view_metadata.clone(),
+            view_existence.clone(),
             row(
                 x,
                 Partly,
@@ -430,12 +430,8 @@ fn filesystem_rows(h: Here) -> Vec<Coverage> {
                 Yes,
                 "no Landlock: the server's own filesystem view holds only the grants, read-only grants are read-only mounts",
             ),
-            row(
-                m,
-                Yes,
-                "the server's own filesystem view: what is not granted is not there, read-only grants are read-only mounts",
-            ),
-            row(e, Yes, "the server's own filesystem view"),
+            view_metadata.clone(),
+            view_existence.clone(),
             row(
                 x,
                 Partly,

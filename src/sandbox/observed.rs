@@ -206,6 +206,24 @@ pub struct Refusal {
     pub count: u64,
 }
 
+#[cfg(test)]
+impl Refusal {
+    /// A test's refusal: an `openat` of `path` needing `need`, refused
+    /// because the path is not in the view, `count` times.
+    pub(crate) fn not_in_view(path: &str, need: Need, outside: Outside, count: u64) -> Refusal {
+        Refusal {
+            path: path.into(),
+            asked: None,
+            in_dir: false,
+            call: "openat",
+            need,
+            by: RefusedBy::NotInView,
+            outside,
+            count,
+        }
+    }
+}
+
 impl fmt::Display for Refusal {
     /// `open refused (not in the view), exists outside, a directory`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -375,19 +393,11 @@ mod tests {
     }
 
     fn refusal(path: &str, need: Need) -> Refusal {
-        Refusal {
-            path: path.into(),
-            asked: None,
-            in_dir: false,
-            call: "openat",
-            need,
-            by: RefusedBy::NotInView,
-            outside: Outside {
-                kind: Kind::Dir,
-                uid: 0,
-            },
-            count: 0,
-        }
+        let root_dir = Outside {
+            kind: Kind::Dir,
+            uid: 0,
+        };
+        Refusal::not_in_view(path, need, root_dir, 0)
     }
 
     #[test]

@@ -369,38 +369,40 @@ pub fn cpath(prefix: &str, p: &Path) -> Result<CString, SandboxError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_scratch_is_staged_on_the_host_or_in_its_own_filesystem() {
-        let dirs = [];
-        let host = ScratchView {
+    /// The scratch directory bound from the host.
+    fn host() -> ScratchView<'static> {
+        ScratchView {
             path: Path::new("/tmp/rootfence-1-ab"),
             size: None,
-            dirs: &dirs,
-        };
+            dirs: &[],
+        }
+    }
+
+    /// The same scratch directory as a sized filesystem of its own.
+    fn sized_scratch(holds_layers: bool) -> ScratchView<'static> {
+        ScratchView {
+            size: Some(ScratchSize {
+                bytes: 1 << 20,
+                inodes: 1024,
+                holds_layers,
+            }),
+            ..host()
+        }
+    }
+
+    #[test]
+    fn the_scratch_is_staged_on_the_host_or_in_its_own_filesystem() {
+        let host = host();
         assert_eq!(
             host.staged(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-host/tmp/rootfence-1-ab/.rootfence-layer-0/upper")
         );
-        let sized = ScratchView {
-            size: Some(ScratchSize {
-                bytes: 1 << 20,
-                inodes: 1024,
-                holds_layers: true,
-            }),
-            ..host
-        };
+        let sized = sized_scratch(true);
         assert_eq!(
             sized.layer(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-scratch/.rootfence-layer-0/upper")
         );
-        let sized_without_layers = ScratchView {
-            size: Some(ScratchSize {
-                bytes: 1 << 20,
-                inodes: 1024,
-                holds_layers: false,
-            }),
-            ..host
-        };
+        let sized_without_layers = sized_scratch(false);
         assert_eq!(
             sized_without_layers.layer(Path::new(".rootfence-layer-0/upper")),
             Path::new("/.rootfence-host/tmp/rootfence-1-ab/.rootfence-layer-0/upper")
@@ -413,20 +415,8 @@ mod tests {
 
     #[test]
     fn dev_shm_is_bound_from_the_scratch_space_writable_and_noexec() {
-        let dirs = [];
-        let host = ScratchView {
-            path: Path::new("/tmp/rootfence-1-ab"),
-            size: None,
-            dirs: &dirs,
-        };
-        let sized = ScratchView {
-            size: Some(ScratchSize {
-                bytes: 1 << 20,
-                inodes: 1024,
-                holds_layers: true,
-            }),
-            ..host
-        };
+        let host = host();
+        let sized = sized_scratch(true);
         for (s, src) in [
             (host, "/.rootfence-host/tmp/rootfence-1-ab/.rootfence-shm"),
             (sized, "/.rootfence-scratch/.rootfence-shm"),

@@ -108,6 +108,27 @@ pub struct Surveyed {
     pub symlinks: Vec<(PathBuf, OsString)>,
 }
 
+impl Surveyed {
+    /// A directory granted as `write` and `exec` say, reached by no
+    /// symlink and verified against nothing: not a root, not protected,
+    /// with no private layer.
+    fn plain_dir(path: &Path, write: bool, exec: bool) -> Surveyed {
+        Surveyed {
+            path: path.to_path_buf(),
+            canonical: path.to_path_buf(),
+            kind: Kind::Dir,
+            write,
+            exec,
+            root: false,
+            verify: None,
+            identity: None,
+            private_layer: false,
+            protect: None,
+            symlinks: Vec::new(),
+        }
+    }
+}
+
 /// One operation building the view, relative to the new root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -259,19 +280,7 @@ pub fn plan_view(
         .cloned()
         .collect();
     if let Some(s) = scratch {
-        items.push(Surveyed {
-            path: s.to_path_buf(),
-            canonical: s.to_path_buf(),
-            kind: Kind::Dir,
-            write: true,
-            exec: false,
-            root: false,
-            verify: None,
-            identity: None,
-            private_layer: false,
-            protect: None,
-            symlinks: Vec::new(),
-        });
+        items.push(Surveyed::plain_dir(s, true, false));
     }
     items.sort_by(|a, b| a.canonical.cmp(&b.canonical));
     let mut home = home.filter(|h| {
@@ -883,19 +892,7 @@ mod tests {
     }
 
     fn g(path: &str, write: bool, exec: bool) -> Surveyed {
-        Surveyed {
-            path: path.into(),
-            canonical: path.into(),
-            kind: Kind::Dir,
-            write,
-            exec,
-            root: false,
-            verify: None,
-            identity: None,
-            private_layer: false,
-            protect: None,
-            symlinks: Vec::new(),
-        }
+        Surveyed::plain_dir(Path::new(path), write, exec)
     }
 
     fn binds(ops: &[Op]) -> Vec<(String, Attrs)> {

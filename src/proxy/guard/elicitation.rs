@@ -518,18 +518,23 @@ fn allowed_keywords(
     })
 }
 
+/// The bounds `low` and `high` (keyword, value) are in order, or one is
+/// missing.
+fn in_order<T: PartialOrd>(
+    (low, a): (&'static str, Option<T>),
+    (high, b): (&'static str, Option<T>),
+) -> Result<(), FieldError> {
+    match (a, b) {
+        (Some(a), Some(b)) if a > b => Err(FieldError::Inverted { low, high }),
+        _ => Ok(()),
+    }
+}
+
 /// A free string field: lengths and format.
 fn string_field(obj: &Map<String, Value>) -> Result<Field, FieldError> {
     let min_len = count(obj, "minLength")?;
     let max_len = count(obj, "maxLength")?;
-    if let (Some(a), Some(b)) = (min_len, max_len)
-        && a > b
-    {
-        return Err(FieldError::Inverted {
-            low: "minLength",
-            high: "maxLength",
-        });
-    }
+    in_order(("minLength", min_len), ("maxLength", max_len))?;
     let format = match obj.get("format") {
         None => None,
         Some(Value::String(f)) => Some(match f.as_str() {
@@ -557,14 +562,7 @@ fn number_field(obj: &Map<String, Value>, integer: bool) -> Result<Field, FieldE
         }
     };
     let (min, max) = (bound("minimum")?, bound("maximum")?);
-    if let (Some(a), Some(b)) = (min, max)
-        && a > b
-    {
-        return Err(FieldError::Inverted {
-            low: "minimum",
-            high: "maximum",
-        });
-    }
+    in_order(("minimum", min), ("maximum", max))?;
     Ok(Field::Number { integer, min, max })
 }
 
@@ -590,14 +588,7 @@ fn multi_choice_field(obj: &Map<String, Value>) -> Result<Field, FieldError> {
     };
     let min_items = count(obj, "minItems")?;
     let max_items = count(obj, "maxItems")?;
-    if let (Some(a), Some(b)) = (min_items, max_items)
-        && a > b
-    {
-        return Err(FieldError::Inverted {
-            low: "minItems",
-            high: "maxItems",
-        });
-    }
+    in_order(("minItems", min_items), ("maxItems", max_items))?;
     Ok(Field::MultiChoice {
         values,
         min_items,

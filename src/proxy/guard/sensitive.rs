@@ -72,40 +72,30 @@ struct Builtin {
     except: &'static [&'static str],
 }
 
-const fn w(family: &'static str, term: &'static str) -> Builtin {
+/// A built-in term matched as `mode` says, with no exceptions.
+const fn builtin(family: &'static str, term: &'static str, mode: Mode) -> Builtin {
     Builtin {
         family,
         term,
-        mode: Mode::Words,
+        mode,
         except: &[],
     }
+}
+
+const fn w(family: &'static str, term: &'static str) -> Builtin {
+    builtin(family, term, Mode::Words)
 }
 
 const fn ws(family: &'static str, term: &'static str) -> Builtin {
-    Builtin {
-        family,
-        term,
-        mode: Mode::WordsOrSuffix,
-        except: &[],
-    }
+    builtin(family, term, Mode::WordsOrSuffix)
 }
 
 const fn p(family: &'static str, term: &'static str) -> Builtin {
-    Builtin {
-        family,
-        term,
-        mode: Mode::Prefix,
-        except: &[],
-    }
+    builtin(family, term, Mode::Prefix)
 }
 
 const fn s(family: &'static str, term: &'static str) -> Builtin {
-    Builtin {
-        family,
-        term,
-        mode: Mode::Substring,
-        except: &[],
-    }
+    builtin(family, term, Mode::Substring)
 }
 
 const TOKEN_EXCEPT: &[&str] = &[

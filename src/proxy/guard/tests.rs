@@ -183,23 +183,33 @@ fn form_params(task: bool) -> Value {
     p
 }
 
+/// Generation `generation`'s `elicitation/create` with `params`, 100
+/// bytes long, now.
+fn elicit(g: &mut Guard, p: &Policy, caps: &Value, generation: u64, params: &Value) -> Verdict {
+    let cx = ctx(p, caps, generation);
+    g.on_request(cx, "elicitation/create", params, 100, Instant::now())
+}
+
+/// Generation `generation` asks for task `t-1`'s result, now.
+fn task_result(g: &mut Guard, p: &Policy, caps: &Value, generation: u64) -> Verdict {
+    let params = json!({"taskId":"t-1"});
+    g.on_request(ctx(p, caps, generation), "tasks/result", &params, 60, Instant::now())
+}
+
+/// The answer check of a forwarded request.
+fn answer_check(v: Verdict) -> AnswerCheck {
+    let Verdict::Forward { check: Some(c), .. } = v else {
+        panic!("not forwarded with a check: {v:?}")
+    };
+    c
+}
+
 #[test]
 fn guard_checks_elicitation_answers() {
     let p = policy("");
     let mut g = Guard::new(&p);
     let caps = json!({"elicitation":{}});
-    let Verdict::Forward {
-        check: Some(check), ..
-    } = g.on_request(
-        ctx(&p, &caps, 1),
-        "elicitation/create",
-        &form_params(false),
-        100,
-        Instant::now(),
-    )
-    else {
-        panic!()
-    };
+    let check = answer_check(elicit(&mut g, &p, &caps, 1, &form_params(false)));
     assert!(
         g.on_answer(
             &check,
@@ -226,13 +236,7 @@ fn guard_checks_elicitation_answers() {
     // validate_response = false: nothing to check.
     let p = policy("[elicitation]\nvalidate_response = false\n");
     let mut g = Guard::new(&p);
-    let v = g.on_request(
-        ctx(&p, &caps, 1),
-        "elicitation/create",
-        &form_params(false),
-        100,
-        Instant::now(),
-    );
+    let v = elicit(&mut g, &p, &caps, 1, &form_params(false));
     assert!(matches!(v, Verdict::Forward { check: None, .. }), "{v:?}");
 }
 
@@ -241,35 +245,12 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
     let p = policy("");
     let mut g = Guard::new(&p);
     let caps = json!({"elicitation":{},"tasks":{"requests":{"elicitation":{"create":{}}}}});
-    let Verdict::Forward {
-        check: Some(check), ..
-    } = g.on_request(
-        ctx(&p, &caps, 3),
-        "elicitation/create",
-        &form_params(true),
-        100,
-        Instant::now(),
-    )
-    else {
-        panic!()
-    };
+    let check = answer_check(elicit(&mut g, &p, &caps, 3, &form_params(true)));
     // The host creates a task.
     let created = json!({"task":{"taskId":"t-1","status":"working","createdAt":"2025-11-25T00:00:00Z","ttl":60000}});
     assert!(g.on_answer(&check, Some(&created)).is_ok());
     // The server asks for the result: the guard attaches the form.
-    let Verdict::Forward {
-        check: Some(result_check),
-        ..
-    } = g.on_request(
-        ctx(&p, &caps, 3),
-        "tasks/result",
-        &json!({"taskId":"t-1"}),
-        60,
-        Instant::now(),
-    )
-    else {
-        panic!()
-    };
+    let result_check = answer_check(task_result(&mut g, &p, &caps, 3));
     let e = g
         .on_answer(
             &result_check,
@@ -281,18 +262,7 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
     // until a result passes; then the task is done with, and a request
     // naming it is refused like one naming a task never created.
     for gen_ in [3, 4] {
-        let Verdict::Forward {
-            check: Some(again), ..
-        } = g.on_request(
-            ctx(&p, &caps, gen_),
-            "tasks/result",
-            &json!({"taskId":"t-1"}),
-            60,
-            Instant::now(),
-        )
-        else {
-            panic!("generation {gen_}")
-        };
+        let again = answer_check(task_result(&mut g, &p, &caps, gen_));
         assert!(
             g.on_answer(
                 &again,
@@ -301,18 +271,7 @@ fn task_augmented_elicitation_is_checked_when_its_result_arrives() {
             .is_err()
         );
     }
-    let Verdict::Forward {
-        check: Some(last), ..
-    } = g.on_request(
-        ctx(&p, &caps, 4),
-        "tasks/result",
-        &json!({"taskId":"t-1"}),
-        60,
-        Instant::now(),
-    )
-    else {
-        panic!()
-    };
+    let last = answer_check(task_result(&mut g, &p, &caps, 4));
     assert!(
         g.on_answer(
             &last,
@@ -345,13 +304,7 @@ fn the_task_table_is_bounded_by_refusal() {
     let params = form_params(true);
     let mut last = None;
     for i in 0..=MAX_TASKS {
-        let v = g.on_request(
-            ctx(&p, &caps, 1),
-            "elicitation/create",
-            &params,
-            100,
-            Instant::now(),
-        );
+        let v = elicit(&mut g, &p, &caps, 1, &params);
         match v {
             Verdict::Forward { check: Some(c), .. } => {
                 let created = json!({"task":{"taskId":format!("t-{i}"),"status":"working"}});
@@ -385,13 +338,7 @@ fn task_augmented_requests_get_the_same_policy() {
     let caps = json!({"elicitation":{}});
     let mut params = form_params(true);
     params["requestedSchema"]["properties"]["password"] = json!({"type":"string"});
-    let v = g.on_request(
-        ctx(&p, &caps, 1),
-        "elicitation/create",
-        &params,
-        100,
-        Instant::now(),
-    );
+    let v = elicit(&mut g, &p, &caps, 1, &params);
     assert!(
         matches!(v, Verdict::Refuse(ref r) if r.rule == "elicitation.refuse_sensitive"),
         "{v:?}"
@@ -414,18 +361,13 @@ fn audit_file_gets_one_line_per_decision_and_no_content() {
     let now = Instant::now();
     g.on_request(ctx(&p, &caps, 1), "sampling/createMessage", &s, 100, now);
     g.on_request(ctx(&p, &caps, 2), "sampling/createMessage", &big, 100, now);
-    let Verdict::Forward {
-        check: Some(check), ..
-    } = g.on_request(
+    let check = answer_check(g.on_request(
         ctx(&p, &caps, 2),
         "elicitation/create",
         &form_params(false),
         100,
         now,
-    )
-    else {
-        panic!()
-    };
+    ));
     let _ = g.on_answer(
         &check,
         Some(&json!({"action":"accept","content":{"name":"Alice Secretname"}})),

@@ -235,6 +235,19 @@ mod tests {
         check(url, STRICT).err().map(|r| r.rule)
     }
 
+    /// `url` is refused as `elicitation.url.syntax` under strict and open
+    /// rules alike.
+    fn assert_syntax_refused(url: &str) {
+        for rules in [STRICT, OPEN] {
+            assert_eq!(
+                rule_with(url, rules),
+                Some("elicitation.url.syntax"),
+                "{url:?}: {:?}",
+                check(url, rules)
+            );
+        }
+    }
+
     fn rule_with(url: &str, rules: UrlRules) -> Option<&'static str> {
         check(url, rules).err().map(|r| r.rule)
     }
@@ -324,14 +337,7 @@ mod tests {
             "https://例え.テスト/",
             "https://ｅｘａｍｐｌｅ.com/",
         ] {
-            for rules in [STRICT, OPEN] {
-                assert_eq!(
-                    rule_with(url, rules),
-                    Some("elicitation.url.syntax"),
-                    "{url:?}: {:?}",
-                    check(url, rules)
-                );
-            }
+            assert_syntax_refused(url);
         }
     }
 
@@ -349,14 +355,7 @@ mod tests {
             "https://foo.123/",
             "https://ex<ample.com/",
         ] {
-            for rules in [STRICT, OPEN] {
-                assert_eq!(
-                    rule_with(url, rules),
-                    Some("elicitation.url.syntax"),
-                    "{url:?}: {:?}",
-                    check(url, rules)
-                );
-            }
+            assert_syntax_refused(url);
         }
     }
 

@@ -470,17 +470,7 @@ impl Session {
         match self.guard.on_input_required(ctx, result, now) {
             InputPlan::Relay => Verdict::Relay(None),
             InputPlan::ToHost(r) => Verdict::Relay(Some(r)),
-            InputPlan::Refuse(r) => {
-                tracing::warn!(
-                    generation = g,
-                    rule = r.rule,
-                    "input_required result refused: {}",
-                    r.message
-                );
-                self.answer_refusal(key, &r);
-                self.after_answer(g);
-                Verdict::Done
-            }
+            InputPlan::Refuse(r) => self.refuse_answer(g, key, "input_required result", &r),
             InputPlan::Retry(params) => {
                 self.retry(g, key, &params);
                 Verdict::Done
@@ -529,17 +519,7 @@ impl Session {
         };
         match self.guard.on_url_required(ctx, &error) {
             Ok(()) => Verdict::Relay(None),
-            Err(r) => {
-                tracing::warn!(
-                    generation = g,
-                    rule = r.rule,
-                    "URL-elicitation-required error refused: {}",
-                    r.message
-                );
-                self.answer_refusal(key, &r);
-                self.after_answer(g);
-                Verdict::Done
-            }
+            Err(r) => self.refuse_answer(g, key, "URL-elicitation-required error", &r),
         }
     }
 
@@ -585,6 +565,20 @@ impl Session {
             g,
             message::request(&wire, method, Some(params)),
         ));
+    }
+
+    /// `g`'s answer to host request `key` (`what`) was refused: log it and
+    /// answer the host with the refusal instead.
+    fn refuse_answer(&mut self, g: GenId, key: &str, what: &str, r: &Refusal) -> Verdict {
+        tracing::warn!(
+            generation = g,
+            rule = r.rule,
+            "{what} refused: {}",
+            r.message
+        );
+        self.answer_refusal(key, r);
+        self.after_answer(g);
+        Verdict::Done
     }
 
     /// Answer host request `key` with the guard's refusal (and forget it).

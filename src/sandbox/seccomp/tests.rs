@@ -165,6 +165,11 @@ fn act(p: &FilterPolicy, nr: i64, args: [u64; 6]) -> Action {
     decide(&entries(p), nr, &args).action
 }
 
+/// What the table decides for `unshare(flags)`.
+fn unshare(p: &FilterPolicy, flags: i32) -> Action {
+    act(p, libc::SYS_unshare, [flags as u64, 0, 0, 0, 0, 0])
+}
+
 #[test]
 fn unix_datagrams_are_refused_in_every_shape_when_unix_sockets_are() {
     let p = strict();
@@ -260,17 +265,10 @@ fn namespaces_cannot_be_made_from_inside() {
     );
     assert_eq!(clone(libc::SIGCHLD as u64), Action::Allow);
     assert_eq!(
-        act(&p, libc::SYS_unshare, [0x80, 0, 0, 0, 0, 0]),
+        unshare(&p, 0x80),
         Action::Errno(libc::EPERM)
     );
-    assert_eq!(
-        act(
-            &p,
-            libc::SYS_unshare,
-            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
-        ),
-        Action::Allow
-    );
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Allow);
 }
 
 #[test]
@@ -306,22 +304,23 @@ fn report_mode_sends_refusals_but_not_quiet_ones_to_the_supervisor() {
     );
 }
 
+/// What the filter compiled from `p` returns for call `nr` with `args`
+/// on this machine's architecture.
+fn run(p: &FilterPolicy, nr: i64, args: [u64; 6]) -> u32 {
+    let t = entries(p);
+    let arch = audit_arch().unwrap();
+    bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
+}
+
+/// The arguments of `openat(AT_FDCWD, path, flags, mode)`.
+fn openat_args(flags: i32, mode: u64) -> [u64; 6] {
+    [libc::AT_FDCWD as u64, 0x1000, flags as u64, mode, 0, 0]
+}
+
 #[test]
 fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
     let mut p = strict();
-    let arch = audit_arch().unwrap();
-    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
-        let t = entries(p);
-        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
-    };
-    let open = [
-        libc::AT_FDCWD as u64,
-        0x1000,
-        libc::O_RDONLY as u64,
-        0,
-        0,
-        0,
-    ];
+    let open = openat_args(libc::O_RDONLY, 0);
     assert_eq!(run(&p, libc::SYS_openat, open), RET_ALLOW);
     assert_eq!(run(&p, libc::SYS_execve, [0; 6]), RET_ALLOW);
     assert!(!p.needs_supervisor());
@@ -347,14 +346,7 @@ fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
         assert_eq!(run(&p, nr, open), RET_USER_NOTIF, "{nr}");
     }
     // What the filter refuses is still refused by the filter itself.
-    let setuid = [
-        libc::AT_FDCWD as u64,
-        0x1000,
-        libc::O_CREAT as u64,
-        0o4755,
-        0,
-        0,
-    ];
+    let setuid = openat_args(libc::O_CREAT, 0o4755);
     assert_eq!(
         run(&p, libc::SYS_openat, setuid),
         RET_ERRNO | libc::EPERM as u32
@@ -371,19 +363,7 @@ fn observing_sends_the_path_calls_and_only_them_to_the_supervisor() {
 #[test]
 fn dev_shm_names_send_their_calls_and_only_them_to_the_supervisor() {
     let mut p = strict();
-    let arch = audit_arch().unwrap();
-    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
-        let t = entries(p);
-        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
-    };
-    let open = [
-        libc::AT_FDCWD as u64,
-        0x1000,
-        (libc::O_RDWR | libc::O_CREAT) as u64,
-        0o600,
-        0,
-        0,
-    ];
+    let open = openat_args(libc::O_RDWR | libc::O_CREAT, 0o600);
     let calls = [
         libc::SYS_openat,
         libc::SYS_unlinkat,
@@ -401,7 +381,7 @@ fn dev_shm_names_send_their_calls_and_only_them_to_the_supervisor() {
     }
     // A plain read never names a semaphore or shared memory (shm_open and
     // sem_open open with O_NOFOLLOW): it goes on, as most opens do.
-    let read = |flags: i32| [libc::AT_FDCWD as u64, 0x1000, flags as u64, 0, 0, 0];
+    let read = |flags: i32| openat_args(flags, 0);
     for flags in [libc::O_RDONLY, libc::O_RDONLY | libc::O_CLOEXEC | libc::O_DIRECTORY] {
         assert_eq!(run(&p, libc::SYS_openat, read(flags)), RET_ALLOW, "{flags:#x}");
     }
@@ -419,7 +399,7 @@ fn dev_shm_names_send_their_calls_and_only_them_to_the_supervisor() {
     }
     // What the filter refuses is still refused by the filter itself, and
     // what names no file runs.
-    let setuid = [libc::AT_FDCWD as u64, 0x1000, libc::O_CREAT as u64, 0o4755, 0, 0];
+    let setuid = openat_args(libc::O_CREAT, 0o4755);
     assert_eq!(
         run(&p, libc::SYS_openat, setuid),
         RET_ERRNO | libc::EPERM as u32
@@ -466,11 +446,6 @@ fn locks_go_to_the_supervisor_and_unlocks_do_not() {
 #[test]
 fn observing_sends_connections_and_refused_udp_sockets_to_the_supervisor() {
     let mut p = strict();
-    let arch = audit_arch().unwrap();
-    let run = |p: &FilterPolicy, nr: i64, args: [u64; 6]| {
-        let t = entries(p);
-        bpf::run(&compile_table(p, &t).unwrap(), nr as i32, arch, args)
-    };
     let udp = [libc::AF_INET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
     let tcp = [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
     assert_eq!(run(&p, libc::SYS_connect, [3, 0, 16, 0, 0, 0]), RET_ALLOW);
@@ -542,21 +517,13 @@ fn a_process_keeps_one_descriptor_table_where_locks_are_supervised() {
     );
     assert_eq!(clone(libc::SIGCHLD), Action::Allow);
     // Unsharing the table: the supervisor looks at the process's threads.
-    let unshare = |flags: i32| act(&p, libc::SYS_unshare, [flags as u64, 0, 0, 0, 0, 0]);
-    assert_eq!(unshare(libc::CLONE_FILES), Action::Supervise);
-    assert_eq!(unshare(libc::CLONE_FS), Action::Allow);
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Supervise);
+    assert_eq!(unshare(&p, libc::CLONE_FS), Action::Allow);
     let close_range = |flags: u64| act(&p, libc::SYS_close_range, [3, 10, flags, 0, 0, 0]);
     assert_eq!(close_range(2), Action::Supervise);
     assert_eq!(close_range(0), Action::Allow);
     assert_eq!(close_range(4), Action::Allow);
     // Without the lock supervision, nothing to look at.
     p.locks = false;
-    assert_eq!(
-        act(
-            &p,
-            libc::SYS_unshare,
-            [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
-        ),
-        Action::Allow
-    );
+    assert_eq!(unshare(&p, libc::CLONE_FILES), Action::Allow);
 }

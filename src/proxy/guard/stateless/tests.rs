@@ -133,6 +133,39 @@ impl Fixture {
             ask_host_roots: false,
         }
     }
+
+    /// The host's retry of the sent request: `responses` as its
+    /// `inputResponses` and `state` as its `requestState`.
+    fn retry(&self, responses: &str, state: &Value) -> String {
+        message::edit_members(
+            &self.sent,
+            &[
+                ("inputResponses", Some(responses)),
+                ("requestState", Some(&state.to_string())),
+            ],
+        )
+        .unwrap()
+    }
+}
+
+/// The refusal of an `input_required` result.
+fn refused(plan: InputPlan) -> Refusal {
+    let InputPlan::Refuse(e) = plan else {
+        panic!("not refused: {plan:?}")
+    };
+    e
+}
+
+/// What a retry the guard lets through sends: the params and the host's
+/// roots.
+fn sent(plan: RetryPlan) -> (String, Option<Value>) {
+    let RetryPlan::Send {
+        params, host_roots, ..
+    } = plan
+    else {
+        panic!("not sent: {plan:?}")
+    };
+    (params, host_roots)
 }
 
 fn sampling_req(max_tokens: u64) -> Value {
@@ -191,17 +224,13 @@ fn roots_only_results_are_retried_by_rootfence_with_the_enforced_roots() {
     // Rounds are capped.
     let mut ctx = f.ctx();
     ctx.own_rounds = MAX_OWN_ROUNDS;
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("stateless.roots_rounds", -32001));
     // Params not kept (a large request of the handshake era): refused,
     // never retried with something else.
     let mut ctx = f.ctx();
     ctx.sent_params = None;
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("stateless.input_request", -32001));
     assert!(e.message.contains("64 KiB"), "{}", e.message);
 }
@@ -212,9 +241,7 @@ fn sampling_through_input_required_meets_the_same_policy() {
     let f = Fixture::new("");
     let mut g = Guard::new(&f.policy);
     let r = result(json!({"llm": sampling_req(50)}), Some("s1"));
-    let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
     assert_eq!((e.rule, e.code), ("sampling.allow", -32001));
     assert!(
         e.message
@@ -243,9 +270,7 @@ fn sampling_through_input_required_meets_the_same_policy() {
     let mut tools = sampling_req(50);
     tools["params"]["tools"] = json!([{"name":"t","inputSchema":{"type":"object"}}]);
     let r = result(json!({"llm": tools}), None);
-    let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
     assert_eq!(e.rule, "sampling.allow_tools");
 }
 
@@ -264,9 +289,7 @@ fn secret_forms_through_input_required_are_refused() {
             json!({"form": form_req(props.clone()), "where": {"method":"roots/list"}}),
             Some("s"),
         );
-        let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-            panic!("{props}")
-        };
+        let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
         assert_eq!(
             (e.rule, e.code),
             ("elicitation.refuse_sensitive", -32001),
@@ -277,11 +300,7 @@ fn secret_forms_through_input_required_are_refused() {
     let f = Fixture::new("[elicitation]\nurl = true\n");
     let mut g = Guard::new(&f.policy);
     let url = json!({"method":"elicitation/create","params":{"mode":"url","message":"Sign in","elicitationId":"e1","url":"https://127.0.0.1/login"}});
-    let InputPlan::Refuse(e) =
-        g.on_input_required(f.ctx(), &result(json!({"u": url}), None), Instant::now())
-    else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(f.ctx(), &result(json!({"u": url}), None), Instant::now()));
     assert_eq!(e.rule, "elicitation.url_allow_ip");
 }
 
@@ -315,9 +334,7 @@ fn unknown_or_malformed_input_requests_fail_closed() {
             "not a string",
         ),
     ] {
-        let InputPlan::Refuse(e) = g.on_input_required(f.ctx(), &r, Instant::now()) else {
-            panic!("{r}")
-        };
+        let e = refused(g.on_input_required(f.ctx(), &r, Instant::now()));
         assert_eq!((e.rule, e.code), ("stateless.input_request", -32001), "{r}");
         assert!(e.message.contains(needle), "{}: {needle}", e.message);
     }
@@ -358,26 +375,11 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
     );
     // The host retries with its answer: the server gets the enforced roots,
     // the answer, and its own state back as it wrote it.
-    let host_retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(r#"{"who":{"action":"accept","content":{"name":"Ann"}}}"#),
-            ),
-            (
-                "requestState",
-                Some(&Value::String(token.clone()).to_string()),
-            ),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params, host_roots, ..
-    } = g.on_host_retry("tools/call", &host_retry, &f.roots)
-    else {
-        panic!()
-    };
+    let host_retry = f.retry(
+        r#"{"who":{"action":"accept","content":{"name":"Ann"}}}"#,
+        &Value::String(token.clone()),
+    );
+    let (params, host_roots) = sent(g.on_host_retry("tools/call", &host_retry, &f.roots));
     assert_eq!(host_roots, None);
     let v: Value = serde_json::from_str(&params).unwrap();
     assert_eq!(v["inputResponses"]["where"], f.roots);
@@ -397,19 +399,10 @@ fn mixed_results_hide_the_roots_and_check_the_answers() {
         panic!()
     };
     let token = serde_json::from_str::<Value>(&out).unwrap()["requestState"].clone();
-    let bad = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(
-                    r#"{"who":{"action":"accept","content":{"name":"Ann","password":"hunter2"}}}"#,
-                ),
-            ),
-            ("requestState", Some(&token.to_string())),
-        ],
-    )
-    .unwrap();
+    let bad = f.retry(
+        r#"{"who":{"action":"accept","content":{"name":"Ann","password":"hunter2"}}}"#,
+        &token,
+    );
     let RetryPlan::Refuse(e) = g.on_host_retry("tools/call", &bad, &f.roots) else {
         panic!()
     };
@@ -489,25 +482,9 @@ fn the_host_roots_are_learned_through_input_requests() {
         json!({HOST_ROOTS_KEY: {"method":"roots/list"}})
     );
     let host_roots = json!({"roots":[{"uri":"file:///home/me/project","name":"project"}]});
-    let retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(&json!({HOST_ROOTS_KEY: host_roots}).to_string()),
-            ),
-            ("requestState", Some(&v["requestState"].to_string())),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params,
-        host_roots: got,
-        ..
-    } = g.on_host_retry("tools/call", &retry, &f.roots)
-    else {
-        panic!()
-    };
+    let responses = json!({HOST_ROOTS_KEY: host_roots}).to_string();
+    let retry = f.retry(&responses, &v["requestState"]);
+    let (params, got) = sent(g.on_host_retry("tools/call", &retry, &f.roots));
     assert_eq!(got, Some(host_roots.clone()));
     // The server gets the original request, as it was.
     assert_eq!(params, f.sent);
@@ -526,25 +503,9 @@ fn the_host_roots_are_learned_through_input_requests() {
     let mine = format!("{HOST_ROOTS_KEY}-2");
     assert_eq!(v["inputRequests"][&mine], json!({"method":"roots/list"}));
     assert_eq!(v["inputRequests"].as_object().unwrap().len(), 2);
-    let retry = message::edit_members(
-        &f.sent,
-        &[
-            (
-                "inputResponses",
-                Some(&json!({"who":{"action":"decline"}, mine.as_str(): host_roots}).to_string()),
-            ),
-            ("requestState", Some(&v["requestState"].to_string())),
-        ],
-    )
-    .unwrap();
-    let RetryPlan::Send {
-        params,
-        host_roots: got,
-        ..
-    } = g.on_host_retry("tools/call", &retry, &f.roots)
-    else {
-        panic!()
-    };
+    let responses = json!({"who":{"action":"decline"}, mine.as_str(): host_roots}).to_string();
+    let retry = f.retry(&responses, &v["requestState"]);
+    let (params, got) = sent(g.on_host_retry("tools/call", &retry, &f.roots));
     assert_eq!(got, Some(host_roots));
     let v: Value = serde_json::from_str(&params).unwrap();
     assert_eq!(
@@ -562,9 +523,7 @@ fn handshake_era_results_carrying_input_requests_are_judged_too() {
     ctx.revision = Revision::V2025_11_25;
     let r = json!({"content":[],"inputRequests":{"llm": sampling_req(10)}}).to_string();
     assert!(needs_judging(&r));
-    let InputPlan::Refuse(e) = g.on_input_required(ctx, &r, Instant::now()) else {
-        panic!()
-    };
+    let e = refused(g.on_input_required(ctx, &r, Instant::now()));
     assert_eq!(e.rule, "sampling.allow");
 }
 

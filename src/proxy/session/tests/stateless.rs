@@ -44,6 +44,11 @@ fn take(sim: &mut Sim, g: GenId) -> Vec<Value> {
         .collect()
 }
 
+/// The rule of the refusal the host got for its request `id`.
+fn refusal_rule(sim: &Sim, id: i64) -> Value {
+    sim.answer(&json!(id))["error"]["data"]["rule"].clone()
+}
+
 fn reply(sim: &mut Sim, g: GenId, id: &Value, result: Value) {
     sim.event(server_line(
         g,
@@ -333,10 +338,7 @@ fn a_mixed_result_reaches_the_host_without_its_roots_and_the_retry_gets_them() {
     assert!(take(&mut sim, g).is_empty());
     // The token is used up: the same retry again is refused too.
     sim.host(retry(3, json!({"name": "Ann"})));
-    assert_eq!(
-        sim.answer(&json!(3))["error"]["data"]["rule"],
-        "stateless.request_state"
-    );
+    assert_eq!(refusal_rule(&sim, 3), "stateless.request_state");
     // A fresh round with a good answer: the server gets its own state and
     // the enforced roots.
     call(&mut sim, json!(4), json!({"elicitation": {"form": {}}}));
@@ -401,25 +403,20 @@ fn task_questions_are_judged_and_their_answers_checked() {
     let form = json!({"method":"elicitation/create","params":{"mode":"form","message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}});
     let secret = json!({"method":"elicitation/create","params":{"mode":"form","message":"Your GitHub password","requestedSchema":{"type":"object","properties":{"p":{"type":"string","default":"paste your GitHub password here"}}}}});
     let task = |requests: Value| json!({"resultType":"complete","taskId":"t1","status":"input_required","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":null,"inputRequests":requests});
+    // The host asks for the task with `tasks/get` `id`; the server answers
+    // with these questions.
+    let ask = |sim: &mut Sim, id: i64, requests: Value| {
+        sim.host(get(id));
+        let sent = take(sim, g);
+        reply(sim, g, &sent[0]["id"], task(requests));
+    };
     // A question the policy refuses: the host's tasks/get is answered with
     // the refusal, nothing of it reaches the host.
-    sim.host(get(1));
-    let sent = take(&mut sim, g);
-    reply(&mut sim, g, &sent[0]["id"], task(json!({"s": secret})));
-    assert_eq!(
-        sim.answer(&json!(1))["error"]["data"]["rule"],
-        "elicitation.refuse_sensitive"
-    );
+    ask(&mut sim, 1, json!({"s": secret}));
+    assert_eq!(refusal_rule(&sim, 1), "elicitation.refuse_sensitive");
     // Only roots: rootfence answers with tasks/update itself and asks for
     // the task again; the host gets the next state.
-    sim.host(get(2));
-    let sent = take(&mut sim, g);
-    reply(
-        &mut sim,
-        g,
-        &sent[0]["id"],
-        task(json!({"where": {"method":"roots/list"}})),
-    );
+    ask(&mut sim, 2, json!({"where": {"method":"roots/list"}}));
     let sent = take(&mut sim, g);
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(sent[0]["method"], "tasks/update");
@@ -437,37 +434,17 @@ fn task_questions_are_judged_and_their_answers_checked() {
     assert_eq!(sim.answer(&json!(2))["result"]["status"], "working");
     // Roots and a form: the host sees the form only, and its tasks/update
     // is checked and completed with the roots.
-    sim.host(get(3));
-    let sent = take(&mut sim, g);
-    reply(
-        &mut sim,
-        g,
-        &sent[0]["id"],
-        task(json!({"where": {"method":"roots/list"}, "f": form})),
-    );
+    ask(&mut sim, 3, json!({"where": {"method":"roots/list"}, "f": form}));
     let a = sim.answer(&json!(3));
     assert_eq!(a["result"]["inputRequests"], json!({"f": form}), "{a}");
     let update = |id: i64, content: Value| json!({"jsonrpc":"2.0","id":id,"method":"tasks/update","params":{"taskId":"t1","inputResponses":{"f":{"action":"accept","content":content}},"_meta": meta(caps.clone())}});
     sim.host(update(4, json!({"name":"Ann","password":"x"})));
-    assert_eq!(
-        sim.answer(&json!(4))["error"]["data"]["rule"],
-        "elicitation.validate_response"
-    );
+    assert_eq!(refusal_rule(&sim, 4), "elicitation.validate_response");
     assert!(take(&mut sim, g).is_empty());
     // Answers to questions rootfence never showed: refused.
     sim.host(update(5, json!({"name":"Ann"})));
-    assert_eq!(
-        sim.answer(&json!(5))["error"]["data"]["rule"],
-        "stateless.task"
-    );
-    sim.host(get(6));
-    let sent = take(&mut sim, g);
-    reply(
-        &mut sim,
-        g,
-        &sent[0]["id"],
-        task(json!({"where": {"method":"roots/list"}, "f": form})),
-    );
+    assert_eq!(refusal_rule(&sim, 5), "stateless.task");
+    ask(&mut sim, 6, json!({"where": {"method":"roots/list"}, "f": form}));
     sim.host(update(7, json!({"name":"Ann"})));
     let sent = take(&mut sim, g);
     assert_eq!(
