@@ -30,9 +30,10 @@ impl BigWriter {
     }
 
     /// Write all of `line` to the pipe from a blocking thread; returns once
-    /// the pipe has all of it. Call after everything written before it
-    /// through the other handle has reached the pipe.
-    pub async fn write(&self, line: Vec<u8>) -> std::io::Result<()> {
+    /// the pipe has all of it, with the line's buffer (for reuse). Call
+    /// after everything written before it through the other handle has
+    /// reached the pipe.
+    pub async fn write(&self, line: Vec<u8>) -> std::io::Result<Vec<u8>> {
         let fd = self.0.clone();
         let (line, r) = tokio::task::spawn_blocking(move || {
             let r = write_all(&fd, &line);
@@ -40,9 +41,7 @@ impl BigWriter {
         })
         .await
         .map_err(std::io::Error::other)?;
-        // Freed or kept for the readers here, on the loop's thread.
-        super::framing::recycle(line);
-        r
+        r.map(|()| line)
     }
 }
 

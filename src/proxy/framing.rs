@@ -348,7 +348,9 @@ pub async fn write_all_lines<W: AsyncWrite + Unpin>(
                     Some(b) if line.len() >= BIG_LINE => {
                         // What went through `w` is in the pipe already.
                         w.flush().await?;
-                        b.write(line).await?;
+                        // Freed or kept for the readers here, on the
+                        // loop's thread.
+                        recycle(b.write(line).await?);
                     }
                     _ => {
                         w.write_all(&line).await?;

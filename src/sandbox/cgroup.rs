@@ -1108,7 +1108,7 @@ fn kill_all(dir: &Path, cgroup: &Path, v2: bool) {
         let inside = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
             .is_ok_and(|t| in_cgroup(&t, cgroup, v2));
         if inside {
-            let _ = super::handle::pidfd_signal(&pidfd, libc::SIGKILL);
+            let _ = super::pidfd::signal(&pidfd, libc::SIGKILL);
         }
     }
 }

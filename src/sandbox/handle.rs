@@ -15,25 +15,6 @@ use super::coverage::{DomainRung, Rung};
 use super::scratch::Scratch;
 use super::seccomp::{self, FilterPolicy, supervisor};
 
-/// Send `signal` (0: only check) to the process `pidfd` names: never
-/// another's, even if its number was taken again.
-pub(super) fn pidfd_signal(pidfd: &OwnedFd, signal: i32) -> io::Result<()> {
-    // SAFETY: pidfd_send_signal on a pidfd we hold, no info struct.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            signal,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// What a started server is confined by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confinement {
@@ -295,7 +276,7 @@ impl SandboxedChild {
         if self.status.is_some() {
             return Ok(());
         }
-        if let Err(e) = pidfd_signal(&self.pidfd, signal) {
+        if let Err(e) = super::pidfd::signal(&self.pidfd, signal) {
             if e.raw_os_error() == Some(libc::ESRCH) {
                 return Ok(());
             }

@@ -52,6 +52,7 @@ mod mount;
 mod netns;
 mod nsprobe;
 pub mod observed;
+mod pidfd;
 mod probe;
 mod protocol;
 mod resources;

@@ -1410,7 +1410,7 @@ fn clone_and_start(
     } = parent;
     drop(child_ends);
     let abort = |what: &'static str, e: io::Error| {
-        let _ = super::handle::pidfd_signal(&started.pidfd, libc::SIGKILL);
+        let _ = super::pidfd::signal(&started.pidfd, libc::SIGKILL);
         // SAFETY: reaping our own child.
         unsafe {
             libc::waitpid(started.pid, std::ptr::null_mut(), 0);

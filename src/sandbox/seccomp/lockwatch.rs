@@ -715,11 +715,11 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 /// Whether the process has not been reaped (a zombie holds no lock, and
 /// keeps its pid from another process).
 fn alive(pidfd: &OwnedFd) -> bool {
-    crate::sandbox::handle::pidfd_signal(pidfd, 0).is_ok()
+    crate::sandbox::pidfd::signal(pidfd, 0).is_ok()
 }
 
 fn kill(pidfd: &OwnedFd) {
-    let _ = crate::sandbox::handle::pidfd_signal(pidfd, libc::SIGKILL);
+    let _ = crate::sandbox::pidfd::signal(pidfd, libc::SIGKILL);
 }
 
 #[cfg(test)]
