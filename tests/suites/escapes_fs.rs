@@ -2383,14 +2383,15 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
          tries = 0\n\
          won = False\n\
          start = time.time()\n\
-         while tries < 20000 and not won and time.time() - start < 20:\n\
+         while tries < 20000 and not won and time.time() - start < 40:\n\
          \x20   tries += 1\n\
          \x20   os.dup2(A, T)\n\
          \x20   k = tries % 200\n\
          \x20   go = threading.Event()\n\
          \x20   def flip():\n\
          \x20       go.wait()\n\
-         \x20       time.sleep(0.0005 * (k % 40))\n\
+         \x20       if k % 2: time.sleep(0.0005 * (k % 40))\n\
+         \x20       else: [None for _ in range(k * 5)]\n\
          \x20       os.dup2(B, T)\n\
          \x20   th = threading.Thread(target=flip); th.start(); go.set()\n\
          \x20   try: fcntl.fcntl(T, fcntl.F_SETLK, RD)\n\
