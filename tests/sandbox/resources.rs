@@ -549,6 +549,43 @@ const INOTIFY_ONE: &str = "import ctypes, errno\n\
      fd = libc.inotify_init1(0)\n\
      print('outside=' + ('OK' if fd >= 0 else errno.errorcode[ctypes.get_errno()]))";
 
+/// Start the server `c` (a hog that prints two `name=value` lines, then
+/// holds what it took until its stdin closes); while it holds them, run
+/// python with `outside` as the runner, outside the sandbox. The server's
+/// values by name, and what the python outside printed.
+fn while_held(
+    t: &Tree,
+    c: &mut Command,
+    outside: &[&str],
+) -> (impl Fn(&str) -> String + use<>, String) {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rootfence exec");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut lines = String::new();
+    for _ in 0..2 {
+        out.read_line(&mut lines).expect("the server's count");
+    }
+    let mut one = Command::new(python());
+    one.args(outside);
+    t.as_runner(&mut one);
+    let said = String::from_utf8_lossy(&one.output().expect("python outside").stdout).into_owned();
+    drop(child.stdin.take());
+    let status = child.wait().expect("wait for rootfence exec");
+    assert!(status.success(), "{status:?}: {lines}");
+    let value = move |name: &str| {
+        lines
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {lines}"))
+            .to_string()
+    };
+    (value, said)
+}
+
 /// A server opening inotify instances until refused gets its share (a
 /// quarter of the user's: with namespaces its user namespace's limit,
 /// without them rootfence's supervisor's count), and the user, outside,
@@ -573,33 +610,8 @@ fn inotify(t: &Tree) {
         &["--policy", &policy],
         &[python().to_str().unwrap_or("python3"), "-c", &code],
     );
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rootfence exec");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut lines = String::new();
-    for _ in 0..2 {
-        out.read_line(&mut lines).expect("the server's count");
-    }
     // While the server holds all it could open: one more, outside.
-    let mut one = Command::new(python());
-    one.args(["-c", INOTIFY_ONE]);
-    t.as_runner(&mut one);
-    let outside =
-        String::from_utf8_lossy(&one.output().expect("python outside").stdout).into_owned();
-    drop(child.stdin.take());
-    let status = child.wait().expect("wait for rootfence exec");
-    assert!(status.success(), "{status:?}: {lines}");
-    let value = |name: &str| {
-        lines
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("no {name} in {lines}"))
-            .to_string()
-    };
+    let (value, outside) = while_held(t, &mut c, &["-c", INOTIFY_ONE]);
     let n: usize = value("instances").parse().expect("a count");
     // The twin: instances opened inside, a few at least.
     assert!(n >= 4, "{n} instances");
@@ -675,33 +687,8 @@ fn inotify_watches(t: &Tree) {
             &per_s,
         ],
     );
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rootfence exec");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut lines = String::new();
-    for _ in 0..2 {
-        out.read_line(&mut lines).expect("the server's count");
-    }
     // While the server holds all it could add: one more, outside.
-    let mut one = Command::new(python());
-    one.args(["-c", WATCH_ONE, t.r.to_str().unwrap()]);
-    t.as_runner(&mut one);
-    let outside =
-        String::from_utf8_lossy(&one.output().expect("python outside").stdout).into_owned();
-    drop(child.stdin.take());
-    let status = child.wait().expect("wait for rootfence exec");
-    assert!(status.success(), "{status:?}: {lines}");
-    let value = |name: &str| {
-        lines
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("no {name} in {lines}"))
-            .to_string()
-    };
+    let (value, outside) = while_held(t, &mut c, &["-c", WATCH_ONE, t.r.to_str().unwrap()]);
     let n: usize = value("watches").parse().expect("a count");
     // The twin: many watches added inside.
     assert!(n >= per, "{n} watches");
