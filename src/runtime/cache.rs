@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use super::launchers::NotAsked;
 use super::wide::{shared, too_wide};
 use super::{Collect, HostEnv, Rights, Rule, RuntimeNeed};
 use crate::policy::Policy;
@@ -73,10 +74,14 @@ pub fn collect(c: &mut Collect, argv: &[OsString]) {
                     grant(c, dir, ask.var, ask.why);
                 }
             }
-            Err(at) => c.note(format!(
+            Err(NotAsked::Writable(at)) => c.note(format!(
                 "{} not asked where its caches are: it lies in {}, which the server may write, and rootfence runs nothing the server may have written; the server runs with no such cache",
                 l.program,
                 super::shown(&at, c.env.home.as_deref())
+            )),
+            Err(NotAsked::Blind(why)) => c.note(format!(
+                "{} not asked where its caches are: rootfence asks it blind to the places the server may write, and cannot here ({why}); the server runs with no such cache; fix: name the cache in the policy's [runtime] read",
+                l.program
             )),
         }
     }

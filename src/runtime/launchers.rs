@@ -7,14 +7,16 @@
 //! ...): one table entry per launcher. The launcher is the user's own
 //! program (found on the user's `PATH`, named by the configured command),
 //! asked with the user's environment in the home directory, never the
-//! server; its answer is granted only as the cache rule grants (read, a
-//! private layer for writes, never a shared or too wide directory, never a
-//! denied path).
+//! server, and blind to every place the server may write
+//! ([`super::unwritten`]): its answer comes from what the user wrote. It is
+//! granted only as the cache rule grants (read, a private layer for writes,
+//! never a shared or too wide directory, never a denied path).
 //!
 //! Answers are kept per launcher binary in rootfence's cache
 //! (`$XDG_CACHE_HOME/rootfence/launchers/`), keyed by the binary's path,
-//! size and modification time and the variables that move its cache, so a
-//! launch asks a launcher once, not every time.
+//! size and modification time, the variables that move its cache and the
+//! places it was blind to, so a launch asks a launcher once, not every
+//! time.
 
 use std::collections::BTreeMap;
 use std::hash::Hasher;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use super::HostEnv;
 use super::exe::{base_name, which};
+use super::unwritten::{Blindfold, Unavailable};
 
 /// How a launcher's answer is read.
 #[derive(Clone, Copy)]
@@ -167,14 +170,18 @@ impl Launcher {
     ///
     /// # Security
     ///
-    /// The launcher runs with the user's rights, outside any sandbox: one
-    /// whose place (its directory, or the directory of any link on the way
-    /// to it) lies under `writable` is not run (`Err` with that place).
+    /// The launcher runs with the user's rights, blind to every place under
+    /// `writable` (what it would read or run there is refused): its answer
+    /// and whatever its configuration makes it run come from what the user
+    /// wrote. One whose place (its directory, or the directory of any link
+    /// on the way to it) lies under `writable` is not run at all, nor one
+    /// that cannot be blindfolded; nor is an answer recorded where the
+    /// server may write read back.
     pub fn cache_dirs(
         &self,
         env: &HostEnv,
         writable: &[PathBuf],
-    ) -> Result<Vec<(&'static Ask, PathBuf)>, PathBuf> {
+    ) -> Result<Vec<(&'static Ask, PathBuf)>, NotAsked> {
         let Some(program) = which(self.program, env) else {
             return Ok(Vec::new());
         };
@@ -189,13 +196,21 @@ impl Launcher {
             .into_iter()
             .find(|p| writable.iter().any(|w| p.starts_with(w)))
         {
-            return Err(at);
+            return Err(NotAsked::Writable(at));
         }
+        let blind = Blindfold::around(writable).map_err(NotAsked::Blind)?;
+        let asking = Asking {
+            name: self.program,
+            found: &program,
+            env,
+            writable,
+            blind: blind.as_ref(),
+        };
         Ok(self
             .asks
             .iter()
             .filter_map(|a| {
-                let answer = a.cache_dir(self.program, &program, env)?;
+                let answer = a.cache_dir(&asking)?;
                 let dir = match a.names {
                     Names::Answer => answer,
                     Names::Parent => answer.parent()?.to_path_buf(),
@@ -206,13 +221,34 @@ impl Launcher {
     }
 }
 
+/// Why a launcher was not asked where its caches are.
+#[derive(Debug)]
+pub enum NotAsked {
+    /// It lies in this place, which the server may write.
+    Writable(PathBuf),
+    /// It could not be run blind to what the server may write.
+    Blind(Unavailable),
+}
+
+/// A launcher being asked: its name, where it was found, the user's
+/// environment, the places the server may write and the blindfold hiding
+/// them.
+struct Asking<'a> {
+    name: &'a str,
+    found: &'a Path,
+    env: &'a HostEnv,
+    writable: &'a [PathBuf],
+    blind: Option<&'a Blindfold>,
+}
+
 impl Ask {
-    /// Where the launcher `program` (found at `found`) says this cache is:
-    /// from rootfence's record of its answer when the binary and the
-    /// variable are unchanged, else by asking it (and recording the
-    /// answer). `None` when it gives no absolute path.
-    fn cache_dir(&self, name: &str, found: &Path, env: &HostEnv) -> Option<PathBuf> {
-        let program = found.to_path_buf();
+    /// Where the launcher says this cache is: from rootfence's record of
+    /// its answer when the binary, the variable and the places hidden from
+    /// it are unchanged, else by asking it (and recording the answer).
+    /// `None` when it gives no absolute path.
+    fn cache_dir(&self, asking: &Asking<'_>) -> Option<PathBuf> {
+        let (name, env) = (asking.name, asking.env);
+        let program = asking.found.to_path_buf();
         let real = crate::canon::canonicalize(&program).ok()?;
         let m = std::fs::metadata(&real).ok()?;
         let key = {
@@ -231,9 +267,19 @@ impl Ask {
                     .as_ref()
                     .map_or(&b""[..], |h| h.as_os_str().as_encoded_bytes()),
             );
+            let mut hidden: Vec<&PathBuf> = asking.writable.iter().collect();
+            hidden.sort();
+            hidden.dedup();
+            for w in hidden {
+                h.write(w.as_os_str().as_encoded_bytes());
+                h.write_u8(0);
+            }
             format!("{name}-{:016x}", h.finish())
         };
-        let record = record_dir(env).map(|d| d.join(&key));
+        // Records kept where the server may write would be its word.
+        let record = record_dir(env)
+            .filter(|d| !asking.writable.iter().any(|w| d.starts_with(w)))
+            .map(|d| d.join(&key));
         if let Some(r) = &record
             && let Ok(text) = std::fs::read_to_string(r)
             && let Some(p) = text.lines().next().map(PathBuf::from)
@@ -241,15 +287,22 @@ impl Ask {
         {
             return Some(p);
         }
-        let answer = self.ask_it(name, &program, env)?;
+        let answer = self.ask_it(name, &program, env, asking.blind)?;
         if let Some(r) = &record {
             let _ = write_record(r, &answer);
         }
         Some(answer)
     }
 
-    /// Run the launcher with its question and read its answer.
-    fn ask_it(&self, name: &str, program: &Path, env: &HostEnv) -> Option<PathBuf> {
+    /// Run the launcher with its question (under `blind`) and read its
+    /// answer.
+    fn ask_it(
+        &self,
+        name: &str,
+        program: &Path,
+        env: &HostEnv,
+        blind: Option<&Blindfold>,
+    ) -> Option<PathBuf> {
         let mut cmd = Command::new(program);
         cmd.args(self.args)
             .env_clear()
@@ -259,6 +312,9 @@ impl Ask {
             .stderr(Stdio::null());
         if let Some(h) = &env.home {
             cmd.current_dir(h);
+        }
+        if let Some(b) = blind {
+            b.apply(&mut cmd).ok()?;
         }
         let mut child = cmd.spawn().ok()?;
         let mut out = Vec::new();
@@ -398,6 +454,31 @@ esac"#,
                 ("pnpm_config_cache_dir", home.join(".cache/pnpm")),
             ]
         );
+    }
+
+    /// A launcher answers from its configuration: one in a place the
+    /// server may write is not read (the launcher answers as without it),
+    /// and the answer is asked again when the places hidden change.
+    #[test]
+    fn a_launcher_reads_no_configuration_the_server_may_write() {
+        let (tmp, env, home) = fake(
+            "yarn",
+            r#"cat "$HOME/../w/yarnrc" 2>/dev/null || echo "$HOME/.cache/yarn""#,
+        );
+        let w = std::fs::canonicalize(tmp.path()).unwrap().join("w");
+        std::fs::create_dir_all(&w).unwrap();
+        std::fs::write(w.join("yarnrc"), "/elsewhere/chosen\n").unwrap();
+        let argv = [OsString::from("yarn"), "dlx".into(), "x".into()];
+        let l = of(&argv).unwrap();
+        let dirs = |writable: &[PathBuf]| -> Vec<PathBuf> {
+            l.cache_dirs(&env, writable)
+                .unwrap()
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect()
+        };
+        assert_eq!(dirs(std::slice::from_ref(&w)), vec![home.join(".cache/yarn")]);
+        assert_eq!(dirs(&[]), vec![PathBuf::from("/elsewhere/chosen")]);
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod narrow;
 mod project;
 mod rules;
 mod state;
+mod unwritten;
 mod system;
 mod toolchain;
 mod wide;

@@ -1011,10 +1011,121 @@ fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
     if let Some((uid, gid)) = t.user {
         std::os::unix::fs::chown(&t.outside, Some(uid), Some(gid)).unwrap();
     }
-    run(&own);
+    let out = run(&own);
+    if t.no_landlock() {
+        // Without Landlock it cannot be asked blind to what the server may
+        // write (its root): it is not asked, and that is said.
+        assert!(!marker.exists(), "asked without a blindfold: {out:?}");
+        assert!(
+            common::stderr(&out).contains("cannot here (this kernel has no Landlock)"),
+            "{}",
+            common::stderr(&out)
+        );
+        return;
+    }
     assert!(
         std::fs::read_to_string(&marker).is_ok_and(|m| m.contains("environment")),
         "the user's pipx was not asked"
+    );
+}
+
+#[test]
+fn a_launchers_configuration_the_server_may_have_written_steers_nothing() {
+    // rootfence asks the user's own package runner where its cache is and
+    // grants its answer. The runner's answer comes from its configuration
+    // (here the file $PIPXRC names), and a configuration may run code. One
+    // the server wrote in its root at one launch is the server's word: at
+    // the next launch it neither names the cache granted (a directory of
+    // the user's outside) nor runs (a file it would write outside stays
+    // unwritten). The twins: the runner still answers (its default cache
+    // is granted), and a configuration the server may not write is
+    // followed.
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree();
+    let secret = t.p("otherproj");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("secret.txt"), SECRET).unwrap();
+    let default = t.p("pipxhome");
+    std::fs::create_dir_all(&default).unwrap();
+    std::fs::write(default.join("cached.txt"), "CACHED").unwrap();
+    let marker = t.outside.join("hook-ran");
+    // As asked (`environment`), it reads its configuration (a line naming
+    // its home, and a hook it runs); as the server (`run`), it prints what
+    // it can read of both homes.
+    let fake = format!(
+        "#!/bin/sh\n\
+         if [ \"$1\" = environment ]; then\n\
+           [ -f \"$PIPXRC.hook\" ] && sh \"$PIPXRC.hook\"\n\
+           head -n1 \"$PIPXRC\" 2>/dev/null || echo {default}\n\
+         else\n\
+           cat {secret}/secret.txt {default}/cached.txt\n\
+         fi\n",
+        default = default.display(),
+        secret = secret.display(),
+    );
+    for bin in ["userbin", "userbin2"] {
+        let d = t.p(bin);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("pipx"), &fake).unwrap();
+        std::fs::set_permissions(d.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    if let Some((uid, gid)) = t.user {
+        std::os::unix::fs::chown(&t.outside, Some(uid), Some(gid)).unwrap();
+    }
+    // The first launch writes the configuration in the root.
+    let conf = t.r.join("pipx.conf");
+    let py = common::python();
+    Probe::new(
+        t.command(
+            &[],
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\ncheck('plant', lambda: (write('{c}', '{s}\\n'), write('{c}.hook', 'echo ran > {m}\\n')))",
+                    common::PRELUDE,
+                    c = conf.display(),
+                    s = secret.display(),
+                    m = marker.display(),
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("plant");
+    let run = |bin: &str, rc: &std::path::Path| {
+        t.command(&[], &["pipx", "run", "cowsay"])
+            .env("PATH", format!("{}:/usr/bin:/bin", t.p(bin).display()))
+            .env("PIPXRC", rc)
+            .output()
+            .unwrap()
+    };
+    let out = run("userbin", &conf);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!shown.contains(SECRET), "the server's configuration named the cache: {out:?}");
+    assert!(!marker.exists(), "rootfence ran the server's hook outside: {out:?}");
+    if t.no_landlock() {
+        // Without Landlock it cannot be asked blind to what the server may
+        // write: it is not asked, and that is said.
+        assert!(
+            common::stderr(&out).contains("cannot here (this kernel has no Landlock)"),
+            "{}",
+            common::stderr(&out)
+        );
+        return;
+    }
+    assert!(shown.contains("CACHED"), "the runner's default cache was not granted: {out:?}");
+    // The twin: the user's own configuration, where the server may not
+    // write, is followed (another copy of the runner: answers are kept
+    // per binary).
+    let own = t.p("conf/pipx.conf");
+    std::fs::create_dir_all(own.parent().unwrap()).unwrap();
+    std::fs::write(&own, format!("{}\n", secret.display())).unwrap();
+    let out = run("userbin2", &own);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(SECRET),
+        "the user's configuration was not followed: {out:?}"
     );
 }
 
