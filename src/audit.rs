@@ -13,7 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The audit file could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +81,29 @@ pub struct Record<'a> {
 /// Where audit records go.
 #[derive(Debug, Default)]
 pub struct AuditLog {
-    file: Option<(PathBuf, File)>,
+    file: Option<Writer>,
+}
+
+/// The audit file's writer: a thread of its own opens the file and
+/// appends the lines sent to it, so a file that hangs (a FIFO nobody
+/// reads, a network filesystem that stopped answering) stalls nothing but
+/// that thread.
+#[derive(Debug)]
+struct Writer {
+    path: PathBuf,
+    lines: Option<std::sync::mpsc::Sender<String>>,
+    /// Told when the thread has written every line and ended.
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+/// Longest the end of a log waits for its last lines to be written.
+const DRAIN: Duration = Duration::from_secs(1);
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.lines.take();
+        let _ = self.done.recv_timeout(DRAIN);
+    }
 }
 
 impl AuditLog {
@@ -90,46 +112,52 @@ impl AuditLog {
         AuditLog { file: None }
     }
 
-    /// Also append to `path` (created with its parent directories, mode
-    /// 0600 when new).
-    pub fn with_file(path: &Path) -> Result<AuditLog, AuditError> {
-        let err = |source| AuditError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        // Never through a symlink (a link planted where the audit file
-        // goes would make rootfence append to its target), and only to a
-        // regular file with a single link.
-        let mut o = OpenOptions::new();
-        o.create(true).append(true);
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW);
-        let f = o.open(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                err(std::io::Error::other(
-                    "it is a symlink; name the file itself in [audit] file",
-                ))
-            } else {
-                err(e)
+    /// Also append to `path` ([`open`]), from a thread of the log's own. A
+    /// file that cannot be opened is said in the log, once, as "`what` go
+    /// to the log only".
+    pub fn to_file(path: &Path, what: &'static str) -> AuditLog {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let (done_tx, done) = std::sync::mpsc::sync_channel(1);
+        let at = path.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("audit".into())
+            .spawn(move || {
+                match open(&at) {
+                    Ok(mut f) => {
+                        for line in rx {
+                            if let Err(e) = f.write_all(line.as_bytes()) {
+                                tracing::warn!("cannot write the audit file {}: {e}", at.display());
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("{e}; {what} go to the log only");
+                        rx.into_iter().for_each(drop);
+                    }
+                }
+                let _ = done_tx.send(());
+            });
+        match spawned {
+            Ok(_) => AuditLog {
+                file: Some(Writer {
+                    path: path.to_path_buf(),
+                    lines: Some(tx),
+                    done,
+                }),
+            },
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the audit file's writer for {}: {e}; {what} go to the log only",
+                    path.display()
+                );
+                AuditLog::tracing_only()
             }
-        })?;
-        let md = f.metadata().map_err(err)?;
-        if !md.is_file() || std::os::unix::fs::MetadataExt::nlink(&md) > 1 {
-            return Err(err(std::io::Error::other(
-                "it must be a regular file with a single link",
-            )));
         }
-        Ok(AuditLog {
-            file: Some((path.to_path_buf(), f)),
-        })
     }
 
     /// The file records are appended to, if any.
     pub fn path(&self) -> Option<&Path> {
-        self.file.as_ref().map(|(p, _)| p.as_path())
+        self.file.as_ref().map(|w| w.path.as_path())
     }
 
     /// Record one decision.
@@ -167,19 +195,56 @@ impl AuditLog {
     /// (no log event: for records of other kinds, such as the network
     /// proxy's, which log their own).
     pub fn append(&mut self, record: &impl serde::Serialize) {
-        if let Some((path, f)) = self.file.as_mut() {
-            let line = match serde_json::to_string(record) {
-                Ok(mut l) => {
-                    l.push('\n');
-                    l
-                }
-                Err(e) => return tracing::warn!("audit record not serializable: {e}"),
-            };
-            if let Err(e) = f.write_all(line.as_bytes()) {
-                tracing::warn!("cannot write the audit file {}: {e}", path.display());
+        let Some(tx) = self.file.as_ref().and_then(|w| w.lines.as_ref()) else {
+            return;
+        };
+        match serde_json::to_string(record) {
+            Ok(mut line) => {
+                line.push('\n');
+                // The writer is gone only once the log is dropped.
+                let _ = tx.send(line);
             }
+            Err(e) => tracing::warn!("audit record not serializable: {e}"),
         }
     }
+}
+
+/// Open `path` for appending audit records: created with its parent
+/// directories, mode 0600 when new.
+///
+/// # Security
+///
+/// Never through a symlink (a link planted where the audit file goes would
+/// make rootfence append to its target), and only to a regular file with a
+/// single link; a FIFO is refused without waiting for a reader.
+pub fn open(path: &Path) -> Result<File, AuditError> {
+    let err = |source| AuditError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut o = OpenOptions::new();
+    o.create(true).append(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let f = o.open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => err(std::io::Error::other(
+            "it is a symlink; name the file itself in [audit] file",
+        )),
+        Some(libc::ENXIO) => err(std::io::Error::other(
+            "it must be a regular file with a single link",
+        )),
+        _ => err(e),
+    })?;
+    let md = f.metadata().map_err(err)?;
+    if !md.is_file() || std::os::unix::fs::MetadataExt::nlink(&md) > 1 {
+        return Err(err(std::io::Error::other(
+            "it must be a regular file with a single link",
+        )));
+    }
+    Ok(f)
 }
 
 /// Now, as RFC 3339 UTC with milliseconds.
@@ -217,7 +282,7 @@ mod tests {
     fn file_records_are_json_lines_in_a_created_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/deeper/audit.jsonl");
-        let mut log = AuditLog::with_file(&path).unwrap();
+        let mut log = AuditLog::to_file(&path, "records");
         for decision in [Decision::Allowed, Decision::Refused] {
             log.record(&Record {
                 ts: now_rfc3339(),
@@ -231,7 +296,7 @@ mod tests {
         }
         // Reopening appends.
         drop(log);
-        let mut log = AuditLog::with_file(&path).unwrap();
+        let mut log = AuditLog::to_file(&path, "records");
         log.record(&Record {
             ts: now_rfc3339(),
             generation: 3,
@@ -241,6 +306,8 @@ mod tests {
             summary: "action=accept fields=1",
             reason: Some("x"),
         });
+        // Dropped, the log has written what it was given.
+        drop(log);
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()
@@ -262,8 +329,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let blocker = dir.path().join("file");
         std::fs::write(&blocker, "").unwrap();
-        let e = AuditLog::with_file(&blocker.join("audit.jsonl")).unwrap_err();
+        let e = open(&blocker.join("audit.jsonl")).unwrap_err();
         assert!(e.to_string().contains("cannot open the audit file"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("audit.jsonl");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap();
+        let e = open(&fifo).unwrap_err();
+        assert!(e.to_string().contains("regular file"), "{e}");
     }
 
     #[test]
@@ -273,11 +350,11 @@ mod tests {
         std::fs::write(&victim, "untouched").unwrap();
         let link = dir.path().join("audit.jsonl");
         std::os::unix::fs::symlink(&victim, &link).unwrap();
-        let e = AuditLog::with_file(&link).unwrap_err();
+        let e = open(&link).unwrap_err();
         assert!(e.to_string().contains("symlink"), "{e}");
         let hard = dir.path().join("hard.jsonl");
         std::fs::hard_link(&victim, &hard).unwrap();
-        let e = AuditLog::with_file(&hard).unwrap_err();
+        let e = open(&hard).unwrap_err();
         assert!(e.to_string().contains("single link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
     }

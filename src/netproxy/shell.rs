@@ -158,10 +158,7 @@ impl Proxy {
         let local = listener.local_addr()?;
         let log = match &audit {
             None => AuditLog::tracing_only(),
-            Some(p) => AuditLog::with_file(p).unwrap_or_else(|e| {
-                tracing::warn!("{e}; network decisions go to the log only");
-                AuditLog::tracing_only()
-            }),
+            Some(p) => AuditLog::to_file(p, "network decisions"),
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let sink = Arc::new(Sink {

@@ -608,8 +608,15 @@ async fn every_decision_is_audited_in_the_log_and_the_file() {
         |_| json!({"action":"accept","content":{"name":"Secret Agent Ann"}}),
     )
     .await;
+    // The file is written from a thread of its own: its five lines, within
+    // seconds.
     let file = r.dir.path().join("state/audit.jsonl");
-    let text = std::fs::read_to_string(&file).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    while text.lines().count() < 5 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        text = std::fs::read_to_string(&file).unwrap_or_default();
+    }
     let lines: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -590,6 +590,49 @@ async fn a_plan_that_hangs_stalls_nothing_but_itself() {
     relaunched(&mut r, &pid1, 3).await;
 }
 
+/// An audit file that hangs stalls nothing: a policy edit names a FIFO
+/// nobody reads as the audit file (opening it for writing waits for a
+/// reader), and the server still answers the host; the records go to the
+/// log, and a regular file named next is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_file_that_hangs_stalls_nothing() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (fx, mut r) = initialized(VERSION, "", &["a"]).await;
+    let none = json!([]);
+    let pid1 = Host::text(&r.host.call(1, "pid", json!({}), &none).await);
+    let fifo = fx.dir("home").join("audit.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let audited = |file: &Path| {
+        let text = format!(
+            "[roots]\nallow_under = [\"{}\"]\n[limits]\nrebuild_debounce_ms = 10\n[audit]\nfile = \"{}\"\n",
+            fx.base.display(),
+            file.display()
+        );
+        Policy::parse(&text, None, Some(&fx.dir("home"))).unwrap()
+    };
+    r.events
+        .send(Change::Policy(Ok(Box::new(audited(&fifo)))))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answered = tokio::time::timeout(
+        Duration::from_secs(5),
+        r.host.call(2, "pid", json!({}), &none),
+    )
+    .await;
+    // Let a waiting open go (a reader that closes at once).
+    let _ = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo);
+    let reply = answered.expect("the server answers while the audit file hangs");
+    assert_eq!(Host::text(&reply), pid1, "{reply}");
+}
+
 /// A launch that hangs stalls nothing but itself: while the rebuilt
 /// server's launch waits, the server in place finishes what it was
 /// doing and its answer reaches the host.

@@ -290,13 +290,7 @@ impl Guard {
     fn open_audit(&mut self, policy: &Policy) {
         self.audit = match &policy.audit_file {
             None => AuditLog::tracing_only(),
-            Some(path) => match AuditLog::with_file(path) {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("{e}; audit records go to the log only");
-                    AuditLog::tracing_only()
-                }
-            },
+            Some(path) => AuditLog::to_file(path, "audit records"),
         };
     }
 

@@ -372,6 +372,8 @@ fn audit_file_gets_one_line_per_decision_and_no_content() {
         &check,
         Some(&json!({"action":"accept","content":{"name":"Alice Secretname"}})),
     );
+    // Dropped, the guard's log has written what it was given.
+    drop(g);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
         !text.contains("secret prompt")

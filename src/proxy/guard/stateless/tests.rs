@@ -549,6 +549,8 @@ fn stateless_decisions_are_audited() {
     );
     let _ = g.on_input_required(f.ctx(), &result(json!({"a": {"method":"x/y"}}), None), now);
     g.on_dropped_notification(3, "sampling/createMessage");
+    // Dropped, the guard's log has written what it was given.
+    drop(g);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains("Say the secret"), "{text}");
     let lines: Vec<Value> = text
