@@ -2466,10 +2466,11 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
     // The watch finds each new lock's descriptors by looking at each
     // descriptor of its process, one process after another. Processes of
     // the server with thousands of descriptors that take and release a
-    // lock on their own file over and over keep each look long (each
-    // lock is judged anew once it was gone at a look): a racer watched
-    // after them must still be ended before a writer outside looks, 300 ms
-    // after it won.
+    // lock on their own file over and over (a thousand times a second,
+    // leaving the racer the CPU it needs to win its race on a machine of
+    // two) keep each look long (each lock is judged anew once it was gone
+    // at a look): a racer watched after them must still be ended before a
+    // writer outside looks, 300 ms after it won.
     let t = tree();
     let code = racing(&t)
         + &format!(
@@ -2486,6 +2487,7 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
          \x20           try:\n\
          \x20               fcntl.lockf(D, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(D, fcntl.LOCK_UN)\n\
          \x20           except OSError: pass\n\
+         \x20           time.sleep(0.001)\n\
          \x20       os._exit(0)\n\
          time.sleep(1)\n\
          A = os.open('{r}/mine', os.O_RDWR | os.O_CREAT, 0o644)\n\
