@@ -17,16 +17,16 @@ use crate::runtime::{self, CommandSpec, HostEnv};
 /// The plan `request` asks for.
 pub fn plan(request: &PlanRequest) -> Planned {
     let _memo = crate::canon::Memo::hold();
-    let discovered = request
-        .discover
-        .then(|| {
-            runtime::discover_with(
-                &request.command,
-                &request.policy,
-                &request.env,
-                &crate::roots::writable_paths(&request.inputs),
-            )
-        });
+    // The command is discovered again for a new policy, and when the
+    // places the server may write changed (a host's roots came or went):
+    // what discovery read, and the launchers it asked, must lie outside
+    // every one of them.
+    let writable = crate::roots::writable_paths(&request.inputs);
+    let writes_changed =
+        runtime::writes_of(&request.policy, &writable) != request.spec.server_writes;
+    let discovered = (request.discover || writes_changed).then(|| {
+        runtime::discover_with(&request.command, &request.policy, &request.env, &writable)
+    });
     let spec = match &discovered {
         Some(Ok(spec)) => spec.clone(),
         // Not asked, or the command cannot be resolved under the new
@@ -55,7 +55,8 @@ pub fn plan(request: &PlanRequest) -> Planned {
 }
 
 /// A session's first plan (the policy's and the command line's roots; the
-/// host's come later), and its command as discovered.
+/// host's come later, and the plan that has them discovers the command
+/// again), and its command as discovered.
 ///
 /// # Errors
 ///

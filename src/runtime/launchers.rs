@@ -211,6 +211,19 @@ impl Launcher {
             .iter()
             .filter_map(|a| {
                 let answer = a.cache_dir(&asking)?;
+                // An answer in a place the server may write, or reached
+                // through a link there (a launcher resolving the directory
+                // its variable names), is the server's word.
+                let mut places = crate::canon::link_holders(&answer);
+                places.push(answer.clone());
+                if places.iter().any(|p| writable.iter().any(|w| p.starts_with(w))) {
+                    tracing::debug!(
+                        "{} answered {}, where the server may write: not granted",
+                        self.program,
+                        answer.display()
+                    );
+                    return None;
+                }
                 let dir = match a.names {
                     Names::Answer => answer,
                     Names::Parent => answer.parent()?.to_path_buf(),
@@ -253,6 +266,9 @@ impl Ask {
         let m = std::fs::metadata(&real).ok()?;
         let key = {
             let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6c61_756e, 0x6368_6572);
+            // Answers asked before launchers were asked blind are not
+            // read back.
+            h.write(b"blind\0");
             h.write(real.as_os_str().as_encoded_bytes());
             h.write_u64(m.len());
             h.write_i64(m.mtime());
@@ -278,7 +294,13 @@ impl Ask {
         };
         // Records kept where the server may write would be its word.
         let record = record_dir(env)
-            .filter(|d| !asking.writable.iter().any(|w| d.starts_with(w)))
+            .filter(|d| {
+                let real = crate::canon::canonicalize(d).unwrap_or_else(|_| d.clone());
+                !asking
+                    .writable
+                    .iter()
+                    .any(|w| d.starts_with(w) || real.starts_with(w))
+            })
             .map(|d| d.join(&key));
         if let Some(r) = &record
             && let Ok(text) = std::fs::read_to_string(r)

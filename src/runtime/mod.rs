@@ -32,6 +32,7 @@ mod unwritten;
 mod system;
 mod toolchain;
 mod wide;
+mod written;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -173,6 +174,11 @@ pub struct CommandSpec {
     /// choice); the plan says the line that would grant each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub own_state: Vec<PathBuf>,
+    /// The places the server may write that the rules took nothing from
+    /// ([`writes_of`]): discovery is valid for these alone, and is made
+    /// again when the places the server may write change (a host's roots).
+    #[serde(skip)]
+    pub server_writes: Vec<PathBuf>,
 }
 
 impl CommandSpec {
@@ -190,6 +196,7 @@ impl CommandSpec {
             notes: Vec::new(),
             name: None,
             own_state: Vec::new(),
+            server_writes: Vec::new(),
         }
     }
 }
@@ -344,6 +351,7 @@ pub fn discover_with(
     env: &HostEnv,
     writable: &[PathBuf],
 ) -> Result<CommandSpec, RuntimeError> {
+
     let first = argv.first().ok_or(RuntimeError::Empty)?;
     let first_s = first.to_string_lossy().into_owned();
     let found = which(&first_s, env).ok_or_else(|| RuntimeError::NotFound(first_s.clone()))?;
@@ -354,14 +362,15 @@ pub fn discover_with(
     }
     let interpreter = exe::script_interpreter(&program, env);
 
-    let mut server_writes: Vec<PathBuf> = writable.to_vec();
-    server_writes.extend(policy.server_writes());
+    let server_writes = writes_of(policy, writable);
     let mut c = Collect {
         env,
         needs: Vec::new(),
         notes: Vec::new(),
         from: Vec::new(),
-        writable: server_writes,
+        // And every place a server was let write before: what it left
+        // there is its word too.
+        writable: written::with_remembered(env, &server_writes),
     };
     system::collect(&mut c);
     toolchain::program(&mut c, &found, &program, interpreter.as_ref());
@@ -397,5 +406,17 @@ pub fn discover_with(
         notes,
         name,
         own_state,
+        server_writes,
     })
+}
+
+/// Every place the server may write under `policy` with the roots it may
+/// write, `writable` (canonical): the policy's write paths and roots and
+/// those, sorted, once each.
+pub fn writes_of(policy: &Policy, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = writable.to_vec();
+    out.extend(policy.server_writes());
+    out.sort();
+    out.dedup();
+    out
 }

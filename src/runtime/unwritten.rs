@@ -33,17 +33,56 @@ const MAX_RULES: usize = 20_000;
 /// # Security
 ///
 /// For each hidden place, every entry of each directory on the way to it
-/// (from `/`) is allowed whole, except the entry that leads on towards it;
+/// (from `/`) is allowed whole, except the entry that leads on towards it
+/// (and a temporary directory of the program's own, its `TMPDIR`);
 /// the directories on the way may only be listed (making a new entry in
 /// them is refused). Every directory may be listed, a hidden one too: its
 /// names are seen, never what its files hold, and nothing in it runs. A link among the entries is
 /// not followed: what it leads to is ruled where that lies, so a link
 /// outside that leads into a hidden place reaches nothing. What is not
-/// hidden is a path alias the kernel already holds (a bind mount of a
-/// hidden place elsewhere), which the server cannot make.
+/// hidden is what the server cannot make: a path alias the kernel already
+/// holds (a bind mount of a hidden place elsewhere), or a hard link the
+/// user made from outside to a file in a hidden place. Landlock does not
+/// rule on `stat` or `readlink`: the program sees what names a hidden
+/// place holds and where its links lead, so what it answers is checked
+/// again by its caller (an answer reached through a link in a hidden place
+/// is refused).
 #[derive(Debug)]
 pub(super) struct Blindfold {
     ruleset: OwnedFd,
+    /// A temporary directory of the program's own, allowed whole (its
+    /// `TMPDIR`: the system's may lie on the way to a hidden place, where
+    /// no new entry can be made), removed with the blindfold.
+    tmp: Option<Tmp>,
+}
+
+/// A directory made for one blindfold, removed with it.
+#[derive(Debug)]
+struct Tmp(PathBuf);
+
+impl Tmp {
+    /// A new directory of mode 0700 in `base`.
+    fn new_in(base: &Path) -> Option<Tmp> {
+        let mut bytes = [0u8; 8];
+        rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).ok()?;
+        let dir = base.join(format!(
+            "rootfence-ask-{}-{:016x}",
+            std::process::id(),
+            u64::from_ne_bytes(bytes)
+        ));
+        rustix::fs::mkdir(&dir, Mode::from_raw_mode(0o700)).ok()?;
+        Some(Tmp(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Why no blindfold could be made: the runner is then not asked.
@@ -89,15 +128,38 @@ impl Blindfold {
             .create()
             .map_err(refused)?;
         allow_all_but(&mut created, &hidden, all, abi)?;
+        let tmp = ["/tmp", "/var/tmp"]
+            .iter()
+            .map(Path::new)
+            .find(|d| {
+                let real = crate::canon::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+                !hidden.iter().any(|h| real.starts_with(h))
+            })
+            .and_then(Tmp::new_in);
+        if let Some(t) = &tmp {
+            let fd = rustix::fs::open(
+                t.path(),
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| Unavailable::Refused(format!("{}: {e}", t.path().display())))?;
+            created
+                .as_mut()
+                .add_rule(PathBeneath::new(fd.as_fd(), all))
+                .map_err(|e| Unavailable::Refused(format!("{}: {e}", t.path().display())))?;
+        }
         let fd: Option<OwnedFd> = created.into();
         // Best effort on a kernel without Landlock makes no ruleset.
-        fd.map(|ruleset| Some(Blindfold { ruleset }))
+        fd.map(|ruleset| Some(Blindfold { ruleset, tmp }))
             .ok_or(Unavailable::NoLandlock)
     }
 
     /// Make `cmd` run under this blindfold (and with `no_new_privs`, which
     /// Landlock needs of an unprivileged caller).
     pub(super) fn apply(&self, cmd: &mut Command) -> std::io::Result<()> {
+        if let Some(t) = &self.tmp {
+            cmd.env("TMPDIR", t.path());
+        }
         let fd = rustix::io::fcntl_dupfd_cloexec(self.ruleset.as_fd(), 3)?;
         let raw = fd.as_raw_fd();
         // SAFETY: the closure runs in the child between fork and exec and
@@ -228,7 +290,8 @@ mod tests {
         std::fs::write(base.join("out"), "").unwrap();
         std::os::unix::fs::symlink(&hidden, base.join("link")).unwrap();
         let script = format!(
-            "cat {b}/w/conf; cat {b}/link/conf; sh {b}/w/hook.sh; cat {b}/mine; echo OUT > {b}/out",
+            "cat {b}/w/conf; cat {b}/link/conf; sh {b}/w/hook.sh; cat {b}/mine; echo OUT > {b}/out; \
+             f=$(mktemp) && echo T > \"$f\" && cat \"$f\"",
             b = base.display()
         );
         let blind = Blindfold::around(std::slice::from_ref(&hidden))
@@ -239,7 +302,9 @@ mod tests {
         blind.apply(&mut cmd).unwrap();
         let out = cmd.output().unwrap();
         let said = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(said.trim(), "USER", "{out:?}");
+        // And it has a temporary directory of its own, though /tmp is on
+        // the way to the hidden place.
+        assert_eq!(said.trim(), "USERT", "{out:?}");
         assert_eq!(std::fs::read_to_string(base.join("out")).unwrap(), "OUT\n");
         // Nothing to hide: no blindfold.
         assert!(Blindfold::around(&[]).unwrap().is_none());
