@@ -115,7 +115,12 @@ fn the_program_means_what_decide_says() {
         let mut nrs: Vec<i64> = t.iter().map(|e| e.nr).collect();
         nrs.extend([0x1ff, 470, 471, 500, 1000]);
         for nr in nrs {
-            for round in 0..60 {
+            // Many argument draws where the arguments decide; a few where
+            // they must not matter.
+            let by_args = t
+                .iter()
+                .any(|e| e.nr == nr && matches!(e.rule, Rule::Args { .. }));
+            for round in 0..if by_args { 60 } else { 6 } {
                 let mut args = [0u64; 6];
                 for a in &mut args {
                     let r = next();
