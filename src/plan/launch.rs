@@ -30,7 +30,7 @@ pub fn for_launch(
 ) -> Result<SandboxPlan, RuntimeError> {
     let _memo = crate::canon::Memo::hold();
     let spec =
-        runtime::discover_with(command, policy, env, &crate::roots::writable_paths(roots))?;
+        runtime::discover_with(command, policy, env, &crate::roots::writable_paths(roots, env.home.as_deref()))?;
     let mut inputs = policy.static_roots.clone();
     inputs.extend(roots.iter().cloned());
     Ok(with_roots(policy, &inputs, spec, env))

@@ -603,6 +603,13 @@ fn runtime_grants(
         let path = crate::canon::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone());
         writable.push((path, format!("a [runtime] write path ({})", e.origin)));
     }
+    for p in &command.written_before {
+        writable.push((
+            p.clone(),
+            "a place a server was let write before (remembered in ~/.local/state/rootfence/written)"
+                .to_string(),
+        ));
+    }
     for n in &command.needs {
         if let Some((from, what)) = n.from.iter().find_map(|f| {
             writable

@@ -239,7 +239,7 @@ impl Policy {
             .filter(|e| e.kind == ExtraKind::Write)
             .map(|e| crate::canon::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone()))
             .collect();
-        out.extend(crate::roots::writable_paths(&self.static_roots));
+        out.extend(crate::roots::writable_paths(&self.static_roots, None));
         out
     }
 

@@ -21,7 +21,7 @@ pub fn plan(request: &PlanRequest) -> Planned {
     // places the server may write changed (a host's roots came or went):
     // what discovery read, and the launchers it asked, must lie outside
     // every one of them.
-    let writable = crate::roots::writable_paths(&request.inputs);
+    let writable = crate::roots::writable_paths(&request.inputs, request.env.home.as_deref());
     let writes_changed =
         runtime::writes_of(&request.policy, &writable) != request.spec.server_writes;
     let discovered = (request.discover || writes_changed).then(|| {
@@ -72,7 +72,7 @@ pub fn first(
         command,
         policy,
         env,
-        &crate::roots::writable_paths(cli_roots),
+        &crate::roots::writable_paths(cli_roots, env.home.as_deref()),
     )?;
     let mut inputs = policy.static_roots.clone();
     inputs.extend(cli_roots.iter().cloned());

@@ -105,19 +105,22 @@ pub struct RootInput {
 
 /// The places `inputs` asked for writing name, canonical, as far as they
 /// can be read now (a hint for what is found before roots are resolved:
-/// never a grant).
-pub fn writable_paths(inputs: &[RootInput]) -> Vec<PathBuf> {
+/// never a grant), each read as the resolver reads it (`~` as `home`, a
+/// relative path from the working directory, a `file:` URI in any case).
+pub fn writable_paths(inputs: &[RootInput], home: Option<&Path>) -> Vec<PathBuf> {
+    let rules = RootRules {
+        allow_under: None,
+        deny: Vec::new(),
+        allow_filesystem_root: true,
+        sources: Vec::new(),
+        home: home.map(Path::to_path_buf),
+        cwd: std::env::current_dir().ok(),
+    };
     inputs
         .iter()
         .filter(|i| i.access == Access::ReadWrite)
-        .filter_map(|i| {
-            let path = if i.raw.starts_with("file:") {
-                uri::parse_file_uri(&i.raw).ok()?
-            } else {
-                PathBuf::from(&i.raw)
-            };
-            crate::canon::canonicalize(&path).ok()
-        })
+        .filter_map(|i| resolve::requested_path(i, &rules).ok())
+        .filter_map(|p| crate::canon::canonicalize(&p).ok())
         .collect()
 }
 
@@ -565,6 +568,27 @@ mod tests {
         // No symlink on the way: one name only.
         let rule = PathRule::new("~/.ssh", base.join("real/.ssh"), Origin::Builtin);
         assert_eq!(rule.resolved, None);
+    }
+
+    /// Every spelling the resolver takes for a writable root counts as
+    /// the place it names: `~`, a `file:` URI in any case, a link.
+    #[test]
+    fn a_writable_root_is_the_place_however_it_is_spelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(base.join("proj")).unwrap();
+        std::os::unix::fs::symlink("proj", base.join("link")).unwrap();
+        let rw = |raw: String| RootInput::command_line(raw, Access::ReadWrite);
+        let inputs = [
+            rw("~/proj".into()),
+            rw(format!("FILE://{}/proj", base.display())),
+            rw(format!("File://{}/link", base.display())),
+            RootInput::command_line(format!("{}/proj", base.display()), Access::ReadOnly),
+        ];
+        assert_eq!(
+            writable_paths(&inputs, Some(&base)),
+            vec![base.join("proj"); 3]
+        );
     }
 }
 

@@ -136,7 +136,10 @@ pub(crate) fn looks_like_uri(raw: &str) -> bool {
 }
 
 /// Turn the input text into the absolute path to open.
-fn requested_path(input: &RootInput, rules: &RootRules) -> Result<PathBuf, RefusalReason> {
+pub(crate) fn requested_path(
+    input: &RootInput,
+    rules: &RootRules,
+) -> Result<PathBuf, RefusalReason> {
     let raw = input.raw.as_str();
     if input.uri_only || looks_like_uri(raw) {
         return Ok(parse_file_uri(raw)?);

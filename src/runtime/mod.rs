@@ -179,6 +179,11 @@ pub struct CommandSpec {
     /// again when the places the server may write change (a host's roots).
     #[serde(skip)]
     pub server_writes: Vec<PathBuf>,
+    /// The places a server was let write in an earlier session, as
+    /// remembered when the command was discovered: what was found there
+    /// grants nothing either.
+    #[serde(skip)]
+    pub written_before: Vec<PathBuf>,
 }
 
 impl CommandSpec {
@@ -197,6 +202,7 @@ impl CommandSpec {
             name: None,
             own_state: Vec::new(),
             server_writes: Vec::new(),
+            written_before: Vec::new(),
         }
     }
 }
@@ -406,6 +412,12 @@ pub fn discover_with(
         notes,
         name,
         own_state,
+        written_before: c
+            .writable
+            .iter()
+            .filter(|p| !server_writes.contains(p))
+            .cloned()
+            .collect(),
         server_writes,
     })
 }

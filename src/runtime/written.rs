@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use super::HostEnv;
 
-/// Most places kept: past it, the oldest are forgotten.
+/// Past this many places, those that are no longer there are forgotten
+/// (a place that is there is never forgotten: what a server left in it
+/// may still be there).
 const MAX_PLACES: usize = 1024;
 
 /// `now` (the places the server may write, canonical) and every place a
@@ -23,20 +25,15 @@ const MAX_PLACES: usize = 1024;
 ///
 /// # Security
 ///
-/// The record is read only where no place of `now` holds it (a server
-/// able to write it could make rootfence forget).
+/// The record lies in rootfence's state directory, which no server is
+/// granted (a root holding it is refused). It is read, merged and written
+/// under a lock, so launches at once add to it rather than replace each
+/// other's places.
 pub fn with_remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
     let Some(file) = record(env) else {
         return now.to_vec();
     };
-    let real = crate::canon::canonicalize(file.parent().unwrap_or(&file))
-        .unwrap_or_else(|_| file.clone());
-    if now
-        .iter()
-        .any(|w| file.starts_with(w) || real.starts_with(w))
-    {
-        return now.to_vec();
-    }
+    let _lock = lock(&file);
     let mut places = read(&file);
     let new: Vec<&PathBuf> = now
         .iter()
@@ -46,7 +43,7 @@ pub fn with_remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
         places.retain(|k| !new.iter().any(|p| k.starts_with(p)));
         places.extend(new.into_iter().cloned());
         if places.len() > MAX_PLACES {
-            places.drain(..places.len() - MAX_PLACES);
+            places.retain(|p| std::fs::symlink_metadata(p).is_ok());
         }
         let mut bytes = Vec::new();
         for p in &places {
@@ -65,6 +62,21 @@ pub fn with_remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// An exclusive lock on the record (its `.lock` file beside it), held
+/// until dropped; `None` when none can be had (the record is then used
+/// unlocked).
+fn lock(file: &Path) -> Option<std::fs::File> {
+    let dir = file.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let mut o = std::fs::OpenOptions::new();
+    o.create(true).write(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW);
+    let f = o.open(dir.join("written.lock")).ok()?;
+    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    Some(f)
 }
 
 /// The record's file.
@@ -110,15 +122,18 @@ mod tests {
     }
 
     #[test]
-    fn a_record_the_server_may_write_is_not_read() {
+    fn launches_at_once_each_add_their_place() {
         let tmp = tempfile::tempdir().unwrap();
-        let home = std::fs::canonicalize(tmp.path()).unwrap();
         let env = HostEnv {
-            home: Some(home.clone()),
+            home: Some(tmp.path().to_path_buf()),
             ..HostEnv::default()
         };
-        with_remembered(&env, &[PathBuf::from("/srv/a")]);
-        let state = home.join(".local/state");
-        assert_eq!(with_remembered(&env, std::slice::from_ref(&state)), vec![state]);
+        std::thread::scope(|s| {
+            for i in 0..24 {
+                let env = &env;
+                s.spawn(move || with_remembered(env, &[PathBuf::from(format!("/srv/r{i}"))]));
+            }
+        });
+        assert_eq!(with_remembered(&env, &[]).len(), 24);
     }
 }

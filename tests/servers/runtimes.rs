@@ -482,7 +482,11 @@ fn a_launcher_is_asked_where_its_cache_is_and_gets_it() {
     let t = Tree::new();
     let tools = t.p("tools/bin");
     std::fs::create_dir_all(&tools).unwrap();
+    // The stand-in notes each time it is asked in a file that is there
+    // already: it is asked blind to the root, and the tree's base, on the
+    // way to the root, takes no new entry from it.
     let asked = t.p("asked");
+    std::fs::write(&asked, "").unwrap();
     let bun = tools.join("bun");
     std::fs::write(
         &bun,

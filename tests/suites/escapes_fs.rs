@@ -1318,6 +1318,53 @@ fn what_the_server_wrote_in_a_root_the_host_gave_steers_nothing_outside() {
 }
 
 #[test]
+fn a_root_of_an_earlier_session_widens_nothing_once_it_is_no_root() {
+    // A server let write a project's directory in one session removes its
+    // marker (so the project looks like it begins one level up, at the
+    // user's monorepo) and leaves a script there. At a later launch that
+    // directory is no root, and the user runs the script: the project rule
+    // must not grant the monorepo (its other project's `.env`), since
+    // rootfence let a server write where the script lies.
+    let t = tree();
+    let mono = t.p("mono");
+    for d in ["app", "other"] {
+        std::fs::create_dir_all(mono.join(d)).unwrap();
+    }
+    std::fs::write(mono.join("package.json"), "{}").unwrap();
+    std::fs::write(mono.join("app/package.json"), "{}").unwrap();
+    std::fs::write(mono.join("other/.env"), SECRET).unwrap();
+    let app = mono.join("app");
+    let py = common::python();
+    let script = format!("print(open('{}/other/.env').read())\n", mono.display());
+    Probe::new(
+        t.command(
+            &["--root", app.to_str().unwrap()],
+            &[
+                py.to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\ncheck('plant', lambda: (os.remove('{a}/package.json'), write('{a}/server.py', {script:?})))",
+                    common::PRELUDE,
+                    a = app.display(),
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("plant");
+    let out = t
+        .command(&[], &[py.to_str().unwrap(), app.join("server.py").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains(SECRET),
+        "the project rule granted the monorepo from a place a server wrote: {out:?}"
+    );
+    assert_eq!(content(&mono.join("other/.env")), SECRET);
+}
+
+#[test]
 fn links_the_server_planted_on_the_way_to_a_path_directory_grant_nothing() {
     // The toolchain rule grants what a PATH directory's programs lead to
     // and the install their layout shows. Links the server planted in its
