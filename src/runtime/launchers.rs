@@ -213,9 +213,15 @@ impl Launcher {
                 let answer = a.cache_dir(&asking)?;
                 // An answer in a place the server may write, or reached
                 // through a link there (a launcher resolving the directory
-                // its variable names), is the server's word.
+                // its variable names, which Landlock lets it read), is the
+                // server's word; so is one the variable names through such
+                // a place.
                 let mut places = crate::canon::link_holders(&answer);
                 places.push(answer.clone());
+                if let Some(named) = env.abs_var(a.var) {
+                    places.extend(crate::canon::link_holders(&named));
+                    places.push(named);
+                }
                 if places.iter().any(|p| writable.iter().any(|w| p.starts_with(w))) {
                     tracing::debug!(
                         "{} answered {}, where the server may write: not granted",
@@ -501,6 +507,34 @@ esac"#,
         };
         assert_eq!(dirs(std::slice::from_ref(&w)), vec![home.join(".cache/yarn")]);
         assert_eq!(dirs(&[]), vec![PathBuf::from("/elsewhere/chosen")]);
+    }
+
+    /// A variable naming the cache in a place the server may write, where
+    /// the server left a link to a directory of the user's: the launcher
+    /// resolves it (Landlock lets it read links), and its answer is not
+    /// granted.
+    #[test]
+    fn a_cache_named_through_a_link_the_server_may_have_planted_is_not_granted() {
+        let (tmp, mut env, _home) = fake("yarn", r#"realpath "$YARN_CACHE_FOLDER""#);
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let w = base.join("w");
+        let private = base.join("private");
+        std::fs::create_dir_all(&w).unwrap();
+        std::fs::create_dir_all(&private).unwrap();
+        std::os::unix::fs::symlink(&private, w.join("cache")).unwrap();
+        env.vars
+            .insert("YARN_CACHE_FOLDER".into(), w.join("cache").display().to_string());
+        let argv = [OsString::from("yarn"), "dlx".into(), "x".into()];
+        let l = of(&argv).unwrap();
+        assert!(l.cache_dirs(&env, std::slice::from_ref(&w)).unwrap().is_empty());
+        // Where the server may not write, the same link is the user's.
+        let got: Vec<PathBuf> = l
+            .cache_dirs(&env, &[])
+            .unwrap()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
+        assert_eq!(got, vec![private]);
     }
 
     #[test]
