@@ -53,6 +53,24 @@ impl std::fmt::Display for GrantReason {
     }
 }
 
+impl SandboxPlan {
+    /// The places a server launched with this plan may write: its
+    /// writable roots and the policy's write paths (not rootfence's own
+    /// scratch, store or private layers).
+    pub fn server_writes(&self) -> Vec<PathBuf> {
+        self.grants
+            .iter()
+            .filter(|g| g.rights.write)
+            .filter(|g| {
+                g.reasons
+                    .iter()
+                    .any(|r| matches!(r, GrantReason::Root { .. } | GrantReason::Policy { .. }))
+            })
+            .map(|g| g.path.clone())
+            .collect()
+    }
+}
+
 /// One path and its rights.
 #[derive(Debug, Clone, Serialize)]
 pub struct Grant {
@@ -268,6 +286,10 @@ pub struct SandboxPlan {
     /// it. `None`: the private home is discarded at exit (`[runtime] home
     /// = "ephemeral"`), or there is none.
     pub home_store: Option<HomeStore>,
+    /// rootfence's record of the places it let a server write
+    /// ([`crate::runtime::written_record`]): a launch of this plan adds
+    /// its writable roots and write paths to it.
+    pub written_record: Option<PathBuf>,
     /// Files written into the scratch directory (git's sanitized
     /// configuration).
     pub scratch_files: Vec<ScratchFile>,
@@ -511,6 +533,7 @@ pub fn build(
         private_layers,
         private_home,
         home_store,
+        written_record: crate::runtime::written_record(env),
         scratch_files,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),
@@ -588,34 +611,38 @@ fn runtime_grants(
     warnings: &mut Vec<String>,
 ) -> Vec<PrivateLayer> {
     let mut private_layers = Vec::new();
-    // Where the server may write, and what says so.
-    let mut writable: Vec<(PathBuf, String)> = grants
+    // Where the server may write, and what says so; and whether a grant
+    // inside the same place may still come from it (a place a server was
+    // let write before: what lies there may be the server's, but leads
+    // nowhere outside it; a place it may write now is its own already).
+    let mut writable: Vec<(PathBuf, String, bool)> = grants
         .iter()
         .filter(|g| g.rights.write)
         .flat_map(|g| {
             g.reasons.iter().filter_map(|r| match r {
-                GrantReason::Root { uri } => Some((g.path.clone(), format!("root {uri}"))),
+                GrantReason::Root { uri } => Some((g.path.clone(), format!("root {uri}"), false)),
                 _ => None,
             })
         })
         .collect();
     for e in policy.extra.iter().filter(|e| e.kind == ExtraKind::Write) {
         let path = crate::canon::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone());
-        writable.push((path, format!("a [runtime] write path ({})", e.origin)));
+        writable.push((path, format!("a [runtime] write path ({})", e.origin), false));
     }
     for p in &command.written_before {
         writable.push((
             p.clone(),
             "a place a server was let write before (remembered in ~/.local/state/rootfence/written)"
                 .to_string(),
+            true,
         ));
     }
     for n in &command.needs {
         if let Some((from, what)) = n.from.iter().find_map(|f| {
             writable
                 .iter()
-                .find(|(w, _)| f.starts_with(w))
-                .map(|(_, what)| (f, what))
+                .find(|(w, _, inside)| f.starts_with(w) && !(*inside && n.path.starts_with(w)))
+                .map(|(_, what, _)| (f, what))
         }) {
             let note = format!(
                 "{} grants nothing: it lies in {what}, which the server may write, so the links, #! lines and files there are the server's word",

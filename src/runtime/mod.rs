@@ -45,6 +45,7 @@ pub use gitconfig::sanitize as sanitize_git_config;
 pub use rules::{HOME as HOME_STATEMENT, NEVER as NEVER_STATEMENT, Rule};
 pub use system::reads as system_reads;
 pub use wide::too_wide;
+pub use written::{record_file as written_record, remember as remember_written};
 
 pub use crate::hostenv::{HostEnv, quoted, shown, shown_quoted, shown_toml};
 use crate::policy::{Policy, ProfileName};
@@ -376,7 +377,7 @@ pub fn discover_with(
         from: Vec::new(),
         // And every place a server was let write before: what it left
         // there is its word too.
-        writable: written::with_remembered(env, &server_writes),
+        writable: written::remembered(env, &server_writes),
     };
     system::collect(&mut c);
     toolchain::program(&mut c, &found, &program, interpreter.as_ref());

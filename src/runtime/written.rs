@@ -20,48 +20,53 @@ use super::HostEnv;
 const MAX_PLACES: usize = 1024;
 
 /// `now` (the places the server may write, canonical) and every place a
-/// server was let write before, remembering those of `now` not yet on the
-/// record.
-///
-/// # Security
-///
-/// The record lies in rootfence's state directory, which no server is
-/// granted (a root holding it is refused). It is read, merged and written
-/// under a lock, so launches at once add to it rather than replace each
-/// other's places.
-pub fn with_remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
-    let Some(file) = record(env) else {
-        return now.to_vec();
-    };
-    let _lock = lock(&file);
-    let mut places = read(&file);
-    let new: Vec<&PathBuf> = now
-        .iter()
-        .filter(|p| !places.iter().any(|k| p.starts_with(k)))
-        .collect();
-    if !new.is_empty() {
-        places.retain(|k| !new.iter().any(|p| k.starts_with(p)));
-        places.extend(new.into_iter().cloned());
-        if places.len() > MAX_PLACES {
-            places.retain(|p| std::fs::symlink_metadata(p).is_ok());
-        }
-        let mut bytes = Vec::new();
-        for p in &places {
-            bytes.extend_from_slice(p.as_os_str().as_bytes());
-            bytes.push(0);
-        }
-        if let Err(e) = crate::statefile::write_whole(&file, &bytes) {
-            tracing::warn!(
-                "cannot remember where servers may write in {}: {e}",
-                file.display()
-            );
-        }
-    }
+/// server was let write before, as the record says.
+pub fn remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = now.to_vec();
-    out.extend(places);
+    if let Some(file) = record_file(env) {
+        out.extend(read(&file));
+    }
     out.sort();
     out.dedup();
     out
+}
+
+/// Add `places` (a launch's writable roots and write paths, canonical) to
+/// the record at `file`.
+///
+/// # Security
+///
+/// Only a launch adds places: what rootfence let a server write, never
+/// what a root refused or a plan only shown named. The record lies in
+/// rootfence's state directory, which no server is granted (a root holding
+/// it is refused). It is read, merged and written under a lock, so
+/// launches at once add to it rather than replace each other's places.
+pub fn remember(file: &Path, places: &[PathBuf]) {
+    let _lock = lock(file);
+    let mut kept = read(file);
+    let new: Vec<&PathBuf> = places
+        .iter()
+        .filter(|p| !kept.iter().any(|k| p.starts_with(k)))
+        .collect();
+    if new.is_empty() {
+        return;
+    }
+    kept.retain(|k| !new.iter().any(|p| k.starts_with(p)));
+    kept.extend(new.into_iter().cloned());
+    if kept.len() > MAX_PLACES {
+        kept.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    }
+    let mut bytes = Vec::new();
+    for p in &kept {
+        bytes.extend_from_slice(p.as_os_str().as_bytes());
+        bytes.push(0);
+    }
+    if let Err(e) = crate::statefile::write_whole(file, &bytes) {
+        tracing::warn!(
+            "cannot remember where servers may write in {}: {e}",
+            file.display()
+        );
+    }
 }
 
 /// An exclusive lock on the record (its `.lock` file beside it), held
@@ -79,8 +84,8 @@ fn lock(file: &Path) -> Option<std::fs::File> {
     Some(f)
 }
 
-/// The record's file.
-fn record(env: &HostEnv) -> Option<PathBuf> {
+/// The record's file: `$XDG_STATE_HOME/rootfence/written`.
+pub fn record_file(env: &HostEnv) -> Option<PathBuf> {
     Some(
         env.xdg("XDG_STATE_HOME", ".local/state")?
             .join("rootfence/written"),
@@ -101,39 +106,42 @@ fn read(file: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    fn env_in(dir: &Path) -> HostEnv {
+        HostEnv {
+            home: Some(dir.to_path_buf()),
+            ..HostEnv::default()
+        }
+    }
+
     #[test]
     fn a_place_once_writable_is_remembered_and_its_inner_places_fold_into_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let env = HostEnv {
-            home: Some(tmp.path().to_path_buf()),
-            ..HostEnv::default()
-        };
+        let env = env_in(tmp.path());
+        let file = record_file(&env).unwrap();
         let a = PathBuf::from("/srv/a/inner");
         let b = PathBuf::from("/srv/b");
-        assert_eq!(with_remembered(&env, std::slice::from_ref(&a)), vec![a.clone()]);
-        assert_eq!(
-            with_remembered(&env, std::slice::from_ref(&b)),
-            vec![a.clone(), b.clone()]
-        );
+        remember(&file, std::slice::from_ref(&a));
+        assert_eq!(remembered(&env, &[]), vec![a.clone()]);
+        remember(&file, std::slice::from_ref(&b));
+        assert_eq!(remembered(&env, &[]), vec![a, b.clone()]);
         // A place holding a remembered one takes its place.
         let outer = PathBuf::from("/srv/a");
-        with_remembered(&env, std::slice::from_ref(&outer));
-        assert_eq!(with_remembered(&env, &[]), vec![outer, b]);
+        remember(&file, std::slice::from_ref(&outer));
+        let now = PathBuf::from("/srv/now");
+        assert_eq!(remembered(&env, std::slice::from_ref(&now)), vec![outer, b, now]);
     }
 
     #[test]
     fn launches_at_once_each_add_their_place() {
         let tmp = tempfile::tempdir().unwrap();
-        let env = HostEnv {
-            home: Some(tmp.path().to_path_buf()),
-            ..HostEnv::default()
-        };
+        let env = env_in(tmp.path());
+        let file = record_file(&env).unwrap();
         std::thread::scope(|s| {
             for i in 0..24 {
-                let env = &env;
-                s.spawn(move || with_remembered(env, &[PathBuf::from(format!("/srv/r{i}"))]));
+                let file = &file;
+                s.spawn(move || remember(file, &[PathBuf::from(format!("/srv/r{i}"))]));
             }
         });
-        assert_eq!(with_remembered(&env, &[]).len(), 24);
+        assert_eq!(remembered(&env, &[]).len(), 24);
     }
 }

@@ -88,6 +88,11 @@ use crate::runtime::Rights;
 /// also in its own PID namespace (nothing it starts outlives it) and a
 /// filesystem view holding only the plan's grants.
 pub fn spawn(plan: &SandboxPlan, stdio: StdioConfig) -> Result<SandboxedChild, SandboxError> {
+    // What the server may write is remembered before it can write it:
+    // later launches take nothing from there.
+    if let Some(record) = &plan.written_record {
+        crate::runtime::remember_written(record, &plan.server_writes());
+    }
     launch(plan, stdio, true)
 }
 
