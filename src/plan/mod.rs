@@ -287,7 +287,7 @@ pub struct SandboxPlan {
     /// = "ephemeral"`), or there is none.
     pub home_store: Option<HomeStore>,
     /// rootfence's record of the places it let a server write
-    /// ([`crate::runtime::written_record`]): a launch of this plan adds
+    /// (`$XDG_STATE_HOME/rootfence/written`): a launch of this plan adds
     /// its writable roots and write paths to it.
     pub written_record: Option<PathBuf>,
     /// Files written into the scratch directory (git's sanitized
