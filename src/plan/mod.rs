@@ -641,7 +641,14 @@ fn runtime_grants(
         if let Some((from, what)) = n.from.iter().find_map(|f| {
             writable
                 .iter()
-                .find(|(w, _, inside)| f.starts_with(w) && !(*inside && n.path.starts_with(w)))
+                .find(|(w, _, inside)| {
+                    // Inside, as the path leads: a link there (planted by
+                    // the server) may lead anywhere.
+                    let within = || {
+                        crate::canon::canonicalize(&n.path).is_ok_and(|c| c.starts_with(w))
+                    };
+                    f.starts_with(w) && !(*inside && within())
+                })
                 .map(|(_, what, _)| (f, what))
         }) {
             let note = format!(

@@ -17,14 +17,20 @@ use crate::runtime::{self, CommandSpec, HostEnv};
 /// The plan `request` asks for.
 pub fn plan(request: &PlanRequest) -> Planned {
     let _memo = crate::canon::Memo::hold();
-    // The command is discovered again for a new policy, and when the
-    // places the server may write changed (a host's roots came or went):
-    // what discovery read, and the launchers it asked, must lie outside
-    // every one of them.
+    // The command is discovered again for a new policy, and when a place
+    // the server may write was added (a host's root) where discovery took
+    // something from, or when it asked a launcher: what discovery read,
+    // and the launchers it asked, must lie outside every one of them. (A
+    // place that is no longer writable stays remembered as written: what
+    // was left out for it stays out.)
     let writable = crate::roots::writable_paths(&request.inputs, request.env.home.as_deref());
-    let writes_changed =
-        runtime::writes_of(&request.policy, &writable) != request.spec.server_writes;
-    let discovered = (request.discover || writes_changed).then(|| {
+    let now = runtime::writes_of(&request.policy, &writable);
+    let added: Vec<&std::path::PathBuf> = now
+        .iter()
+        .filter(|p| !request.spec.server_writes.iter().any(|o| p.starts_with(o)))
+        .collect();
+    let again = request.discover || (!added.is_empty() && request.spec.reads_in(&added));
+    let discovered = again.then(|| {
         runtime::discover_with(&request.command, &request.policy, &request.env, &writable)
     });
     let spec = match &discovered {

@@ -188,6 +188,19 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// Whether discovery took anything from under `places` (what a need
+    /// was read from, the program, its interpreter), or asked a launcher
+    /// (whose configuration may lie anywhere): when a place becomes one
+    /// the server may write, only then must the command be discovered
+    /// again.
+    pub fn reads_in(&self, places: &[&PathBuf]) -> bool {
+        let under = |f: &Path| places.iter().any(|p| f.starts_with(p));
+        launchers::of(&self.argv).is_some()
+            || under(&self.program)
+            || self.interpreter.as_deref().is_some_and(under)
+            || self.needs.iter().any(|n| n.from.iter().any(|f| under(f)))
+    }
+
     /// A command with exactly `needs` and nothing else discovered: for
     /// tests, benches and hosts that plan their own grants.
     pub fn with_needs(program: impl Into<PathBuf>, needs: Vec<RuntimeNeed>) -> CommandSpec {

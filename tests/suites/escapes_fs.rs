@@ -1365,6 +1365,56 @@ fn a_root_of_an_earlier_session_widens_nothing_once_it_is_no_root() {
 }
 
 #[test]
+fn a_link_left_in_a_place_of_an_earlier_session_leads_nowhere_outside() {
+    // From a place a server was let write before, a grant inside that
+    // place still comes (the project of a script there); the server left
+    // a link there (node_modules, the project's dependencies) to a
+    // directory of the user's outside: at the next launch it grants
+    // nothing. The twin: the script's own project is read.
+    let t = tree();
+    let work = t.p("work");
+    let docs = t.p("documents");
+    std::fs::create_dir_all(work.join("proj")).unwrap();
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("secret.txt"), SECRET).unwrap();
+    std::fs::write(work.join("proj/package.json"), "{}").unwrap();
+    std::fs::write(work.join("proj/index.js"), "OWN").unwrap();
+    Probe::new(
+        t.command(
+            &["--root", work.to_str().unwrap()],
+            &[
+                common::python().to_str().unwrap(),
+                "-c",
+                &format!(
+                    "{}\ncheck('plant', lambda: os.symlink('{}', '{}/node_modules'))",
+                    common::PRELUDE,
+                    docs.display(),
+                    work.display()
+                ),
+            ],
+        )
+        .output()
+        .unwrap(),
+    )
+    .allowed("plant");
+    let out = t
+        .command(
+            &[],
+            &[
+                "/bin/cat",
+                work.join("proj/index.js").to_str().unwrap(),
+                work.join("node_modules/secret.txt").to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains(SECRET), "a link the server left granted its target: {out:?}");
+    assert!(shown.contains("OWN"), "the script's own project was not read: {out:?}");
+    assert_eq!(content(&docs.join("secret.txt")), SECRET);
+}
+
+#[test]
 fn links_the_server_planted_on_the_way_to_a_path_directory_grant_nothing() {
     // The toolchain rule grants what a PATH directory's programs lead to
     // and the install their layout shows. Links the server planted in its
