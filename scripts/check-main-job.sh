@@ -29,7 +29,13 @@ err=$(mktemp)
 # The session is written before the command has built and started: on a
 # fresh machine the host's side is closed long before the server answers,
 # and everything written before must still be answered.
-out=$( { printf '%s\n' "$session"; sleep 3; } | bash -c "$cmd" 2>"$err" || true)
+# rootfence remembers the places it let a server write (here the checkout,
+# the root) in its state directory, and takes nothing from them at later
+# launches: the check keeps that record of its own, so the tests that run
+# servers from the checkout afterwards start from the user's.
+state=$(mktemp -d)
+out=$( { printf '%s\n' "$session"; sleep 3; } | XDG_STATE_HOME="$state" bash -c "$cmd" 2>"$err" || true)
+rm -rf "$state"
 fail() { echo "check-main-job: $1" >&2; echo "--- output:" >&2; echo "$out" >&2; echo "--- stderr:" >&2; tail -20 "$err" >&2; exit 1; }
 grep -q '"id":1,.*"serverInfo"' <<<"$out" || fail "no initialize result"
 grep -q '"id":2,.*"isError":true' <<<"$out" || fail "the read outside the root was not refused"

@@ -286,11 +286,10 @@ pub struct SandboxPlan {
     /// it. `None`: the private home is discarded at exit (`[runtime] home
     /// = "ephemeral"`), or there is none.
     pub home_store: Option<HomeStore>,
-    /// rootfence's records of the places it let a server write
-    /// (`$XDG_STATE_HOME/rootfence/written` and the home directories'):
-    /// a launch of this plan adds its writable roots and write paths to
-    /// each.
-    pub written_records: Vec<PathBuf>,
+    /// rootfence's record of the places it let a server write
+    /// (`$XDG_STATE_HOME/rootfence/written`): a launch of this plan adds
+    /// its writable roots and write paths to it.
+    pub written_record: Option<PathBuf>,
     /// Files written into the scratch directory (git's sanitized
     /// configuration).
     pub scratch_files: Vec<ScratchFile>,
@@ -534,7 +533,7 @@ pub fn build(
         private_layers,
         private_home,
         home_store,
-        written_records: crate::runtime::written_records(env),
+        written_record: crate::runtime::written_record(env),
         scratch_files,
         exec_in_roots,
         namespaces: policy.raw.isolation.namespaces.into(),

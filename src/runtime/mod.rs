@@ -45,7 +45,7 @@ pub use gitconfig::sanitize as sanitize_git_config;
 pub use rules::{HOME as HOME_STATEMENT, NEVER as NEVER_STATEMENT, Rule};
 pub use system::reads as system_reads;
 pub use wide::too_wide;
-pub use written::{record_files as written_records, remember as remember_written};
+pub use written::{record_file as written_record, remember as remember_written};
 
 pub use crate::hostenv::{HostEnv, quoted, shown, shown_quoted, shown_toml};
 use crate::policy::{Policy, ProfileName};

@@ -23,7 +23,7 @@ const MAX_PLACES: usize = 1024;
 /// server was let write before, as the record says.
 pub fn remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = now.to_vec();
-    for file in record_files(env) {
+    if let Some(file) = record_file(env) {
         out.extend(read(&file));
     }
     out.sort();
@@ -41,14 +41,7 @@ pub fn remembered(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
 /// rootfence's state directory, which no server is granted (a root holding
 /// it is refused). It is read, merged and written under a lock, so
 /// launches at once add to it rather than replace each other's places.
-pub fn remember(files: &[PathBuf], places: &[PathBuf]) {
-    for f in files {
-        remember_in(f, places);
-    }
-}
-
-/// [`remember`] in one record.
-fn remember_in(file: &Path, places: &[PathBuf]) {
+pub fn remember(file: &Path, places: &[PathBuf]) {
     let _lock = lock(file);
     let mut kept = read(file);
     let new: Vec<&PathBuf> = places
@@ -69,7 +62,7 @@ fn remember_in(file: &Path, places: &[PathBuf]) {
         bytes.push(0);
     }
     if let Err(e) = crate::statefile::write_whole(file, &bytes) {
-        tracing::debug!(
+        tracing::warn!(
             "cannot remember where servers may write in {}: {e}",
             file.display()
         );
@@ -99,33 +92,6 @@ pub fn record_file(env: &HostEnv) -> Option<PathBuf> {
     )
 }
 
-/// Every place the record is kept, each written at a launch and each read
-/// at discovery: `$XDG_STATE_HOME`'s, the home directory's
-/// (`~/.local/state`) and the user's home of the password database's, so
-/// that a host starting rootfence with another `XDG_STATE_HOME` or `HOME`
-/// than the last one still finds what was remembered.
-pub fn record_files(env: &HostEnv) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = record_file(env).into_iter().collect();
-    let homes = [env.home.clone(), passwd_home()];
-    for h in homes.into_iter().flatten() {
-        let f = h.join(".local/state/rootfence/written");
-        if !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    out
-}
-
-/// The home directory `/etc/passwd` gives this process's user.
-fn passwd_home() -> Option<PathBuf> {
-    let uid = rustix::process::geteuid().as_raw().to_string();
-    let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 7 && f[2] == uid && f[5].starts_with('/')).then(|| PathBuf::from(f[5]))
-    })
-}
-
 /// The places on the record at `file` (none when it cannot be read).
 fn read(file: &Path) -> Vec<PathBuf> {
     std::fs::read(file)
@@ -147,43 +113,35 @@ mod tests {
         }
     }
 
-    /// The places remembered under `/srv` (the user's own records may hold
-    /// others).
-    fn srv(env: &HostEnv, now: &[PathBuf]) -> Vec<PathBuf> {
-        let mut v = remembered(env, now);
-        v.retain(|p| p.starts_with("/srv"));
-        v
-    }
-
     #[test]
     fn a_place_once_writable_is_remembered_and_its_inner_places_fold_into_it() {
         let tmp = tempfile::tempdir().unwrap();
         let env = env_in(tmp.path());
-        let file = [record_file(&env).unwrap()];
+        let file = record_file(&env).unwrap();
         let a = PathBuf::from("/srv/a/inner");
         let b = PathBuf::from("/srv/b");
         remember(&file, std::slice::from_ref(&a));
-        assert_eq!(srv(&env, &[]), vec![a.clone()]);
+        assert_eq!(remembered(&env, &[]), vec![a.clone()]);
         remember(&file, std::slice::from_ref(&b));
-        assert_eq!(srv(&env, &[]), vec![a, b.clone()]);
+        assert_eq!(remembered(&env, &[]), vec![a, b.clone()]);
         // A place holding a remembered one takes its place.
         let outer = PathBuf::from("/srv/a");
         remember(&file, std::slice::from_ref(&outer));
         let now = PathBuf::from("/srv/now");
-        assert_eq!(srv(&env, std::slice::from_ref(&now)), vec![outer, b, now]);
+        assert_eq!(remembered(&env, std::slice::from_ref(&now)), vec![outer, b, now]);
     }
 
     #[test]
     fn launches_at_once_each_add_their_place() {
         let tmp = tempfile::tempdir().unwrap();
         let env = env_in(tmp.path());
-        let file = [record_file(&env).unwrap()];
+        let file = record_file(&env).unwrap();
         std::thread::scope(|s| {
             for i in 0..24 {
                 let file = &file;
                 s.spawn(move || remember(file, &[PathBuf::from(format!("/srv/r{i}"))]));
             }
         });
-        assert_eq!(srv(&env, &[]).len(), 24);
+        assert_eq!(remembered(&env, &[]).len(), 24);
     }
 }

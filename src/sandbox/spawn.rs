@@ -90,7 +90,9 @@ use crate::runtime::Rights;
 pub fn spawn(plan: &SandboxPlan, stdio: StdioConfig) -> Result<SandboxedChild, SandboxError> {
     // What the server may write is remembered before it can write it:
     // later launches take nothing from there.
-    crate::runtime::remember_written(&plan.written_records, &plan.server_writes());
+    if let Some(record) = &plan.written_record {
+        crate::runtime::remember_written(record, &plan.server_writes());
+    }
     launch(plan, stdio, true)
 }
 

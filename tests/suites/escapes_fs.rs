@@ -1336,10 +1336,6 @@ fn a_root_of_an_earlier_session_widens_nothing_once_it_is_no_root() {
     let app = mono.join("app");
     let py = common::python();
     let script = format!("print(open('{}/other/.env').read())\n", mono.display());
-    // The earlier session was started with another XDG_STATE_HOME (a host
-    // of its own environment): what it let the server write is still
-    // found.
-    let elsewhere = t.p("state-elsewhere");
     Probe::new(
         t.command(
             &["--root", app.to_str().unwrap()],
@@ -1353,7 +1349,6 @@ fn a_root_of_an_earlier_session_widens_nothing_once_it_is_no_root() {
                 ),
             ],
         )
-        .env("XDG_STATE_HOME", &elsewhere)
         .output()
         .unwrap(),
     )
