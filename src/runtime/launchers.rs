@@ -337,7 +337,7 @@ impl Ask {
             .envs(&env.vars)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(Stdio::piped());
         if let Some(h) = &env.home {
             cmd.current_dir(h);
         }
@@ -351,6 +351,14 @@ impl Ask {
             let mut out = Vec::new();
             let _ = stdout.take(MAX_ANSWER).read_to_end(&mut out);
             out
+        });
+        let mut stderr = child.stderr.take()?;
+        let errors = std::thread::spawn(move || {
+            let mut err = Vec::new();
+            let _ = (&mut stderr).take(MAX_ANSWER).read_to_end(&mut err);
+            // The rest is drained, so the launcher never waits on it.
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            err
         });
         let start = Instant::now();
         let ok = loop {
@@ -370,7 +378,20 @@ impl Ask {
         if let Ok(o) = reader.join() {
             out = o;
         }
+        let err = errors.join().unwrap_or_default();
         if !ok {
+            // Asked blind, a launcher may fail for what it could not read
+            // or make (a new entry in the home directory, on the way to a
+            // root): said, not left to look like a missing cache.
+            if blind.is_some() {
+                let said = String::from_utf8_lossy(&err);
+                let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+                tracing::warn!(
+                    "{name} {} failed when asked blind to the places the server may write ({}): its cache is not granted; fix: name the cache in the policy's [runtime] read",
+                    self.args.join(" "),
+                    if last.is_empty() { "it said nothing" } else { last.trim() }
+                );
+            }
             return None;
         }
         let text = String::from_utf8(out).ok()?;

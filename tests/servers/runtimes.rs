@@ -556,3 +556,43 @@ fn a_launcher_is_asked_where_its_cache_is_and_gets_it() {
         .unwrap();
     assert!(!out.status.success(), "{}", stdout(&out));
 }
+
+/// A launcher that fails when asked blind to the places the server may
+/// write (here it makes a new file in the home directory, which lies on
+/// the way to the root) is said to have failed, with what it said and the
+/// line that fixes it, rather than leaving a cache silently ungranted.
+#[test]
+fn a_launcher_failing_when_asked_blind_is_said() {
+    let t = Tree::new();
+    let tools = t.p("tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    let bun = tools.join("bun");
+    std::fs::write(
+        &bun,
+        "#!/bin/sh\n\
+         touch \"$HOME/.first-run\" || { echo 'error: cannot write ~/.first-run' >&2; exit 1; }\n\
+         echo \"$HOME/.bun/install/cache\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bun, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("bun", tools.join("bunx")).unwrap();
+    // The root lies in the home directory.
+    let root = t.home.join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = t
+        .rootfence_command()
+        .args(["explain", "--root", root.to_str().unwrap(), "--", "bunx", "x"])
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", tools.display()))
+        .env("HOME", &t.home)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("bun pm cache failed when asked blind")
+            && err.contains("cannot write ~/.first-run")
+            && err.contains("[runtime] read"),
+        "{err}"
+    );
+    assert!(!t.home.join(".first-run").exists());
+}
