@@ -581,7 +581,14 @@ fn a_launcher_failing_when_asked_blind_is_said() {
     std::fs::create_dir_all(&root).unwrap();
     let out = t
         .rootfence_command()
-        .args(["explain", "--root", root.to_str().unwrap(), "--", "bunx", "x"])
+        .args([
+            "explain",
+            "--root",
+            root.to_str().unwrap(),
+            "--",
+            "bunx",
+            "x",
+        ])
         .env_clear()
         .env("PATH", format!("{}:/usr/bin:/bin", tools.display()))
         .env("HOME", &t.home)
