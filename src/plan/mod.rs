@@ -638,7 +638,7 @@ fn runtime_grants(
         ));
     }
     for n in &command.needs {
-        if let Some((from, what)) = n.from.iter().find_map(|f| {
+        if let Some((from, (what, remembered))) = n.from.iter().find_map(|f| {
             writable
                 .iter()
                 .find(|(w, _, inside)| {
@@ -649,12 +649,18 @@ fn runtime_grants(
                     };
                     f.starts_with(w) && !(*inside && within())
                 })
-                .map(|(_, what, _)| (f, what))
+                .map(|(_, what, remembered)| (f, (what, *remembered)))
         }) {
-            let note = format!(
-                "{} grants nothing: it lies in {what}, which the server may write, so the links, #! lines and files there are the server's word",
-                crate::runtime::shown(from, env.home.as_deref())
-            );
+            let shown = crate::runtime::shown(from, env.home.as_deref());
+            let note = if remembered {
+                format!(
+                    "{shown} grants nothing outside itself: it lies in {what}, so the links, #! lines and files there may be a server's word; if they are yours, grant what they lead to in the policy's [runtime] read, or delete that record"
+                )
+            } else {
+                format!(
+                    "{shown} grants nothing: it lies in {what}, which the server may write, so the links, #! lines and files there are the server's word"
+                )
+            };
             if !warnings.contains(&note) {
                 warnings.push(note);
             }

@@ -1361,6 +1361,12 @@ fn a_root_of_an_earlier_session_widens_nothing_once_it_is_no_root() {
         !String::from_utf8_lossy(&out.stdout).contains(SECRET),
         "the project rule granted the monorepo from a place a server wrote: {out:?}"
     );
+    // Said, with the way out.
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("grants nothing outside itself") && err.contains("[runtime] read"),
+        "{err}"
+    );
     assert_eq!(content(&mono.join("other/.env")), SECRET);
 }
 
