@@ -346,20 +346,8 @@ impl Ask {
         }
         let mut child = cmd.spawn().ok()?;
         let mut out = Vec::new();
-        let stdout = child.stdout.take()?;
-        let reader = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = stdout.take(MAX_ANSWER).read_to_end(&mut out);
-            out
-        });
-        let mut stderr = child.stderr.take()?;
-        let errors = std::thread::spawn(move || {
-            let mut err = Vec::new();
-            let _ = (&mut stderr).take(MAX_ANSWER).read_to_end(&mut err);
-            // The rest is drained, so the launcher never waits on it.
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            err
-        });
+        let reader = first_bytes(child.stdout.take()?);
+        let errors = first_bytes(child.stderr.take()?);
         let start = Instant::now();
         let ok = loop {
             match child.try_wait() {
@@ -409,6 +397,17 @@ impl Ask {
         let path = PathBuf::from(path);
         path.is_absolute().then_some(path)
     }
+}
+
+/// The first [`MAX_ANSWER`] bytes `from` gives, read on a thread of their
+/// own; the rest is drained, so the launcher never waits on a full pipe.
+fn first_bytes(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let _ = (&mut from).take(MAX_ANSWER).read_to_end(&mut got);
+        let _ = std::io::copy(&mut from, &mut std::io::sink());
+        got
+    })
 }
 
 /// Where the answers are recorded: `$XDG_CACHE_HOME/rootfence/launchers`

@@ -954,6 +954,23 @@ fn the_scratch_directory_is_never_made_where_the_server_may_write() {
     assert!(tmp.starts_with("/tmp/"), "{tmp}");
 }
 
+/// A program at `path` (its directory made): `text`, mode 0755.
+fn program(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A directory of the user's outside every root, `<base>/NAME`, holding
+/// `secret.txt` ([`SECRET`]).
+fn secret_dir(t: &common::Tree, name: &str) -> std::path::PathBuf {
+    let d = t.p(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("secret.txt"), SECRET).unwrap();
+    d
+}
+
 #[test]
 fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
     // rootfence asks a package runner where its caches are (pipx
@@ -962,7 +979,6 @@ fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
     // server's: planted at one launch, it is not run at the next (a file
     // it would write outside stays unwritten). The twin: the same
     // launcher in a PATH directory of the user's is asked.
-    use std::os::unix::fs::PermissionsExt;
     let t = tree();
     let marker = t.outside.join("asked");
     let fake = format!(
@@ -1005,9 +1021,7 @@ fn a_launcher_the_server_may_have_written_is_never_run_by_rootfence() {
     );
     // The twin: the user's own.
     let own = t.p("userbin");
-    std::fs::create_dir_all(&own).unwrap();
-    std::fs::write(own.join("pipx"), &fake).unwrap();
-    std::fs::set_permissions(own.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    program(&own.join("pipx"), &fake);
     if let Some((uid, gid)) = t.user {
         std::os::unix::fs::chown(&t.outside, Some(uid), Some(gid)).unwrap();
     }
@@ -1040,11 +1054,8 @@ fn a_launchers_configuration_the_server_may_have_written_steers_nothing() {
     // unwritten). The twins: the runner still answers (its default cache
     // is granted), and a configuration the server may not write is
     // followed.
-    use std::os::unix::fs::PermissionsExt;
     let t = tree();
-    let secret = t.p("otherproj");
-    std::fs::create_dir_all(&secret).unwrap();
-    std::fs::write(secret.join("secret.txt"), SECRET).unwrap();
+    let secret = secret_dir(&t, "otherproj");
     let default = t.p("pipxhome");
     std::fs::create_dir_all(&default).unwrap();
     std::fs::write(default.join("cached.txt"), "CACHED").unwrap();
@@ -1064,10 +1075,7 @@ fn a_launchers_configuration_the_server_may_have_written_steers_nothing() {
         secret = secret.display(),
     );
     for bin in ["userbin", "userbin2"] {
-        let d = t.p(bin);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("pipx"), &fake).unwrap();
-        std::fs::set_permissions(d.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        program(&t.p(bin).join("pipx"), &fake);
     }
     if let Some((uid, gid)) = t.user {
         std::os::unix::fs::chown(&t.outside, Some(uid), Some(gid)).unwrap();
@@ -1208,11 +1216,8 @@ fn what_the_server_wrote_in_a_root_the_host_gave_steers_nothing_outside() {
     // directory of the user's outside stays unread). The twin: the
     // user's own launcher and configuration, outside the root, are
     // followed.
-    use std::os::unix::fs::PermissionsExt;
     let t = tree();
-    let secret = t.p("otherproj");
-    std::fs::create_dir_all(&secret).unwrap();
-    std::fs::write(secret.join("secret.txt"), SECRET).unwrap();
+    let secret = secret_dir(&t, "otherproj");
     let marker = t.outside.join("planted-ran");
     let got = t.r.join("got");
     let py = common::python();
@@ -1240,9 +1245,7 @@ fn what_the_server_wrote_in_a_root_the_host_gave_steers_nothing_outside() {
         py = py.display(),
     );
     let userbin = t.p("userbin");
-    std::fs::create_dir_all(&userbin).unwrap();
-    std::fs::write(userbin.join("pipx"), &user_pipx).unwrap();
-    std::fs::set_permissions(userbin.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    program(&userbin.join("pipx"), &user_pipx);
     // An earlier session, the host giving the root: its server could
     // write there (it writes `got`) ...
     let first = hosted_run(
@@ -1256,17 +1259,14 @@ fn what_the_server_wrote_in_a_root_the_host_gave_steers_nothing_outside() {
     // ... and left a launcher on the PATH directory of the root's project,
     // and a launcher configuration.
     let planted = t.r.join("node_modules/.bin");
-    std::fs::create_dir_all(&planted).unwrap();
-    std::fs::write(
-        planted.join("pipx"),
-        format!(
+    program(
+        &planted.join("pipx"),
+        &format!(
             "#!/bin/sh\necho ran > {}\nexec {} -c '{server}'\n",
             marker.display(),
             py.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(planted.join("pipx"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let conf = t.r.join("pipx.conf");
     std::fs::write(&conf, format!("{}\n", secret.display())).unwrap();
     if let Some((uid, gid)) = t.user {
