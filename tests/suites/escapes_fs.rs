@@ -2810,7 +2810,17 @@ fn posix_read_lock_raced_beside_processes_that_keep_the_watch_busy_ends_soon() {
         ro = t.ro.display(),
         r = t.r.display(),
     );
-    let (probe, seen) = while_it_holds(&t, &code);
+    // On a loaded machine the race may go unwon for its 40 s: that run
+    // proves nothing either way, and the racer runs again (three runs at
+    // most); a run that wins must be ended as always.
+    let mut run = while_it_holds(&t, &code);
+    for _ in 0..2 {
+        if !String::from_utf8_lossy(&run.0.out.stdout).contains("never won") {
+            break;
+        }
+        run = while_it_holds(&t, &code);
+    }
+    let (probe, seen) = run;
     the_racer_was_ended(&t, &probe, &seen, Says::Killed, Exit::Any);
 }
 
